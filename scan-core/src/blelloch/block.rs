@@ -1,0 +1,87 @@
+//! Blelloch's scan of one block on the host.
+//!
+//! The classic trace, for addition:
+//!
+//! ```
+//! use scan_core::{blelloch::block, ops::Add, ScanSpec};
+//!
+//! let mut tree = [3, 1, 7, 0, 4, 1, 6, 3];
+//! block::up_sweep::<Add<i32>>(&mut tree);
+//! assert_eq!(tree, [3, 4, 7, 11, 4, 5, 6, 25]); // the root holds the total
+//! block::down_sweep::<Add<i32>>(&mut tree);  // clears the root, hands prefixes down
+//! assert_eq!(tree, [0, 3, 4, 11, 11, 15, 16, 22]);
+//!
+//! let mut scratch = Vec::new();
+//! let mut x = [3, 1, 7, 0, 4, 1, 6, 3];
+//! let total = block::scan_block::<Add<i32>>(&mut x, ScanSpec::inclusive(), &mut scratch);
+//! assert_eq!(x, [3, 4, 11, 11, 15, 16, 22, 25]);
+//! assert_eq!(total, 25);
+//! ```
+
+use crate::{ScanOp, ScanSpec};
+
+/// Builds the tree of partial combinations in place; the last slot ends up
+/// holding the combination of the whole slice. `tree.len()` must be a power of
+/// two (or zero).
+pub fn up_sweep<Op: ScanOp>(tree: &mut [Op::Item]) {
+    let n = tree.len();
+    assert!(n == 0 || n.is_power_of_two(), "Blelloch tree length {n} is not a power of two");
+    let mut d = 1;
+    while d < n {
+        for k in (0..n).step_by(2 * d) {
+            tree[k + 2 * d - 1] = Op::combine(tree[k + d - 1], tree[k + 2 * d - 1]);
+        }
+        d *= 2;
+    }
+}
+
+/// Clears the root to the identity and hands the prefixes down the tree built by
+/// [`up_sweep`], leaving the exclusive scan. The left child receives its
+/// parent's prefix; the right child `prefix ∘ left subtree`, in that order.
+pub fn down_sweep<Op: ScanOp>(tree: &mut [Op::Item]) {
+    let n = tree.len();
+    assert!(n == 0 || n.is_power_of_two(), "Blelloch tree length {n} is not a power of two");
+    if n == 0 {
+        return;
+    }
+    tree[n - 1] = Op::identity();
+    let mut d = n / 2;
+    while d >= 1 {
+        for k in (0..n).step_by(2 * d) {
+            let left = tree[k + d - 1];
+            let prefix = tree[k + 2 * d - 1];
+            tree[k + d - 1] = prefix;
+            tree[k + 2 * d - 1] = Op::combine(prefix, left);
+        }
+        d /= 2;
+    }
+}
+
+/// Scans `data` (any length) in place with Blelloch's algorithm and returns the
+/// combination of all items. The items are copied, in scan order, into
+/// `scratch` padded with the identity to a power of two, swept, and written back.
+pub fn scan_block<Op: ScanOp>(data: &mut [Op::Item], spec: ScanSpec, scratch: &mut Vec<Op::Item>) -> Op::Item {
+    let n = data.len();
+    if n == 0 {
+        return Op::identity();
+    }
+    scratch.clear();
+    if spec.is_reverse() {
+        scratch.extend(data.iter().rev().copied());
+    } else {
+        scratch.extend_from_slice(data);
+    }
+    scratch.resize(n.next_power_of_two(), Op::identity());
+    up_sweep::<Op>(scratch);
+    let total = scratch[scratch.len() - 1];
+    down_sweep::<Op>(scratch);
+    let write = |slot: &mut Op::Item, exclusive: Op::Item| {
+        *slot = if spec.is_inclusive() { Op::combine(exclusive, *slot) } else { exclusive };
+    };
+    if spec.is_reverse() {
+        data.iter_mut().rev().zip(scratch.iter()).for_each(|(slot, &e)| write(slot, e));
+    } else {
+        data.iter_mut().zip(scratch.iter()).for_each(|(slot, &e)| write(slot, e));
+    }
+    total
+}

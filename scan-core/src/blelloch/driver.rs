@@ -1,0 +1,64 @@
+//! The multi-block driver: scan blocks, scan their totals, propagate.
+
+use std::borrow::BorrowMut;
+
+use crate::{Result, ScanOp, ScanSpec};
+
+/// What a backend provides so that [`scan_in_place`] can run on it.
+///
+/// Blocks are numbered in *scan order*: for a reverse scan, block 0 holds the
+/// last `block_len()` items of the buffer. Totals and prefixes are indexed by
+/// that number, so the driver itself never looks at the direction.
+pub trait BlockBackend<Op: ScanOp> {
+    /// A buffer of items the backend works on (`[T]` on the host, a device
+    /// slice on the GPU).
+    type Buf: ?Sized;
+    /// An owned scratch buffer, for the block totals.
+    type Scratch: BorrowMut<Self::Buf>;
+
+    /// How many items one block scans.
+    fn block_len(&self) -> usize;
+
+    /// Allocates a scratch buffer of `len` items (contents unspecified).
+    fn alloc(&self, len: usize) -> Result<Self::Scratch>;
+
+    /// Scans each block of the first `len` items of `data` in place, as `spec`
+    /// says, and when `totals` is given writes the combination of block `b`'s
+    /// items to `totals[b]`.
+    fn scan_blocks(&self, data: &mut Self::Buf, len: usize, spec: ScanSpec, totals: Option<&mut Self::Buf>) -> Result<()>;
+
+    /// Replaces every item `x` of block `b` of the first `len` items of `data`
+    /// with `combine(prefixes[b], x)`.
+    fn add_prefixes(&self, data: &mut Self::Buf, len: usize, spec: ScanSpec, prefixes: &Self::Buf) -> Result<()>;
+}
+
+/// Scans the first `len` items of `data` in place, any length, on any backend.
+///
+/// One block is scanned directly. Otherwise: scan every block and collect the
+/// block totals; exclusive-scan the totals with this same function (so the
+/// recursion is `log_block(len)` deep); combine each block with its prefix.
+///
+/// ```
+/// use scan_core::{blelloch::{scan_in_place, SliceBackend}, ops::Add, reference, ScanSpec};
+///
+/// let backend = SliceBackend::new(4); // tiny blocks: three levels for 50 items
+/// let mut x: Vec<u64> = (1..=50).collect();
+/// let expected = reference::scan::<Add<u64>>(&x, ScanSpec::inclusive());
+/// scan_in_place::<Add<u64>, _>(&backend, &mut x[..], 50, ScanSpec::inclusive()).unwrap();
+/// assert_eq!(x, expected);
+/// ```
+pub fn scan_in_place<Op, B>(backend: &B, data: &mut B::Buf, len: usize, spec: ScanSpec) -> Result<()>
+where
+    Op: ScanOp,
+    B: BlockBackend<Op>,
+{
+    let block = backend.block_len().max(1);
+    if len <= block {
+        return backend.scan_blocks(data, len, spec, None);
+    }
+    let blocks = len.div_ceil(block);
+    let mut totals = backend.alloc(blocks)?;
+    backend.scan_blocks(data, len, spec, Some(totals.borrow_mut()))?;
+    scan_in_place::<Op, B>(backend, totals.borrow_mut(), blocks, ScanSpec::exclusive())?;
+    backend.add_prefixes(data, len, spec, totals.borrow_mut())
+}

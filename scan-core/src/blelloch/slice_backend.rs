@@ -1,0 +1,71 @@
+//! The single-threaded host backend of the Blelloch driver.
+
+use std::cell::RefCell;
+
+use super::{block, driver::BlockBackend};
+use crate::{Error, Result, ScanOp, ScanSpec};
+
+/// Runs the Blelloch driver on host slices, one block after another.
+///
+/// Other backends parallelise the same two steps; this one is their model.
+#[derive(Debug)]
+pub struct SliceBackend<T = ()> {
+    block_len: usize,
+    scratch: RefCell<Vec<T>>,
+}
+
+impl<T> SliceBackend<T> {
+    /// A backend whose blocks hold `block_len` items (at least 1).
+    pub fn new(block_len: usize) -> Self {
+        SliceBackend { block_len: block_len.max(1), scratch: RefCell::new(Vec::new()) }
+    }
+}
+
+/// Block `b` of `data[..len]` in scan order, as a range of buffer indices.
+pub(crate) fn block_range(b: usize, block_len: usize, len: usize, spec: ScanSpec) -> std::ops::Range<usize> {
+    let start = b * block_len;
+    let end = (start + block_len).min(len);
+    if spec.is_reverse() {
+        len - end..len - start
+    } else {
+        start..end
+    }
+}
+
+impl<Op: ScanOp> BlockBackend<Op> for SliceBackend<Op::Item> {
+    type Buf = [Op::Item];
+    type Scratch = Vec<Op::Item>;
+
+    fn block_len(&self) -> usize {
+        self.block_len
+    }
+
+    fn alloc(&self, len: usize) -> Result<Vec<Op::Item>> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(len)
+            .map_err(|_| Error::TooLarge { what: format!("cannot allocate {len} items of scratch on the host") })?;
+        v.resize(len, Op::identity());
+        Ok(v)
+    }
+
+    fn scan_blocks(&self, data: &mut [Op::Item], len: usize, spec: ScanSpec, mut totals: Option<&mut [Op::Item]>) -> Result<()> {
+        let mut scratch = self.scratch.borrow_mut();
+        for b in 0..len.div_ceil(self.block_len) {
+            let range = block_range(b, self.block_len, len, spec);
+            let total = block::scan_block::<Op>(&mut data[range], spec, &mut scratch);
+            if let Some(totals) = totals.as_deref_mut() {
+                totals[b] = total;
+            }
+        }
+        Ok(())
+    }
+
+    fn add_prefixes(&self, data: &mut [Op::Item], len: usize, spec: ScanSpec, prefixes: &[Op::Item]) -> Result<()> {
+        for (b, &prefix) in prefixes.iter().enumerate().take(len.div_ceil(self.block_len)).skip(1) {
+            for x in &mut data[block_range(b, self.block_len, len, spec)] {
+                *x = Op::combine(prefix, *x);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,40 @@
+//! The one error type of every fallible call in `scan`.
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in a scan; each message says what to do.
+///
+/// Backends carry foreign errors (CUDA driver, NVRTC) as text so that this
+/// crate stays free of GPU dependencies.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Input and output lengths differ.
+    #[error("length mismatch: the input has {input} items but the output has {output}; pass an output of the same length")]
+    LengthMismatch { input: usize, output: usize },
+
+    /// A batched scan's buffer is not `rows` whole rows.
+    #[error("bad shape: {len} items cannot be split into {rows} rows of equal length; pass rows > 0 that divide the length")]
+    BadShape { len: usize, rows: usize },
+
+    /// A size does not fit what the backend can address or allocate.
+    #[error("too large: {what}")]
+    TooLarge { what: String },
+
+    /// No usable CUDA driver, device or NVRTC library.
+    #[error("CUDA is not available: {reason}")]
+    CudaUnavailable { reason: String },
+
+    /// The CUDA driver returned an error.
+    #[error("CUDA driver error during {during}: {message}")]
+    Driver { during: String, message: String },
+
+    /// NVRTC rejected the generated source.
+    #[error("NVRTC could not compile operator `{op}`: {log}\n--- generated source ---\n{code}")]
+    Compile { op: String, log: String, code: String },
+
+    /// Anything else a backend wants to report (e.g. an I/O error in a cache).
+    #[error("{0}")]
+    Other(String),
+}

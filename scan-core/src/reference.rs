@@ -1,0 +1,69 @@
+//! The sequential scans every test compares against: the obvious loops.
+
+use crate::{Error, Result, ScanOp, ScanSpec};
+
+/// Scans `input` into a new vector.
+///
+/// ```
+/// use scan_core::{ops::Add, reference, ScanSpec};
+/// let x = [3, 1, 7, 0];
+/// assert_eq!(reference::scan::<Add<i32>>(&x, ScanSpec::inclusive()), [3, 4, 11, 11]);
+/// assert_eq!(reference::scan::<Add<i32>>(&x, ScanSpec::exclusive()), [0, 3, 4, 11]);
+/// assert_eq!(reference::scan::<Add<i32>>(&x, ScanSpec::inclusive().reversed()), [11, 8, 7, 0]);
+/// ```
+pub fn scan<Op: ScanOp>(input: &[Op::Item], spec: ScanSpec) -> Vec<Op::Item> {
+    let mut out = input.to_vec();
+    scan_in_place::<Op>(&mut out, spec);
+    out
+}
+
+/// Scans `input` into `output`, which must have the same length.
+pub fn scan_into<Op: ScanOp>(input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+    if input.len() != output.len() {
+        return Err(Error::LengthMismatch { input: input.len(), output: output.len() });
+    }
+    output.copy_from_slice(input);
+    scan_in_place::<Op>(output, spec);
+    Ok(())
+}
+
+/// Scans `data` in place and returns the total of all items.
+pub fn scan_in_place<Op: ScanOp>(data: &mut [Op::Item], spec: ScanSpec) -> Op::Item {
+    let mut acc = Op::identity();
+    let mut step = |x: &mut Op::Item| {
+        let next = Op::combine(acc, *x);
+        *x = if spec.is_inclusive() { next } else { acc };
+        acc = next;
+    };
+    if spec.is_reverse() {
+        data.iter_mut().rev().for_each(&mut step);
+    } else {
+        data.iter_mut().for_each(&mut step);
+    }
+    acc
+}
+
+/// The combination of all items in order (the identity when empty).
+pub fn reduce<Op: ScanOp>(input: &[Op::Item]) -> Op::Item {
+    input.iter().fold(Op::identity(), |acc, &x| Op::combine(acc, x))
+}
+
+/// Scans each of `rows` equal rows of a row-major `[rows, len / rows]` buffer.
+pub fn scan_rows<Op: ScanOp>(input: &[Op::Item], rows: usize, spec: ScanSpec) -> Result<Vec<Op::Item>> {
+    let row_len = row_len(input.len(), rows)?;
+    let mut out = input.to_vec();
+    if row_len > 0 {
+        for row in out.chunks_exact_mut(row_len) {
+            scan_in_place::<Op>(row, spec);
+        }
+    }
+    Ok(out)
+}
+
+/// The length of one row of a `[rows, len / rows]` buffer, or [`Error::BadShape`].
+pub fn row_len(len: usize, rows: usize) -> Result<usize> {
+    if rows == 0 || len % rows != 0 {
+        return Err(Error::BadShape { len, rows });
+    }
+    Ok(len / rows)
+}

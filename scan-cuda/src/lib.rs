@@ -1,0 +1,1 @@
+//! CUDA backend of `scan` (under construction).

@@ -1,0 +1,131 @@
+//! The operator body as a small typed expression tree.
+//!
+//! `lower` turns the syn tree of the user's fn into this IR (rejecting anything
+//! outside the supported subset at its token); one tree then feeds the CUDA
+//! printer (`cuda`), the associativity checker (`check`) and the numeric
+//! sampler. Only what the subset needs is here.
+
+use proc_macro2::Span;
+
+/// A scalar type of the supported subset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scalar {
+    Bool,
+    I32,
+    U32,
+    I64,
+    U64,
+    F32,
+    F64,
+}
+
+impl Scalar {
+    pub fn is_float(self) -> bool {
+        matches!(self, Scalar::F32 | Scalar::F64)
+    }
+    pub fn is_int(self) -> bool {
+        !self.is_float() && self != Scalar::Bool
+    }
+}
+
+/// The type of an item or of a sub-expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Ty {
+    Scalar(Scalar),
+    /// A type parameter of a generic operator (`T`); its scalar is known only
+    /// when the CUDA source is instantiated.
+    Param(String),
+    Tuple(Vec<Ty>),
+    Array(Box<Ty>, usize),
+    /// A `#[repr(C)]` struct: its path and its fields in declaration order.
+    Struct { name: String, fields: Vec<(String, Ty)> },
+}
+
+/// A literal, with its written suffix resolved to a type where it had one.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Lit {
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    And,
+    Or,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// A method of the supported list; `wrapping_*` are folded into `Binary`
+/// on integer operands (integer arithmetic always wraps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Method {
+    Max,
+    Min,
+    Abs,
+    Exp,
+    Ln,
+    Ln1p,
+    ExpM1,
+    Sqrt,
+    MulAdd,
+}
+
+/// One field step: `.0` or `.name` or `[k]`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Member {
+    Index(usize),
+    Named(String),
+}
+
+/// An expression node; `ty` is the node's type, `span` the user's token.
+#[derive(Clone, Debug)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub ty: Ty,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum ExprKind {
+    /// The first (`0`, earlier) or second (`1`, later) operand.
+    Param(usize),
+    /// A `let` binding in scope.
+    Local(String),
+    Lit(Lit),
+    /// A constant by path (`f32::NEG_INFINITY`, a user's `const`), with its value
+    /// when the macro knows it (needed by the checker and the sampler).
+    Const { path: String, value: Option<Lit> },
+    Field(Box<Expr>, Member),
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    Method(Method, Box<Expr>, Vec<Expr>),
+    Cast(Box<Expr>, Scalar),
+    If { cond: Box<Expr>, then: Box<Expr>, otherwise: Box<Expr> },
+    /// `let name = value; body`
+    Let { name: String, value: Box<Expr>, body: Box<Expr> },
+    Tuple(Vec<Expr>),
+    Array(Vec<Expr>),
+    Struct { name: String, fields: Vec<(String, Expr)> },
+}
