@@ -1,0 +1,135 @@
+// Blelloch block scan, written once against `template <class Op>` (see
+// scan_core::CudaSource for the operator's shape). Layered like CUB:
+//
+//   thread  each thread owns two runs of K consecutive items (2 "slots" per
+//           thread, as in GPU Gems 3 ch. 39) and reduces / rescans them
+//           sequentially in registers;
+//   block   Blelloch's work-efficient scan of the 2 * THREADS run totals in
+//           shared memory, with bank-conflict-free padding.
+//
+// A tile holds 2 * THREADS * K items; the host driver (scan_core::blelloch::
+// scan_in_place) numbers tiles in scan order and handles any length by scanning
+// the tile totals recursively and calling add_prefixes below.
+//
+// Indices are 64-bit everywhere: lengths past 2^31 items are supported.
+
+namespace scan {
+
+typedef unsigned long long u64;
+
+// One padding slot every 32 items, so that strided shared-memory accesses
+// (the sweeps' `2 * d * k` pattern and the K-strided runs) hit distinct banks.
+__device__ __forceinline__ unsigned conflict_free(unsigned i) { return i + (i >> 5); }
+
+// Buffer index of scan-order position `pos`: a reverse scan is the forward
+// scan of the reversed sequence (scan_core::Direction), so only indexing changes.
+__device__ __forceinline__ u64 buffer_index(u64 pos, u64 len, int reverse) {
+    return reverse ? len - 1 - pos : pos;
+}
+
+// Block layer: exclusive Blelloch scan of `n = 2 * THREADS` slots in place
+// (`slots` padded by conflict_free); returns the combination of all slots to
+// every thread. The left operand is always the earlier slot: non-commutative
+// operators are exact.
+template <class Op, int THREADS>
+__device__ __forceinline__ typename Op::Item blelloch_exclusive(typename Op::Item* slots) {
+    typedef typename Op::Item Item;
+    const unsigned tid = threadIdx.x;
+    const unsigned n = 2 * THREADS;
+    unsigned offset = 1;
+    // Up-sweep: build the tree of partial combinations; the root holds the total.
+    for (unsigned d = n >> 1; d > 0; d >>= 1) {
+        __syncthreads();
+        if (tid < d) {
+            unsigned ai = offset * (2 * tid + 1) - 1;
+            unsigned bi = offset * (2 * tid + 2) - 1;
+            ai = conflict_free(ai);
+            bi = conflict_free(bi);
+            slots[bi] = Op::combine(slots[ai], slots[bi]);
+        }
+        offset <<= 1;
+    }
+    __syncthreads();
+    const Item total = slots[conflict_free(n - 1)];
+    __syncthreads();
+    if (tid == 0) slots[conflict_free(n - 1)] = Op::identity();
+    // Down-sweep: the left child gets its parent's prefix, the right child
+    // prefix ∘ left subtree.
+    for (unsigned d = 1; d < n; d <<= 1) {
+        offset >>= 1;
+        __syncthreads();
+        if (tid < d) {
+            unsigned ai = offset * (2 * tid + 1) - 1;
+            unsigned bi = offset * (2 * tid + 2) - 1;
+            ai = conflict_free(ai);
+            bi = conflict_free(bi);
+            Item left = slots[ai];
+            Item prefix = slots[bi];
+            slots[ai] = prefix;
+            slots[bi] = Op::combine(prefix, left);
+        }
+    }
+    __syncthreads();
+    return total;
+}
+
+// Device layer, pass 1: scans tile `blockIdx.x` of `data[0, len)` in place and
+// writes its total to `totals[blockIdx.x]` when `totals` is not null.
+//
+// Shared memory (dynamic): the tile, staged so that global loads and stores
+// are coalesced (striped) while each thread works on consecutive items
+// (blocked), then the 2 * THREADS run totals.
+template <class Op, int THREADS, int K>
+__device__ __forceinline__ void scan_tile(typename Op::Item* data, u64 len, typename Op::Item* totals,
+                                          int inclusive, int reverse) {
+    typedef typename Op::Item Item;
+    const unsigned TILE = 2 * THREADS * K;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    Item* tile = reinterpret_cast<Item*>(smem_raw);
+    Item* slots = tile + conflict_free(TILE);
+
+    const unsigned tid = threadIdx.x;
+    const u64 start = (u64)blockIdx.x * TILE;
+
+    // Load striped (coalesced), padding past the end with the identity.
+    for (unsigned j = 0; j < 2 * K; ++j) {
+        const unsigned p = j * THREADS + tid;
+        const u64 pos = start + p;
+        tile[conflict_free(p)] = pos < len ? data[buffer_index(pos, len, reverse)] : Op::identity();
+    }
+    __syncthreads();
+
+    // Thread layer: reduce each of this thread's two runs of K items.
+    for (unsigned r = 0; r < 2; ++r) {
+        const unsigned slot = tid + r * THREADS;
+        Item acc = tile[conflict_free(slot * K)];
+        for (unsigned i = 1; i < K; ++i) acc = Op::combine(acc, tile[conflict_free(slot * K + i)]);
+        slots[conflict_free(slot)] = acc;
+    }
+
+    const Item total = blelloch_exclusive<Op, THREADS>(slots);
+
+    // Thread layer: rescan each run from its exclusive prefix.
+    for (unsigned r = 0; r < 2; ++r) {
+        const unsigned slot = tid + r * THREADS;
+        Item acc = slots[conflict_free(slot)];
+        for (unsigned i = 0; i < K; ++i) {
+            const unsigned p = conflict_free(slot * K + i);
+            const Item x = tile[p];
+            const Item next = Op::combine(acc, x);
+            tile[p] = inclusive ? next : acc;
+            acc = next;
+        }
+    }
+    __syncthreads();
+
+    // Store striped (coalesced).
+    for (unsigned j = 0; j < 2 * K; ++j) {
+        const unsigned p = j * THREADS + tid;
+        const u64 pos = start + p;
+        if (pos < len) data[buffer_index(pos, len, reverse)] = tile[conflict_free(p)];
+    }
+    if (totals != 0 && tid == 0) totals[blockIdx.x] = total;
+}
+
+}  // namespace scan

@@ -1,0 +1,163 @@
+//! The on-disk module cache: one CUBIN per key, written atomically, checked
+//! on read (a corrupt or truncated entry is a miss, then overwritten).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Bumped whenever the entry format or the meaning of a key changes.
+const FORMAT: &str = "scan-cuda-cubin-v1";
+const MAGIC: &[u8; 10] = b"SCANCUBIN1";
+
+/// 128-bit FNV-1a: stable across processes, platforms and Rust releases
+/// (unlike `DefaultHasher`), which a key written to disk needs.
+#[derive(Clone, Debug)]
+pub(crate) struct Fnv128(u128);
+
+impl Fnv128 {
+    pub(crate) fn new() -> Self {
+        Fnv128(0x6c62272e07bb014262b821756295c58d)
+    }
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> &mut Self {
+        for &b in bytes {
+            self.0 ^= b as u128;
+            self.0 = self.0.wrapping_mul(0x0000000001000000000000000000013B);
+        }
+        // A separator, so that ("ab", "c") and ("a", "bc") differ.
+        self.0 ^= 0xff;
+        self.0 = self.0.wrapping_mul(0x0000000001000000000000000000013B);
+        self
+    }
+    pub(crate) fn finish(&self) -> u128 {
+        self.0
+    }
+}
+
+/// The key of a module: everything that changes the CUBIN.
+pub(crate) fn key(code: &str, options: &[&str], arch: &str, nvrtc: (i32, i32)) -> u128 {
+    let mut h = Fnv128::new();
+    h.write(FORMAT.as_bytes()).write(code.as_bytes());
+    for o in options {
+        h.write(o.as_bytes());
+    }
+    h.write(arch.as_bytes()).write(format!("nvrtc {}.{}", nvrtc.0, nvrtc.1).as_bytes());
+    h.finish()
+}
+
+/// Where compiled modules live: `SCAN_CUDA_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/scan`, else `~/.cache/scan`; `None` when none is set
+/// (then only the in-memory cache is used).
+pub fn default_dir() -> Option<PathBuf> {
+    let nonempty = |v: &str| std::env::var_os(v).filter(|s| !s.is_empty()).map(PathBuf::from);
+    nonempty("SCAN_CUDA_CACHE_DIR")
+        .or_else(|| nonempty("XDG_CACHE_HOME").map(|d| d.join("scan")))
+        .or_else(|| nonempty("HOME").map(|d| d.join(".cache").join("scan")))
+}
+
+/// A folder of cached CUBINs.
+#[derive(Clone, Debug)]
+pub(crate) struct DiskCache {
+    dir: PathBuf,
+}
+
+impl DiskCache {
+    pub(crate) fn new(dir: PathBuf) -> Self {
+        DiskCache { dir }
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, key: u128) -> PathBuf {
+        self.dir.join(format!("{key:032x}.cubin"))
+    }
+
+    /// The CUBIN stored under `key`, if present and intact.
+    pub(crate) fn get(&self, key: u128) -> Option<Vec<u8>> {
+        let bytes = fs::read(self.path(key)).ok()?;
+        decode(&bytes)
+    }
+
+    /// Stores `cubin` under `key`: written to a temporary file in the same
+    /// folder, then renamed, so that a reader never sees half an entry.
+    /// Failures are returned for the caller to ignore or report: the cache
+    /// only saves time.
+    pub(crate) fn put(&self, key: u128, cubin: &[u8]) -> std::io::Result<()> {
+        fs::create_dir_all(&self.dir)?;
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+        let tmp = self.dir.join(format!(".{key:032x}.{}.{nanos}.tmp", std::process::id()));
+        let result = fs::write(&tmp, encode(cubin)).and_then(|()| fs::rename(&tmp, self.path(key)));
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+}
+
+fn checksum(payload: &[u8]) -> u128 {
+    Fnv128::new().write(payload).finish()
+}
+
+fn encode(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(MAGIC.len() + 24 + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    out.extend_from_slice(&checksum(payload).to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+fn decode(bytes: &[u8]) -> Option<Vec<u8>> {
+    let rest = bytes.strip_prefix(MAGIC)?;
+    let (len, rest) = rest.split_first_chunk::<8>()?;
+    let (sum, payload) = rest.split_first_chunk::<16>()?;
+    let ok = u64::from_le_bytes(*len) == payload.len() as u64 && u128::from_le_bytes(*sum) == checksum(payload);
+    ok.then(|| payload.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(label: &str) -> PathBuf {
+        let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        std::env::temp_dir().join(format!("scan-cuda-test-{label}-{}-{nanos}", std::process::id()))
+    }
+
+    #[test]
+    fn an_entry_reads_back_as_written() {
+        let cache = DiskCache::new(temp_dir("roundtrip"));
+        cache.put(7, b"cubin bytes").unwrap();
+        assert_eq!(cache.get(7).as_deref(), Some(&b"cubin bytes"[..]));
+        assert_eq!(cache.get(8), None);
+        let _ = fs::remove_dir_all(cache.dir());
+    }
+
+    #[test]
+    fn a_corrupt_or_truncated_entry_is_a_miss() {
+        let cache = DiskCache::new(temp_dir("corrupt"));
+        cache.put(1, b"0123456789").unwrap();
+        let path = cache.path(1);
+        let mut bytes = fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        assert_eq!(cache.get(1), None, "flipped bit");
+        fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
+        assert_eq!(cache.get(1), None, "truncated");
+        fs::write(&path, b"garbage").unwrap();
+        assert_eq!(cache.get(1), None, "garbage");
+        let _ = fs::remove_dir_all(cache.dir());
+    }
+
+    #[test]
+    fn keys_depend_on_source_options_arch_and_nvrtc_version() {
+        let base = key("src", &["-a"], "sm_90", (12, 9));
+        assert_ne!(base, key("src2", &["-a"], "sm_90", (12, 9)));
+        assert_ne!(base, key("src", &["-b"], "sm_90", (12, 9)));
+        assert_ne!(base, key("src", &["-a"], "sm_80", (12, 9)));
+        assert_ne!(base, key("src", &["-a"], "sm_90", (13, 0)));
+        assert_eq!(base, key("src", &["-a"], "sm_90", (12, 9)));
+    }
+}

@@ -1,0 +1,428 @@
+//! The `Cuda` executor: one device, one stream, the module caches.
+
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr};
+use cudarc::nvrtc::Ptx;
+use scan_core::{blelloch, CudaOp, Error, Result, ScanSpec};
+
+use crate::backend::{GpuBackend, Span};
+use crate::buffer::{driver_error, raw, DeviceBuffer, Raw};
+use crate::cache::{self, DiskCache};
+use crate::nvrtc;
+use crate::policy::Policy;
+use crate::source::{ModuleSource, ADD_PREFIXES, SCAN_BLOCKS};
+
+/// One operator's loaded kernels.
+pub(crate) struct Module {
+    _module: Arc<CudaModule>,
+    pub(crate) scan_blocks: CudaFunction,
+    pub(crate) add_prefixes: CudaFunction,
+    pub(crate) policy: Policy,
+    pub(crate) item_size: usize,
+    pub(crate) shared_bytes: u32,
+}
+
+/// Where the time to get kernels ready went, since the executor was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompileStats {
+    /// Operator modules made ready (each once per executor).
+    pub modules: u32,
+    /// Of those, how many NVRTC compiled (the rest came from the disk cache).
+    pub compiled: u32,
+    /// Of those, how many were read from the disk cache.
+    pub disk_hits: u32,
+    /// Disk cache entries that could not be written (the cache only saves time).
+    pub disk_write_failures: u32,
+    /// Time inside NVRTC.
+    pub nvrtc_time: Duration,
+    /// All time spent getting modules ready: generating source, NVRTC or the
+    /// disk cache, and loading into the device.
+    pub total_time: Duration,
+}
+
+impl std::fmt::Display for CompileStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} module(s) ready in {:.1} ms ({} compiled by NVRTC in {:.1} ms, {} from the disk cache)",
+            self.modules,
+            self.total_time.as_secs_f64() * 1e3,
+            self.compiled,
+            self.nvrtc_time.as_secs_f64() * 1e3,
+            self.disk_hits
+        )
+    }
+}
+
+/// A scan executor on one NVIDIA GPU, through cudarc and NVRTC.
+///
+/// Operators are compiled for the device's architecture on first use and
+/// cached in memory and on disk (see [`cache_dir`](crate::cache_dir)), so a
+/// second process start does not compile again. Every call waits for the
+/// device before returning and reports launch failures as errors.
+///
+/// ```no_run
+/// # fn main() -> scan_core::Result<()> {
+/// use scan_core::{ops::{Add, LinearRecurrence}, ScanSpec};
+/// let cuda = scan_cuda::Cuda::new()?;
+/// assert_eq!(cuda.scan::<Add<i32>>(&[1, 2, 3], ScanSpec::inclusive())?, [1, 3, 6]);
+/// // h_t = a_t * h_{t-1} + b_t: the second component of each pair.
+/// let h = cuda.scan::<LinearRecurrence<f32>>(&[(0.5, 1.0), (0.5, 1.0)], ScanSpec::inclusive())?;
+/// assert_eq!(h[1].1, 1.5);
+/// println!("{}", cuda.compile_stats());
+/// # Ok(()) }
+/// ```
+pub struct Cuda {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    name: String,
+    arch: String,
+    nvrtc_version: (i32, i32),
+    disk: Option<DiskCache>,
+    modules: Mutex<HashMap<TypeId, Arc<Module>>>,
+    stats: Mutex<CompileStats>,
+}
+
+impl std::fmt::Debug for Cuda {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cuda({} #{}, {})", self.name, self.ctx.ordinal(), self.arch)
+    }
+}
+
+impl std::fmt::Display for Cuda {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (CUDA device {}, {})", self.name, self.ctx.ordinal(), self.arch)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding these locks leaves plain data behind: keep going.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn unavailable(reason: impl Into<String>) -> Error {
+    Error::CudaUnavailable { reason: reason.into() }
+}
+
+impl Cuda {
+    /// Opens CUDA device 0. Never panics: without a driver, a GPU or NVRTC it
+    /// returns [`Error::CudaUnavailable`] saying what is missing.
+    pub fn new() -> Result<Cuda> {
+        Self::with_device(0)
+    }
+
+    /// Opens CUDA device `ordinal`.
+    pub fn with_device(ordinal: usize) -> Result<Cuda> {
+        // cudarc's loader panics when a library is missing: look first, and
+        // catch a panic anyway in case a symbol is missing from an old library.
+        // SAFETY: only tries to dlopen libcuda by its candidate names.
+        let driver_present = catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false);
+        if !driver_present {
+            return Err(unavailable(
+                "no CUDA driver library (libcuda.so) was found; install the NVIDIA driver on a machine with an \
+                 NVIDIA GPU, or use the CPU backend (`Device::auto()` falls back to it)",
+            ));
+        }
+        let nvrtc_version = nvrtc::version()?;
+        let opened = catch_unwind(AssertUnwindSafe(|| -> std::result::Result<_, String> {
+            let count = CudaContext::device_count().map_err(|e| format!("cuInit/cuDeviceGetCount failed ({e})"))?;
+            if count <= 0 {
+                return Err("the CUDA driver sees no GPU".into());
+            }
+            if ordinal >= count as usize {
+                return Err(format!("there is no CUDA device {ordinal}: the driver sees {count}"));
+            }
+            let ctx = CudaContext::new(ordinal)
+                .map_err(|e| format!("creating a context on device {ordinal} failed ({e})"))?;
+            let (major, minor) =
+                ctx.compute_capability().map_err(|e| format!("reading the compute capability failed ({e})"))?;
+            let name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
+            Ok((ctx, major, minor, name))
+        }));
+        let (ctx, major, minor, name) = match opened {
+            Ok(Ok(v)) => v,
+            Ok(Err(reason)) => return Err(unavailable(format!("{reason}; use the CPU backend instead"))),
+            Err(_) => return Err(unavailable("the CUDA driver library is incomplete or too old (cudarc panicked)")),
+        };
+        let stream = ctx.default_stream();
+        Ok(Cuda {
+            ctx,
+            stream,
+            name,
+            arch: format!("sm_{major}{minor}"),
+            nvrtc_version,
+            disk: cache::default_dir().map(DiskCache::new),
+            modules: Mutex::new(HashMap::new()),
+            stats: Mutex::new(CompileStats::default()),
+        })
+    }
+
+    /// The device's name, e.g. "NVIDIA H200".
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The architecture modules are compiled for, e.g. `"sm_90"`.
+    pub fn arch(&self) -> &str {
+        &self.arch
+    }
+
+    /// NVRTC's version as (major, minor).
+    pub fn nvrtc_version(&self) -> (i32, i32) {
+        self.nvrtc_version
+    }
+
+    /// The disk cache folder in use, if any.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.disk.as_ref().map(DiskCache::dir)
+    }
+
+    /// The cudarc context, for interoperating with a user's own cudarc code.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream every launch goes to.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Waits for all queued work and reports any asynchronous failure.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(|e| driver_error("synchronize", e))
+    }
+
+    /// Time spent getting kernels ready so far.
+    pub fn compile_stats(&self) -> CompileStats {
+        *lock(&self.stats)
+    }
+
+    /// Compiles (or loads from the caches) `Op`'s kernels now, so that the
+    /// first scan does not pay for it.
+    pub fn prepare<Op: CudaOp>(&self) -> Result<()> {
+        self.module::<Op>().map(|_| ())
+    }
+
+    /// Runs `work` between two timing events on the stream and returns its
+    /// result with the device time between them, in milliseconds.
+    pub fn time<R>(&self, work: impl FnOnce() -> Result<R>) -> Result<(R, f32)> {
+        let event = || self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
+        let (start, end) = (event(), event());
+        let (start, end) = (start.map_err(|e| driver_error("event", e))?, end.map_err(|e| driver_error("event", e))?);
+        start.record(&self.stream).map_err(|e| driver_error("event record", e))?;
+        let out = work()?;
+        end.record(&self.stream).map_err(|e| driver_error("event record", e))?;
+        end.synchronize().map_err(|e| driver_error("event synchronize", e))?;
+        let ms = start.elapsed_ms(&end).map_err(|e| driver_error("event elapsed", e))?;
+        Ok((out, ms))
+    }
+
+    fn check_fits<T>(&self, len: usize) -> Result<usize> {
+        let size = std::mem::size_of::<T>();
+        let bytes = len.checked_mul(size).ok_or_else(|| Error::TooLarge {
+            what: format!("{len} items of {size} bytes overflow the address space"),
+        })?;
+        let (free, _total) = self.ctx.mem_get_info().map_err(|e| driver_error("cuMemGetInfo", e))?;
+        if bytes > free {
+            return Err(Error::TooLarge {
+                what: format!(
+                    "{len} items need {:.2} GiB of GPU memory but {:.2} GiB are free on {}; scan in pieces or use the \
+                     CPU backend",
+                    bytes as f64 / (1u64 << 30) as f64,
+                    free as f64 / (1u64 << 30) as f64,
+                    self.name
+                ),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// A device buffer of `len` items with unspecified contents.
+    pub fn alloc<T: Copy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        if len == 0 {
+            let slice = self.stream.null::<Raw<T>>().map_err(|e| driver_error("allocation", e))?;
+            return Ok(DeviceBuffer { slice });
+        }
+        self.check_fits::<T>(len)?;
+        // SAFETY: the contents are unspecified by contract (any bit pattern of
+        // a `Copy` item read back is its bytes; nothing here interprets them).
+        let slice = unsafe { self.stream.alloc::<Raw<T>>(len) }.map_err(|e| driver_error("allocation", e))?;
+        Ok(DeviceBuffer { slice })
+    }
+
+    /// Copies `items` to a new device buffer.
+    pub fn upload<T: Copy>(&self, items: &[T]) -> Result<DeviceBuffer<T>> {
+        let mut buf = self.alloc::<T>(items.len())?;
+        if !items.is_empty() {
+            self.stream.memcpy_htod(raw(items), &mut buf.slice).map_err(|e| driver_error("upload", e))?;
+        }
+        Ok(buf)
+    }
+
+    fn check_buffer<T: Copy>(&self, buf: &DeviceBuffer<T>) -> Result<()> {
+        if buf.stream().context().cu_ctx() != self.ctx.cu_ctx() {
+            return Err(Error::Other("this device buffer belongs to another CUDA device or context".into()));
+        }
+        Ok(())
+    }
+
+    /// Scans `input` on the GPU (upload, scan, download) into a new vector.
+    pub fn scan<Op: CudaOp>(&self, input: &[Op::Item], spec: ScanSpec) -> Result<Vec<Op::Item>> {
+        let mut out = input.to_vec();
+        self.scan_in_place::<Op>(&mut out, spec)?;
+        Ok(out)
+    }
+
+    /// Scans `input` into `output` (same length) on the GPU.
+    pub fn scan_into<Op: CudaOp>(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+        if input.len() != output.len() {
+            return Err(Error::LengthMismatch { input: input.len(), output: output.len() });
+        }
+        let mut buf = self.upload(input)?;
+        self.scan_device::<Op>(&mut buf, spec)?;
+        buf.download_into(output)
+    }
+
+    /// Scans host `data` in place on the GPU.
+    pub fn scan_in_place<Op: CudaOp>(&self, data: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut buf = self.upload(data)?;
+        self.scan_device::<Op>(&mut buf, spec)?;
+        buf.download_into(data)
+    }
+
+    /// Scans a device buffer in place.
+    pub fn scan_device<Op: CudaOp>(&self, buf: &mut DeviceBuffer<Op::Item>, spec: ScanSpec) -> Result<()> {
+        self.check_buffer(buf)?;
+        let len = buf.len();
+        let ptr = buf.device_ptr(&self.stream);
+        self.scan_raw::<Op>(ptr, len, spec)
+    }
+
+    /// Scans `input` into `output` (same length), both on the device;
+    /// `input` is not modified.
+    pub fn scan_device_into<Op: CudaOp>(
+        &self,
+        input: &DeviceBuffer<Op::Item>,
+        output: &mut DeviceBuffer<Op::Item>,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        self.check_buffer(input)?;
+        output.copy_from(input)?;
+        self.scan_device::<Op>(output, spec)
+    }
+
+    /// Scans a user's own cudarc slice in place (items that are
+    /// `cudarc::driver::DeviceRepr`, such as `f32` or `u64`).
+    pub fn scan_slice<Op>(&self, slice: &mut CudaSlice<Op::Item>, spec: ScanSpec) -> Result<()>
+    where
+        Op: CudaOp,
+        Op::Item: DeviceRepr,
+    {
+        if slice.context().cu_ctx() != self.ctx.cu_ctx() {
+            return Err(Error::Other("this cudarc slice belongs to another CUDA device or context".into()));
+        }
+        let len = slice.len();
+        let (ptr, sync) = slice.device_ptr_mut(&self.stream);
+        let result = self.scan_raw::<Op>(ptr, len, spec);
+        drop(sync);
+        result
+    }
+
+    fn scan_raw<Op: CudaOp>(&self, ptr: u64, len: usize, spec: ScanSpec) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let module = self.module::<Op>()?;
+        let backend = GpuBackend { cuda: self, module: &module };
+        let mut span = Span { ptr, len };
+        blelloch::scan_in_place::<Op, _>(&backend, &mut span, len, spec)?;
+        self.stream.synchronize().map_err(|e| driver_error("the scan kernels", e))
+    }
+
+    /// `Op`'s kernels: from memory, else the disk cache, else NVRTC.
+    pub(crate) fn module<Op: CudaOp>(&self) -> Result<Arc<Module>> {
+        let id = TypeId::of::<Op>();
+        if let Some(m) = lock(&self.modules).get(&id) {
+            return Ok(m.clone());
+        }
+        let started = Instant::now();
+        let source = ModuleSource::of::<Op>()?;
+        let key = cache::key(&source.code, nvrtc::OPTIONS, &self.arch, self.nvrtc_version);
+        let mut stats = CompileStats::default();
+        let mut module = None;
+        if let Some(cubin) = self.disk.as_ref().and_then(|d| d.get(key)) {
+            // A cached CUBIN the driver rejects is treated like a corrupt entry.
+            module = self.load(&source, cubin).ok();
+            stats.disk_hits += module.is_some() as u32;
+        }
+        let module = match module {
+            Some(m) => m,
+            None => {
+                let t = Instant::now();
+                let cubin = nvrtc::compile_cubin(&source.code, &source.op_name, &self.arch)?;
+                stats.nvrtc_time += t.elapsed();
+                stats.compiled += 1;
+                if let Some(disk) = &self.disk {
+                    stats.disk_write_failures += disk.put(key, &cubin).is_err() as u32;
+                }
+                self.load(&source, cubin)?
+            }
+        };
+        let module = Arc::new(module);
+        stats.modules = 1;
+        stats.total_time = started.elapsed();
+        let mut all = lock(&self.stats);
+        all.modules += stats.modules;
+        all.compiled += stats.compiled;
+        all.disk_hits += stats.disk_hits;
+        all.disk_write_failures += stats.disk_write_failures;
+        all.nvrtc_time += stats.nvrtc_time;
+        all.total_time += stats.total_time;
+        drop(all);
+        lock(&self.modules).insert(id, module.clone());
+        Ok(module)
+    }
+
+    fn load(&self, source: &ModuleSource, cubin: Vec<u8>) -> Result<Module> {
+        let module = self.ctx.load_module(Ptx::from_binary(cubin)).map_err(|e| driver_error("module load", e))?;
+        let function = |name: &str| module.load_function(name).map_err(|e| driver_error("kernel lookup", e));
+        let shared_bytes = source.policy.shared_bytes(source.item_size);
+        Ok(Module {
+            scan_blocks: function(SCAN_BLOCKS)?,
+            add_prefixes: function(ADD_PREFIXES)?,
+            _module: module,
+            policy: source.policy,
+            item_size: source.item_size,
+            shared_bytes: u32::try_from(shared_bytes).map_err(|_| Error::TooLarge { what: "shared memory".into() })?,
+        })
+    }
+}
+
+/// Compiles `Op`'s whole module for `arch` (e.g. `"sm_90"`) with NVRTC and
+/// returns the CUBIN. Needs only libnvrtc, no GPU: tests use it to check that
+/// every kernel template instantiates for every operator.
+///
+/// ```no_run
+/// use scan_core::ops::Add;
+/// let cubin = scan_cuda::compile_for_arch::<Add<f32>>("sm_90").unwrap();
+/// assert!(!cubin.is_empty());
+/// ```
+pub fn compile_for_arch<Op: CudaOp>(arch: &str) -> Result<Vec<u8>> {
+    let source = ModuleSource::of::<Op>()?;
+    nvrtc::compile_cubin(&source.code, &source.op_name, arch)
+}
+
+/// The full CUDA source of `Op`'s module (operator, templates,
+/// instantiations), as NVRTC sees it.
+pub fn module_source<Op: CudaOp>() -> Result<String> {
+    Ok(ModuleSource::of::<Op>()?.code)
+}

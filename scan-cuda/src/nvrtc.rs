@@ -1,0 +1,98 @@
+//! NVRTC: CUDA C++ source to a CUBIN for one architecture. Needs only
+//! libnvrtc, not a GPU, so every instantiation can be checked anywhere.
+
+use std::ffi::{c_char, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use cudarc::nvrtc::{result, sys};
+use scan_core::{Error, Result};
+
+/// Options every module is compiled with, besides the architecture.
+///
+/// `--fmad=false`: the CPU never fuses `a * b + c`, so neither does the GPU;
+/// results then differ from the CPU only by the order of combination.
+pub(crate) const OPTIONS: &[&str] = &["-std=c++17", "--fmad=false"];
+
+/// Whether libnvrtc can be loaded (cudarc's loader panics when it cannot).
+pub fn is_available() -> bool {
+    // SAFETY: only tries to dlopen the library by its candidate names.
+    catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false)
+}
+
+fn unavailable() -> Error {
+    Error::CudaUnavailable {
+        reason: "libnvrtc (the CUDA runtime compiler) was not found; install the CUDA toolkit, or \
+                 `pip install nvidia-cuda-nvrtc-cu12` and put its `nvidia/cuda_nvrtc/lib` folder on LD_LIBRARY_PATH"
+            .into(),
+    }
+}
+
+/// NVRTC's version as (major, minor).
+pub fn version() -> Result<(i32, i32)> {
+    if !is_available() {
+        return Err(unavailable());
+    }
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: both pointers are valid for writes; the loader was checked above
+    // and a missing symbol panics, which catch_unwind turns into an error.
+    let status = catch_unwind(AssertUnwindSafe(|| unsafe { sys::nvrtcVersion(&mut major, &mut minor) }))
+        .map_err(|_| unavailable())?;
+    status.result().map_err(|e| Error::CudaUnavailable { reason: format!("nvrtcVersion failed: {e}") })?;
+    Ok((major, minor))
+}
+
+/// Compiles `code` for `arch` (e.g. `"sm_90"`) to a CUBIN.
+///
+/// `op` names the operator in the error; a compile failure carries NVRTC's log
+/// and the whole source.
+pub fn compile_cubin(code: &str, op: &str, arch: &str) -> Result<Vec<u8>> {
+    if !is_available() {
+        return Err(unavailable());
+    }
+    catch_unwind(AssertUnwindSafe(|| compile_unguarded(code, op, arch))).map_err(|_| unavailable())?
+}
+
+/// Owns an NVRTC program: destroyed on every path out.
+struct Program(sys::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: created by create_program and destroyed only here.
+        let _ = unsafe { result::destroy_program(self.0) };
+    }
+}
+
+fn compile_unguarded(code: &str, op: &str, arch: &str) -> Result<Vec<u8>> {
+    let nvrtc_err =
+        |during: &str, e: result::NvrtcError| Error::Driver { during: during.into(), message: e.to_string() };
+    let src = CString::new(code).map_err(|_| Error::Compile {
+        op: op.into(),
+        log: "the generated source contains a NUL byte".into(),
+        code: code.into(),
+    })?;
+    let name = CString::new(format!("scan_{op}.cu")).unwrap_or_default();
+    let prog = Program(result::create_program(&src, Some(&name)).map_err(|e| nvrtc_err("nvrtcCreateProgram", e))?);
+    let mut options: Vec<String> = OPTIONS.iter().map(|s| s.to_string()).collect();
+    options.push(format!("--gpu-architecture={arch}"));
+    // SAFETY: prog is live (owned by `prog`).
+    let compiled = unsafe { result::compile_program(prog.0, &options) };
+    if compiled.is_err() {
+        // SAFETY: prog is live.
+        let log = unsafe { result::get_program_log(prog.0) }.map(|l| c_text(&l)).unwrap_or_default();
+        return Err(Error::Compile { op: op.into(), log, code: code.into() });
+    }
+    let mut size = 0usize;
+    // SAFETY: prog is live and compiled; `size` is valid for writes.
+    unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) }.result().map_err(|e| nvrtc_err("nvrtcGetCUBINSize", e))?;
+    let mut cubin = vec![0u8; size];
+    // SAFETY: `cubin` holds the `size` bytes NVRTC asked for.
+    unsafe { sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr() as *mut c_char) }
+        .result()
+        .map_err(|e| nvrtc_err("nvrtcGetCUBIN", e))?;
+    Ok(cubin)
+}
+
+fn c_text(bytes: &[c_char]) -> String {
+    let bytes: Vec<u8> = bytes.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).trim_end().to_string()
+}

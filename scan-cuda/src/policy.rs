@@ -1,0 +1,80 @@
+//! How a kernel's work is shaped for one item type: the policy, kept apart
+//! from the mechanism (the kernel templates), as in CUB.
+
+use scan_core::{Error, Result};
+
+/// Dynamic shared memory a block may use without opting in to more.
+const SHARED_LIMIT: usize = 48 * 1024;
+
+/// Threads per block and items per run for one item size.
+///
+/// A tile holds `2 * threads * items_per_run` items: each thread owns two runs
+/// (GPU Gems 3's two elements per thread) of `items_per_run` consecutive items.
+/// Small items get long runs so that a tile stays around 16 KiB of shared
+/// memory; large items get short runs and, past 32 bytes, fewer threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Policy {
+    /// Threads per block (a power of two).
+    pub threads: u32,
+    /// Consecutive items each run holds.
+    pub items_per_run: u32,
+}
+
+impl Policy {
+    /// The policy for items of `size` bytes.
+    pub fn for_item_size(size: usize) -> Result<Policy> {
+        let size = size.max(1);
+        let mut threads = 256u32;
+        let items_per_run = match size {
+            0..=4 => 8,
+            5..=8 => 4,
+            9..=16 => 2,
+            _ => 1,
+        };
+        let mut policy = Policy { threads, items_per_run };
+        while policy.shared_bytes(size) > SHARED_LIMIT {
+            if threads == 1 {
+                return Err(Error::TooLarge {
+                    what: format!(
+                        "items of {size} bytes do not fit the GPU kernels' shared memory ({SHARED_LIMIT} bytes for a \
+                         tile of 2 items); use smaller items or the CPU backend"
+                    ),
+                });
+            }
+            threads /= 2;
+            policy = Policy { threads, items_per_run };
+        }
+        Ok(policy)
+    }
+
+    /// Items one block scans: the driver's `block_len`.
+    pub fn tile(self) -> usize {
+        2 * self.threads as usize * self.items_per_run as usize
+    }
+
+    /// Dynamic shared memory of one block for items of `size` bytes: the padded
+    /// tile, then the padded run totals (see `conflict_free` in the kernels).
+    pub fn shared_bytes(self, size: usize) -> usize {
+        let padded = |n: usize| n + n / 32 + 1;
+        (padded(self.tile()) + padded(2 * self.threads as usize)) * size
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_policy_fits_shared_memory_and_keeps_tiles_power_of_two() {
+        for size in [1, 4, 8, 12, 16, 24, 32, 64, 100, 256, 1000, 4096] {
+            let p = Policy::for_item_size(size).unwrap();
+            assert!(p.shared_bytes(size) <= SHARED_LIMIT, "size {size}: {p:?}");
+            assert!(p.tile().is_power_of_two(), "size {size}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn huge_items_are_an_error_not_a_panic() {
+        assert!(matches!(Policy::for_item_size(1 << 20), Err(Error::TooLarge { .. })));
+    }
+}

@@ -1,0 +1,77 @@
+//! The CUDA source of one operator's module: operator declaration + kernel
+//! templates + one `extern "C"` instantiation per kernel.
+
+use scan_core::{CudaOp, CudaSource, Result};
+
+use crate::policy::Policy;
+
+/// The kernel templates, written once against `template <class Op>`.
+pub(crate) const BLOCK_SCAN_CU: &str = include_str!("../kernels/block_scan.cu");
+/// Pass 2 of the multi-block scan.
+pub(crate) const PROPAGATE_CU: &str = include_str!("../kernels/propagate.cu");
+
+/// Names of the instantiated kernels inside every module.
+pub(crate) const SCAN_BLOCKS: &str = "scan_blocks";
+pub(crate) const ADD_PREFIXES: &str = "add_prefixes";
+
+/// Fixed-width integer names for generated operator code: NVRTC has no
+/// `<stdint.h>` unless asked for.
+const PRELUDE: &str = "\
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+";
+
+/// Everything the compiler sees for one operator, and what the host needs to
+/// launch it.
+#[derive(Clone, Debug)]
+pub struct ModuleSource {
+    /// The operator's C++ name (for error messages).
+    pub op_name: String,
+    /// The full translation unit.
+    pub code: String,
+    /// The launch shape the instantiation was written for.
+    pub policy: Policy,
+    /// Size of one item in bytes, on both sides.
+    pub item_size: usize,
+}
+
+impl ModuleSource {
+    /// The module of `Op`: its declaration, the templates, and instantiations
+    /// for `Op::Item`'s size. Fails only when the item is too large for the
+    /// kernels.
+    pub fn of<Op: CudaOp>() -> Result<ModuleSource> {
+        let size = std::mem::size_of::<Op::Item>();
+        let align = std::mem::align_of::<Op::Item>();
+        let policy = Policy::for_item_size(size)?;
+        Ok(Self::assemble(&Op::cuda_source(), size, align, policy))
+    }
+
+    fn assemble(op: &CudaSource, size: usize, align: usize, policy: Policy) -> ModuleSource {
+        let name = &op.name;
+        let (threads, k) = (policy.threads, policy.items_per_run);
+        let code = format!(
+            "{PRELUDE}\n// ---- operator `{name}` ----\n{op_code}\n\n// ---- kernels/block_scan.cu ----\n{BLOCK_SCAN_CU}\n\
+             // ---- kernels/propagate.cu ----\n{PROPAGATE_CU}\n\
+             // ---- instantiations ----\n\
+             // The Rust item and the CUDA item must have one layout: bytes move unchanged.\n\
+             static_assert(sizeof({name}::Item) == {size}, \"the CUDA item of `{name}` is not {size} bytes like the Rust item\");\n\
+             static_assert(alignof({name}::Item) <= {align}, \"the CUDA item of `{name}` is more aligned than the Rust item\");\n\
+             extern \"C\" __global__ void __launch_bounds__({threads}) {SCAN_BLOCKS}(\n\
+             \x20   {name}::Item* data, unsigned long long len, {name}::Item* totals, int inclusive, int reverse) {{\n\
+             \x20 scan::scan_tile<{name}, {threads}, {k}>(data, len, totals, inclusive, reverse);\n\
+             }}\n\
+             extern \"C\" __global__ void __launch_bounds__({threads}) {ADD_PREFIXES}(\n\
+             \x20   {name}::Item* data, unsigned long long len, const {name}::Item* prefixes, int reverse) {{\n\
+             \x20 scan::add_prefixes<{name}, {threads}, {k}>(data, len, prefixes, reverse);\n\
+             }}\n",
+            op_code = op.code,
+        );
+        ModuleSource { op_name: name.clone(), code, policy, item_size: size }
+    }
+}

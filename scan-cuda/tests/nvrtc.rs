@@ -1,0 +1,119 @@
+//! NVRTC-only checks (no GPU needed): every kernel template instantiates for
+//! every operator shape, and a compile failure is an `Error::Compile` with the
+//! log and the source.
+//!
+//! `LD_LIBRARY_PATH=/opt/nvrtc/nvidia/cuda_nvrtc/lib cargo test -p scan-cuda --test nvrtc -- --ignored`
+
+mod support;
+
+use scan_core::{CudaOp, CudaSource, Error, ScanOp};
+use support::ops::*;
+
+/// The architectures the kernels must build for: Hopper (the H200) and one
+/// older generation, so that nothing Hopper-only slips in unnoticed.
+const ARCHS: [&str; 2] = ["sm_90", "sm_80"];
+
+fn assert_compiles<Op: CudaOp>() {
+    for arch in ARCHS {
+        match scan_cuda::compile_for_arch::<Op>(arch) {
+            Ok(cubin) => assert!(cubin.starts_with(b"\x7fELF"), "{}: not an ELF cubin", std::any::type_name::<Op>()),
+            Err(e) => panic!("{} for {arch}: {e}", std::any::type_name::<Op>()),
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs libnvrtc"]
+fn every_template_instantiates_for_every_test_operator() {
+    assert_compiles::<AddU32>();
+    assert_compiles::<AddI64>();
+    assert_compiles::<AddF32>();
+    assert_compiles::<AddF64>();
+    assert_compiles::<MulF32>();
+    assert_compiles::<MaxF32>();
+    assert_compiles::<MinI32>();
+    assert_compiles::<LinRecF32>();
+    assert_compiles::<LinRecF64>();
+    assert_compiles::<MatMulI32>();
+    assert_compiles::<MatMulF32>();
+    assert_compiles::<StatsOp>();
+    assert_compiles::<SegSumU64>();
+    assert_compiles::<AddF64x8>();
+}
+
+#[test]
+#[ignore = "needs libnvrtc"]
+fn the_module_source_holds_the_operator_both_kernels_and_layout_checks() {
+    let code = scan_cuda::module_source::<LinRecF32>().unwrap();
+    for needle in ["struct LinRecF32", "scan_blocks(", "add_prefixes(", "static_assert(sizeof(LinRecF32::Item) == 8"] {
+        assert!(code.contains(needle), "missing {needle:?} in\n{code}");
+    }
+}
+
+/// Declares an item of the wrong size: the layout check must stop it.
+struct WrongSize;
+impl ScanOp for WrongSize {
+    type Item = u64;
+    fn identity() -> u64 {
+        0
+    }
+    fn combine(l: u64, r: u64) -> u64 {
+        l + r
+    }
+}
+impl CudaOp for WrongSize {
+    fn cuda_source() -> CudaSource {
+        CudaSource {
+            name: "WrongSize".into(),
+            code: "struct WrongSize { typedef unsigned int Item;
+  static __device__ __forceinline__ Item identity() { return 0; }
+  static __device__ __forceinline__ Item combine(Item l, Item r) { return l + r; } };"
+                .into(),
+        }
+    }
+}
+
+/// Calls a function that does not exist in CUDA.
+struct Broken;
+impl ScanOp for Broken {
+    type Item = f32;
+    fn identity() -> f32 {
+        0.0
+    }
+    fn combine(l: f32, r: f32) -> f32 {
+        l + r
+    }
+}
+impl CudaOp for Broken {
+    fn cuda_source() -> CudaSource {
+        CudaSource {
+            name: "Broken".into(),
+            code: "struct Broken { typedef float Item;
+  static __device__ __forceinline__ Item identity() { return 0.0f; }
+  static __device__ __forceinline__ Item combine(Item l, Item r) { return no_such_function(l, r); } };"
+                .into(),
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs libnvrtc"]
+fn a_compile_error_carries_the_nvrtc_log_and_the_source() {
+    match scan_cuda::compile_for_arch::<Broken>("sm_90") {
+        Err(Error::Compile { op, log, code }) => {
+            assert_eq!(op, "Broken");
+            assert!(log.contains("no_such_function"), "log: {log}");
+            assert!(code.contains("struct Broken"), "code: {code}");
+        }
+        other => panic!("expected Error::Compile, got {other:?}"),
+    }
+}
+
+#[test]
+#[ignore = "needs libnvrtc"]
+fn an_item_whose_cuda_layout_differs_from_rust_is_rejected_at_compile_time() {
+    match scan_cuda::compile_for_arch::<WrongSize>("sm_90") {
+        Err(Error::Compile { log, .. }) => assert!(log.contains("not 8 bytes like the Rust item"), "log: {log}"),
+        other => panic!("expected Error::Compile, got {other:?}"),
+    }
+}
