@@ -7,4 +7,5 @@
 //! ```
 
 pub use scan_core::{blelloch, ops, reference, CudaOp, CudaSource, Direction, Error, Kind, Result, ScanOp, ScanSpec};
+pub use scan_cpu::{Algorithm, Cpu};
 pub use scan_macros::scan_op;

@@ -1,0 +1,92 @@
+//! The Blelloch algorithm on threads: the core's multi-block driver over a
+//! backend that scans blocks and adds prefixes on several threads at once.
+
+use std::marker::PhantomData;
+
+use scan_core::blelloch::{block, BlockBackend};
+use scan_core::{Error, Result, ScanOp, ScanSpec};
+
+use crate::parallel;
+
+/// Items per Blelloch block: the block and its padded scratch stay in L1/L2.
+pub(crate) const BLOCK_LEN: usize = 4096;
+
+/// A [`BlockBackend`] over host slices whose blocks are spread over `threads`
+/// threads; otherwise it does what `scan_core::blelloch::SliceBackend` does.
+pub(crate) struct ThreadedBlocks<T> {
+    threads: usize,
+    _items: PhantomData<fn() -> T>,
+}
+
+impl<T> ThreadedBlocks<T> {
+    pub fn new(threads: usize) -> Self {
+        ThreadedBlocks { threads: threads.max(1), _items: PhantomData }
+    }
+}
+
+/// The first `len` items of `data` cut into blocks in scan order: for a
+/// reverse scan, block 0 is the last `BLOCK_LEN` items (the driver's convention).
+fn blocks<T>(data: &mut [T], len: usize, spec: ScanSpec) -> Vec<&mut [T]> {
+    let data = &mut data[..len];
+    if spec.is_reverse() {
+        data.rchunks_mut(BLOCK_LEN).collect()
+    } else {
+        data.chunks_mut(BLOCK_LEN).collect()
+    }
+}
+
+impl<Op: ScanOp> BlockBackend<Op> for ThreadedBlocks<Op::Item> {
+    type Buf = [Op::Item];
+    type Scratch = Vec<Op::Item>;
+
+    fn block_len(&self) -> usize {
+        BLOCK_LEN
+    }
+
+    fn alloc(&self, len: usize) -> Result<Vec<Op::Item>> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(len)
+            .map_err(|_| Error::TooLarge { what: format!("cannot allocate {len} items of scratch on the host") })?;
+        v.resize(len, Op::identity());
+        Ok(v)
+    }
+
+    fn scan_blocks(
+        &self,
+        data: &mut [Op::Item],
+        len: usize,
+        spec: ScanSpec,
+        totals: Option<&mut [Op::Item]>,
+    ) -> Result<()> {
+        // (block, where its total goes)
+        type Work<'a, T> = Vec<(&'a mut [T], Option<&'a mut T>)>;
+        let mut work: Work<'_, Op::Item> = match totals {
+            Some(totals) => blocks(data, len, spec).into_iter().zip(totals.iter_mut().map(Some)).collect(),
+            None => blocks(data, len, spec).into_iter().map(|b| (b, None)).collect(),
+        };
+        parallel::for_each_part(&mut work, self.threads, |part| {
+            let mut scratch = Vec::with_capacity(BLOCK_LEN);
+            for (block, total) in part {
+                let t = block::scan_block::<Op>(block, spec, &mut scratch);
+                if let Some(slot) = total {
+                    **slot = t;
+                }
+            }
+        });
+        Ok(())
+    }
+
+    fn add_prefixes(&self, data: &mut [Op::Item], len: usize, spec: ScanSpec, prefixes: &[Op::Item]) -> Result<()> {
+        // Block 0's prefix is the identity: skip it.
+        let mut work: Vec<(&mut [Op::Item], Op::Item)> =
+            blocks(data, len, spec).into_iter().zip(prefixes.iter().copied()).skip(1).collect();
+        parallel::for_each_part(&mut work, self.threads, |part| {
+            for (block, prefix) in part {
+                for x in block.iter_mut() {
+                    *x = Op::combine(*prefix, *x);
+                }
+            }
+        });
+        Ok(())
+    }
+}

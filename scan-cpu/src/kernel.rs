@@ -1,0 +1,147 @@
+//! The scan of one cache-resident tile, the inner loop of the tiled path.
+//!
+//! A single scan chain is latency-bound: every combine waits for the previous
+//! one (3-4 cycles for a float add). The tile is therefore cut into [`CHAINS`]
+//! contiguous chunks that are scanned in one interleaved loop: the chains are
+//! independent, so the core overlaps them, and each chunk is contiguous, so
+//! operands are never reordered and non-commutative operators stay correct.
+//! The chunks are then stitched together by combining each with the total of
+//! the chunks before it (and the tile's prefix), a pass over data in cache.
+
+use scan_core::ScanOp;
+
+/// How many independent chains a tile is scanned as.
+pub(crate) const CHAINS: usize = 8;
+
+/// The chunk structure of one locally scanned tile, in scan order.
+pub(crate) struct Chunks<T> {
+    /// Items in each chunk but the last, which also takes the remainder.
+    pub sub: usize,
+    /// Items in the tile.
+    pub len: usize,
+    /// `prefix[k]`: the combination of chunks `0..k` (`prefix[0]` is the identity).
+    pub prefix: [T; CHAINS],
+    /// The combination of the whole tile.
+    pub total: T,
+}
+
+impl<T> Chunks<T> {
+    /// Chunk `k` as a range of tile indices (the chunks run from the top of the
+    /// tile down when the scan is reversed).
+    pub fn range<const REV: bool>(&self, k: usize) -> std::ops::Range<usize> {
+        let start = k * self.sub;
+        let end = if k + 1 == CHAINS { self.len } else { start + self.sub };
+        if REV {
+            self.len - end..self.len - start
+        } else {
+            start..end
+        }
+    }
+}
+
+/// Scans `src` into `out` (same length) chunk by chunk, each chunk from the
+/// identity: `out` holds, per chunk, the inclusive (`INCL`) or exclusive scan
+/// of that chunk alone. `REV` scans from the last index down.
+#[inline]
+pub(crate) fn local_scan<Op: ScanOp, const REV: bool, const INCL: bool>(
+    src: &[Op::Item],
+    out: &mut [Op::Item],
+) -> Chunks<Op::Item> {
+    let n = src.len();
+    assert_eq!(n, out.len(), "tile buffer length");
+    let sub = n / CHAINS;
+    let mut acc = [Op::identity(); CHAINS];
+    let src_ptr = src.as_ptr();
+    let out_ptr = out.as_mut_ptr();
+    // Scan position `s` (0 = first in scan order) lives at tile index `at(s)`.
+    let at = |s: usize| if REV { n - 1 - s } else { s };
+    for i in 0..sub {
+        for (k, acc) in acc.iter_mut().enumerate() {
+            let m = at(k * sub + i);
+            // SAFETY: k * sub + i < CHAINS * sub <= n, so m < n = src.len() = out.len().
+            unsafe {
+                let next = Op::combine(*acc, *src_ptr.add(m));
+                *out_ptr.add(m) = if INCL { next } else { *acc };
+                *acc = next;
+            }
+        }
+    }
+    // The remainder (fewer than CHAINS items) extends the last chunk.
+    let last = &mut acc[CHAINS - 1];
+    for s in CHAINS * sub..n {
+        let m = at(s);
+        let next = Op::combine(*last, src[m]);
+        out[m] = if INCL { next } else { *last };
+        *last = next;
+    }
+    let mut prefix = [Op::identity(); CHAINS];
+    for k in 1..CHAINS {
+        prefix[k] = Op::combine(prefix[k - 1], acc[k - 1]);
+    }
+    let total = Op::combine(prefix[CHAINS - 1], acc[CHAINS - 1]);
+    Chunks { sub, len: n, prefix, total }
+}
+
+/// Replaces every `x` of `data` with `combine(prefix, x)`. A loop the compiler
+/// vectorizes for the arithmetic operators.
+#[inline]
+pub(crate) fn fix_up<Op: ScanOp>(data: &mut [Op::Item], prefix: Op::Item) {
+    for x in data {
+        *x = Op::combine(prefix, *x);
+    }
+}
+
+/// Turns the output of [`local_scan`] into the tile's final values, given the
+/// combination of everything before the tile (`None`: nothing, the first tile).
+#[inline]
+pub(crate) fn finish_tile<Op: ScanOp, const REV: bool>(
+    out: &mut [Op::Item],
+    chunks: &Chunks<Op::Item>,
+    tile_prefix: Option<Op::Item>,
+) {
+    for k in 0..CHAINS {
+        let prefix = match tile_prefix {
+            Some(p) => Op::combine(p, chunks.prefix[k]),
+            // Chunk 0 of the first tile already has the right values.
+            None if k == 0 => continue,
+            None => chunks.prefix[k],
+        };
+        fix_up::<Op>(&mut out[chunks.range::<REV>(k)], prefix);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use scan_core::{ops::MatMul2x2, reference, testing::Rng, ScanSpec};
+
+    use super::*;
+
+    type M = MatMul2x2<i32>;
+
+    fn check<const REV: bool, const INCL: bool>(x: &[[i32; 4]]) {
+        let spec = match (REV, INCL) {
+            (false, true) => ScanSpec::inclusive(),
+            (false, false) => ScanSpec::exclusive(),
+            (true, true) => ScanSpec::inclusive().reversed(),
+            (true, false) => ScanSpec::exclusive().reversed(),
+        };
+        let mut out = vec![[0; 4]; x.len()];
+        let chunks = local_scan::<M, REV, INCL>(x, &mut out);
+        finish_tile::<M, REV>(&mut out, &chunks, None);
+        assert_eq!(out, reference::scan::<M>(x, spec), "len {} spec {spec:?}", x.len());
+        let expected_total = reference::scan_in_place::<M>(&mut x.to_vec(), spec);
+        assert_eq!(chunks.total, expected_total, "total, len {} spec {spec:?}", x.len());
+    }
+
+    #[test]
+    fn a_tile_scanned_as_chains_equals_the_reference_for_a_non_commutative_operator() {
+        let mut rng = Rng::fresh("kernel");
+        for len in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000] {
+            let x = rng.vec(len, |r| std::array::from_fn(|_| r.next_u64() as i32));
+            check::<false, true>(&x);
+            check::<false, false>(&x);
+            check::<true, true>(&x);
+            check::<true, false>(&x);
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! Decoupled look-back between tiles (Merrill & Garland 2016, on threads).
+//!
+//! Each tile publishes its aggregate (the combination of its own items) as soon
+//! as it has scanned itself, and its inclusive prefix once it knows it. A tile
+//! finds its prefix by walking back over its predecessors, combining
+//! aggregates until it meets an inclusive prefix; it only waits on a
+//! predecessor that has published nothing yet, which is being scanned right
+//! now by another thread (tiles are claimed in order).
+
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+const EMPTY: u8 = 0;
+const AGGREGATE: u8 = 1;
+const INCLUSIVE: u8 = 2;
+
+/// What one tile has published. Each value is written once, by the tile's
+/// owner, before the state says it is there (release); readers read a value
+/// only after seeing that state (acquire). The aggregate stays valid after
+/// the inclusive prefix arrives, so a reader that saw AGGREGATE may read it late.
+pub(crate) struct Slot<T> {
+    state: AtomicU8,
+    aggregate: UnsafeCell<MaybeUninit<T>>,
+    inclusive: UnsafeCell<MaybeUninit<T>>,
+}
+
+// SAFETY: the values are written by one thread before a release store of
+// `state` and read by others only after an acquire load that saw it, so no
+// access races; `T: Send + Sync` lets the values move between threads.
+unsafe impl<T: Send + Sync> Sync for Slot<T> {}
+
+impl<T: Copy> Slot<T> {
+    pub fn new() -> Self {
+        Slot {
+            state: AtomicU8::new(EMPTY),
+            aggregate: UnsafeCell::new(MaybeUninit::uninit()),
+            inclusive: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    }
+
+    /// Publishes the tile's aggregate. Only the tile's owner calls this, once.
+    pub fn publish_aggregate(&self, value: T) {
+        // SAFETY: nobody reads `aggregate` before `state` says AGGREGATE below,
+        // and only the owner writes it, once.
+        unsafe { (*self.aggregate.get()).write(value) };
+        self.state.store(AGGREGATE, Ordering::Release);
+    }
+
+    /// Publishes the tile's inclusive prefix. Only the tile's owner calls this, once.
+    pub fn publish_inclusive(&self, value: T) {
+        // SAFETY: as in `publish_aggregate`, for `inclusive` and INCLUSIVE.
+        unsafe { (*self.inclusive.get()).write(value) };
+        self.state.store(INCLUSIVE, Ordering::Release);
+    }
+
+    fn poll(&self) -> Option<Published<T>> {
+        match self.state.load(Ordering::Acquire) {
+            // SAFETY: the acquire load saw the state stored after the write.
+            INCLUSIVE => Some(Published::Inclusive(unsafe { (*self.inclusive.get()).assume_init() })),
+            AGGREGATE => Some(Published::Aggregate(unsafe { (*self.aggregate.get()).assume_init() })),
+            _ => None,
+        }
+    }
+}
+
+enum Published<T> {
+    Aggregate(T),
+    Inclusive(T),
+}
+
+/// The combination of every tile before `tile` (which must be > 0), or `None`
+/// when `abort` is raised while waiting (another worker panicked).
+///
+/// Tile 0 must publish only its inclusive prefix, which ends every walk.
+pub(crate) fn exclusive_prefix<T: Copy>(
+    slots: &[Slot<T>],
+    tile: usize,
+    abort: &AtomicBool,
+    combine: impl Fn(T, T) -> T,
+    identity: T,
+) -> Option<T> {
+    // `later`: the combination of the tiles between the one looked at and `tile`.
+    let mut later = identity;
+    for slot in slots[..tile].iter().rev() {
+        match wait_for(slot, abort)? {
+            Published::Inclusive(prefix) => return Some(combine(prefix, later)),
+            Published::Aggregate(aggregate) => later = combine(aggregate, later),
+        }
+    }
+    // Unreachable when tile 0 publishes an inclusive prefix; a caller bug
+    // must not turn into a wrong answer.
+    unreachable!("look-back walked past tile 0")
+}
+
+/// Spins briefly, then yields, until `slot` has published something.
+fn wait_for<T: Copy>(slot: &Slot<T>, abort: &AtomicBool) -> Option<Published<T>> {
+    let mut spins = 0u32;
+    loop {
+        if let Some(published) = slot.poll() {
+            return Some(published);
+        }
+        if abort.load(Ordering::Relaxed) {
+            return None;
+        }
+        // The predecessor is being scanned by a running thread and is usually
+        // a few microseconds from publishing; past that, leave the core to it
+        // (the machine may have fewer free cores than workers).
+        if spins < 256 {
+            std::hint::spin_loop();
+            spins += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Raises `abort` if the thread holding it unwinds, so that the other workers
+/// stop waiting for tiles this one will never publish.
+pub(crate) struct AbortOnUnwind<'a>(pub &'a AtomicBool);
+
+impl Drop for AbortOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+}
