@@ -10,6 +10,7 @@
 extern crate self as scan_core;
 
 pub mod blelloch;
+mod cuda_type;
 mod error;
 mod op;
 pub mod ops;
@@ -17,6 +18,14 @@ pub mod reference;
 mod spec;
 pub mod testing;
 
+pub use cuda_type::{CudaFloat, CudaScalar, CudaType};
 pub use error::{Error, Result};
 pub use op::{CudaOp, CudaSource, ScanOp};
 pub use spec::{Direction, Kind, ScanSpec};
+
+/// Support for the code `#[scan_op]` and `#[scan_item]` generate; not an API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::cuda_type::CField;
+    pub use crate::cuda_type::__private::{c_struct, op_name, PRELUDE};
+}

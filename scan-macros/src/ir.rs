@@ -32,12 +32,16 @@ impl Scalar {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Ty {
     Scalar(Scalar),
-    /// A type parameter of a generic operator (`T`); its scalar is known only
-    /// when the CUDA source is instantiated.
+    /// A scalar the macro cannot see: a type parameter of a generic operator
+    /// (`T`, a `scan_core::CudaScalar`), or the field of a user struct, written
+    /// `Struct::field` (`Pair::a`). Its concrete scalar is known only when the
+    /// operator is instantiated; rustc checks it.
     Param(String),
     Tuple(Vec<Ty>),
     Array(Box<Ty>, usize),
-    /// A `#[repr(C)]` struct: its path and its fields in declaration order.
+    /// A `#[repr(C)]` `#[scan_item]` struct, by path. The macro does not see
+    /// the declaration: `fields` lists the fields the operator constructs (in
+    /// the order written), each of type `Param("Struct::field")` unless known.
     Struct { name: String, fields: Vec<(String, Ty)> },
 }
 
@@ -114,8 +118,11 @@ pub enum ExprKind {
     /// A `let` binding in scope.
     Local(String),
     Lit(Lit),
-    /// A constant by path (`f32::NEG_INFINITY`, a user's `const`), with its value
-    /// when the macro knows it (needed by the checker and the sampler).
+    /// A constant by path (`f32::NEG_INFINITY`, `i32::MAX`, and for a generic `T:
+    /// CudaScalar` the associated consts `T::ZERO`, `T::ONE`, `T::LOWEST`
+    /// (`-inf` for floats, `MIN` for integers), `T::HIGHEST`), with its value
+    /// when the macro knows it (`T::ZERO` is `Int(0)`, `T::LOWEST` is `None`).
+    /// User consts are rejected by `lower` (the macro cannot see their value).
     Const { path: String, value: Option<Lit> },
     Field(Box<Expr>, Member),
     Unary(UnOp, Box<Expr>),
@@ -123,7 +130,8 @@ pub enum ExprKind {
     Method(Method, Box<Expr>, Vec<Expr>),
     Cast(Box<Expr>, Scalar),
     If { cond: Box<Expr>, then: Box<Expr>, otherwise: Box<Expr> },
-    /// `let name = value; body`
+    /// `let name = value; body`. Names are unique within one body (`lower`
+    /// renames shadowing bindings), so no scoping subtleties reach consumers.
     Let { name: String, value: Box<Expr>, body: Box<Expr> },
     Tuple(Vec<Expr>),
     Array(Vec<Expr>),

@@ -1,0 +1,423 @@
+//! Item types as CUDA C++: names, layout-identical declarations and literals.
+//!
+//! `#[scan_op]` generates an operator's CUDA source at run time (in
+//! [`CudaOp::cuda_source`](crate::CudaOp::cuda_source)) so that it can ask each
+//! item type for its C++ declaration. Rust gives tuples no guaranteed layout, so
+//! their C++ structs are built from `offset_of!`/`size_of`/`align_of` of the very
+//! type being scanned: fields in offset order, explicit padding, and a
+//! `static_assert` on the size and alignment. The bytes a GPU kernel reads are
+//! therefore the bytes the host wrote.
+//!
+//! ```
+//! use scan_core::CudaType;
+//!
+//! assert_eq!(<f32 as CudaType>::c_name(), "float");
+//! let mut decls = String::new();
+//! <(f32, u32) as CudaType>::c_decls(&mut decls);
+//! assert!(decls.contains("static_assert(sizeof(scan_tuple2_float_unsigned_int) == 8"));
+//! ```
+
+use std::fmt::Debug;
+use std::mem::{align_of, offset_of, size_of};
+use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
+
+/// A type a scan item can be made of on the GPU.
+///
+/// Implemented for the scalars (`bool`, `i32`, `u32`, `i64`, `u64`, `f32`,
+/// `f64`), tuples of up to 6 and arrays of them, and by `#[scan_item]` for
+/// `#[repr(C)]` structs.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a scan item on the GPU",
+    label = "no CUDA declaration",
+    note = "items are scalars (i32 u32 i64 u64 f32 f64 bool), tuples and arrays of them, and #[repr(C)] structs annotated with #[scan_item]"
+)]
+pub trait CudaType: Copy + 'static {
+    /// The C++ type name (a valid identifier for aggregates).
+    fn c_name() -> String;
+    /// Appends the declarations the type needs, dependencies first; each is
+    /// guarded, so appending one twice to a source is harmless.
+    fn c_decls(out: &mut String) {
+        let _ = out;
+    }
+    /// A C++ expression of this type with the value `self` (bit-exact for floats).
+    fn c_literal(&self) -> String;
+}
+
+/// A numeric scalar: what a type parameter `T` of a generic operator stands for.
+///
+/// Integer arithmetic wraps (as on the GPU, in every build profile); float
+/// `max`/`min` ignore NaN like `f32::max` and CUDA's `fmaxf`. `LOWEST` and
+/// `HIGHEST` are the identities of max and min: `-inf`/`+inf` for floats,
+/// `MIN`/`MAX` for integers.
+///
+/// ```
+/// use scan_core::CudaScalar;
+/// assert_eq!(<i32 as CudaScalar>::wrapping_add(i32::MAX, 1), i32::MIN);
+/// assert_eq!(<f32 as CudaScalar>::LOWEST, f32::NEG_INFINITY);
+/// assert_eq!(CudaScalar::max(f32::NAN, 1.0f32), 1.0);
+/// ```
+///
+/// Generic code calls `a.max(b)` through this trait; for concrete integers,
+/// where `Ord::max` exists too, do not import it (or call `Ord::max`).
+pub trait CudaScalar:
+    CudaType
+    + Debug
+    + Send
+    + Sync
+    + PartialEq
+    + PartialOrd
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Rem<Output = Self>
+{
+    const ZERO: Self;
+    const ONE: Self;
+    /// The identity of `max`: `-inf` for floats, `MIN` for integers.
+    const LOWEST: Self;
+    /// The identity of `min`: `+inf` for floats, `MAX` for integers.
+    const HIGHEST: Self;
+    /// `self + other`, wrapping for integers.
+    fn wrapping_add(self, other: Self) -> Self;
+    /// `self - other`, wrapping for integers.
+    fn wrapping_sub(self, other: Self) -> Self;
+    /// `self * other`, wrapping for integers.
+    fn wrapping_mul(self, other: Self) -> Self;
+    /// `-self`, wrapping for integers.
+    fn wrapping_neg(self) -> Self;
+    /// The larger value; for floats, a NaN operand is ignored (`f32::max`).
+    fn max(self, other: Self) -> Self;
+    /// The smaller value; for floats, a NaN operand is ignored (`f32::min`).
+    fn min(self, other: Self) -> Self;
+}
+
+/// `f32` and `f64`: scalars with negation and the float methods.
+pub trait CudaFloat: CudaScalar + Neg<Output = Self> {}
+
+fn ident(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}
+
+macro_rules! int_scalar {
+    ($($t:ty => $c:literal, $suffix:literal;)*) => {$(
+        impl CudaType for $t {
+            fn c_name() -> String {
+                $c.to_string()
+            }
+            fn c_literal(&self) -> String {
+                // `-2147483648` is not an int literal in C++ (it is the negation
+                // of a too-large one): write the minimum as `MIN+1 - 1`.
+                if *self == <$t>::MIN && <$t>::MIN != 0 {
+                    format!("({}{} - 1{})", <$t>::MIN + 1, $suffix, $suffix)
+                } else {
+                    format!("{}{}", self, $suffix)
+                }
+            }
+        }
+        impl CudaScalar for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            const LOWEST: Self = <$t>::MIN;
+            const HIGHEST: Self = <$t>::MAX;
+            fn wrapping_add(self, other: Self) -> Self {
+                <$t>::wrapping_add(self, other)
+            }
+            fn wrapping_sub(self, other: Self) -> Self {
+                <$t>::wrapping_sub(self, other)
+            }
+            fn wrapping_mul(self, other: Self) -> Self {
+                <$t>::wrapping_mul(self, other)
+            }
+            fn wrapping_neg(self) -> Self {
+                <$t>::wrapping_neg(self)
+            }
+            fn max(self, other: Self) -> Self {
+                Ord::max(self, other)
+            }
+            fn min(self, other: Self) -> Self {
+                Ord::min(self, other)
+            }
+        }
+    )*};
+}
+int_scalar! {
+    i32 => "int", "";
+    u32 => "unsigned int", "u";
+    i64 => "long long", "ll";
+    u64 => "unsigned long long", "ull";
+}
+
+macro_rules! float_scalar {
+    ($($t:ty => $c:literal, $suffix:literal, $bits:literal;)*) => {$(
+        impl CudaType for $t {
+            fn c_name() -> String {
+                $c.to_string()
+            }
+            fn c_literal(&self) -> String {
+                if self.is_finite() {
+                    // `{:?}` is the shortest text that parses back to the same
+                    // value (it always has a `.` or an exponent).
+                    format!("{:?}{}", self, $suffix)
+                } else {
+                    // inf and NaN (with its payload) by their bits.
+                    format!($bits, self.to_bits())
+                }
+            }
+        }
+        impl CudaScalar for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const LOWEST: Self = <$t>::NEG_INFINITY;
+            const HIGHEST: Self = <$t>::INFINITY;
+            fn wrapping_add(self, other: Self) -> Self {
+                self + other
+            }
+            fn wrapping_sub(self, other: Self) -> Self {
+                self - other
+            }
+            fn wrapping_mul(self, other: Self) -> Self {
+                self * other
+            }
+            fn wrapping_neg(self) -> Self {
+                -self
+            }
+            fn max(self, other: Self) -> Self {
+                <$t>::max(self, other)
+            }
+            fn min(self, other: Self) -> Self {
+                <$t>::min(self, other)
+            }
+        }
+        impl CudaFloat for $t {}
+    )*};
+}
+float_scalar! {
+    f32 => "float", "f", "__int_as_float((int){:#010x}u)";
+    f64 => "double", "", "__longlong_as_double((long long){:#018x}ull)";
+}
+
+impl CudaType for bool {
+    fn c_name() -> String {
+        "bool".to_string()
+    }
+    fn c_literal(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// One field of an aggregate, for [`__private::c_struct`].
+#[doc(hidden)]
+pub struct CField {
+    pub name: String,
+    pub c_type: String,
+    pub offset: usize,
+    pub size: usize,
+}
+
+macro_rules! tuple {
+    ($n:literal: $($t:ident $i:tt),*) => {
+        impl<$($t: CudaType),*> CudaType for ($($t,)*) {
+            fn c_name() -> String {
+                let mut s = String::from(concat!("scan_tuple", $n));
+                $( s.push('_'); s.push_str(&ident(&$t::c_name())); )*
+                s
+            }
+            fn c_decls(out: &mut String) {
+                $( $t::c_decls(out); )*
+                let fields = [$(CField {
+                    name: format!("f{}", $i),
+                    c_type: $t::c_name(),
+                    offset: offset_of!(Self, $i),
+                    size: size_of::<$t>(),
+                }),*];
+                __private::c_struct(out, &Self::c_name(), &fields, size_of::<Self>(), align_of::<Self>());
+            }
+            fn c_literal(&self) -> String {
+                let parts = [$(self.$i.c_literal()),*];
+                format!("{}::make({})", Self::c_name(), parts.join(", "))
+            }
+        }
+    };
+}
+tuple!(1: A 0);
+tuple!(2: A 0, B 1);
+tuple!(3: A 0, B 1, C 2);
+tuple!(4: A 0, B 1, C 2, D 3);
+tuple!(5: A 0, B 1, C 2, D 3, E 4);
+tuple!(6: A 0, B 1, C 2, D 3, E 4, F 5);
+
+impl<T: CudaType, const N: usize> CudaType for [T; N] {
+    fn c_name() -> String {
+        format!("scan_array{N}_{}", ident(&T::c_name()))
+    }
+    fn c_decls(out: &mut String) {
+        T::c_decls(out);
+        let name = Self::c_name();
+        let guard = format!("SCAN_TYPE_{name}");
+        if out.contains(&format!("#define {guard}\n")) {
+            return;
+        }
+        let t = T::c_name();
+        let params: Vec<String> = (0..N).map(|i| format!("{t} a{i}")).collect();
+        let sets: String = (0..N).map(|i| format!(" x.v[{i}] = a{i};")).collect();
+        out.push_str(&format!(
+            "#ifndef {guard}\n#define {guard}\nstruct {name} {{\n  {t} v[{N}];\n  \
+             static __device__ __forceinline__ {name} make({}) {{ {name} x;{sets} return x; }}\n}};\n\
+             static_assert(sizeof({name}) == {}, \"layout of {name} differs from Rust\");\n#endif\n",
+            params.join(", "),
+            size_of::<Self>(),
+        ));
+    }
+    fn c_literal(&self) -> String {
+        let parts: Vec<String> = self.iter().map(CudaType::c_literal).collect();
+        format!("{}::make({})", Self::c_name(), parts.join(", "))
+    }
+}
+
+/// Helpers for the code `#[scan_op]` and `#[scan_item]` generate; not an API.
+#[doc(hidden)]
+pub mod __private {
+    use super::CField;
+
+    /// Appends a guarded C++ struct whose layout equals the Rust one: `fields`
+    /// in Rust order (the order of `make`'s parameters), laid out by offset
+    /// with explicit padding, then `static_assert`s on size and alignment.
+    pub fn c_struct(out: &mut String, name: &str, fields: &[CField], size: usize, align: usize) {
+        let guard = format!("SCAN_TYPE_{name}");
+        if out.contains(&format!("#define {guard}\n")) {
+            return;
+        }
+        let mut by_offset: Vec<&CField> = fields.iter().collect();
+        by_offset.sort_by_key(|f| f.offset);
+        let mut body = String::new();
+        let mut at = 0;
+        for (k, f) in by_offset.iter().enumerate() {
+            if f.offset > at {
+                body.push_str(&format!("  unsigned char pad{k}_[{}];\n", f.offset - at));
+            }
+            body.push_str(&format!("  {} {};\n", f.c_type, f.name));
+            at = f.offset + f.size;
+        }
+        if size > at {
+            body.push_str(&format!("  unsigned char pad_end_[{}];\n", size - at));
+        }
+        let params: Vec<String> = fields.iter().map(|f| format!("{} a_{}", f.c_type, f.name)).collect();
+        let sets: String = fields.iter().map(|f| format!(" x.{0} = a_{0};", f.name)).collect();
+        out.push_str(&format!(
+            "#ifndef {guard}\n#define {guard}\nstruct {name} {{\n{body}  \
+             static __device__ __forceinline__ {name} make({}) {{ {name} x;{sets} return x; }}\n}};\n\
+             static_assert(sizeof({name}) == {size}, \"size of {name} differs from Rust\");\n\
+             static_assert(alignof({name}) == {align}, \"alignment of {name} differs from Rust\");\n#endif\n",
+            params.join(", "),
+        ));
+    }
+
+    /// The C++ name of one instantiation: `Add` + `_float` per type argument.
+    pub fn op_name(base: &str, type_args: &[String]) -> String {
+        let mut s = base.to_string();
+        for t in type_args {
+            s.push('_');
+            s.push_str(&super::ident(t));
+        }
+        s
+    }
+
+    /// Device helpers every generated operator uses. Integer `+ - *` and
+    /// negation are computed on unsigned types (where C++ defines overflow) so
+    /// they wrap like Rust's `wrapping_*`; float `+ - * /` use the `_rn`
+    /// intrinsics so that NVRTC never contracts them into an FMA the CPU does
+    /// not do; float-to-integer casts saturate (NaN -> 0) like Rust's `as`.
+    pub const PRELUDE: &str = r#"#ifndef SCAN_PRELUDE
+#define SCAN_PRELUDE
+#define SCAN_INT_OPS(T, U) \
+  static __device__ __forceinline__ T scan_add(T a, T b) { return (T)((U)a + (U)b); } \
+  static __device__ __forceinline__ T scan_sub(T a, T b) { return (T)((U)a - (U)b); } \
+  static __device__ __forceinline__ T scan_mul(T a, T b) { return (T)((U)a * (U)b); } \
+  static __device__ __forceinline__ T scan_neg(T a) { return (T)((U)0 - (U)a); } \
+  static __device__ __forceinline__ T scan_div(T a, T b) { return a / b; } \
+  static __device__ __forceinline__ T scan_rem(T a, T b) { return a % b; } \
+  static __device__ __forceinline__ T scan_max(T a, T b) { return a > b ? a : b; } \
+  static __device__ __forceinline__ T scan_min(T a, T b) { return a < b ? a : b; }
+SCAN_INT_OPS(int, unsigned int)
+SCAN_INT_OPS(unsigned int, unsigned int)
+SCAN_INT_OPS(long long, unsigned long long)
+SCAN_INT_OPS(unsigned long long, unsigned long long)
+#undef SCAN_INT_OPS
+#define SCAN_FLOAT_OPS(T, ADD, SUB, MUL, DIV, SQRT, SFX) \
+  static __device__ __forceinline__ T scan_add(T a, T b) { return ADD(a, b); } \
+  static __device__ __forceinline__ T scan_sub(T a, T b) { return SUB(a, b); } \
+  static __device__ __forceinline__ T scan_mul(T a, T b) { return MUL(a, b); } \
+  static __device__ __forceinline__ T scan_div(T a, T b) { return DIV(a, b); } \
+  static __device__ __forceinline__ T scan_neg(T a) { return -a; } \
+  static __device__ __forceinline__ T scan_rem(T a, T b) { return fmod##SFX(a, b); } \
+  static __device__ __forceinline__ T scan_max(T a, T b) { return fmax##SFX(a, b); } \
+  static __device__ __forceinline__ T scan_min(T a, T b) { return fmin##SFX(a, b); } \
+  static __device__ __forceinline__ T scan_abs(T a) { return fabs##SFX(a); } \
+  static __device__ __forceinline__ T scan_exp(T a) { return exp##SFX(a); } \
+  static __device__ __forceinline__ T scan_ln(T a) { return log##SFX(a); } \
+  static __device__ __forceinline__ T scan_ln_1p(T a) { return log1p##SFX(a); } \
+  static __device__ __forceinline__ T scan_exp_m1(T a) { return expm1##SFX(a); } \
+  static __device__ __forceinline__ T scan_sqrt(T a) { return SQRT(a); } \
+  static __device__ __forceinline__ T scan_mul_add(T a, T b, T c) { return fma##SFX(a, b, c); }
+SCAN_FLOAT_OPS(float, __fadd_rn, __fsub_rn, __fmul_rn, __fdiv_rn, __fsqrt_rn, f)
+SCAN_FLOAT_OPS(double, __dadd_rn, __dsub_rn, __dmul_rn, __ddiv_rn, __dsqrt_rn, )
+#undef SCAN_FLOAT_OPS
+template <class To, class From> static __device__ __forceinline__ To scan_cast(From x) { return (To)x; }
+#define SCAN_F2I(F, I, FN) template <> __device__ __forceinline__ I scan_cast<I, F>(F x) { return FN(x); }
+SCAN_F2I(float, int, __float2int_rz)
+SCAN_F2I(float, unsigned int, __float2uint_rz)
+SCAN_F2I(float, long long, __float2ll_rz)
+SCAN_F2I(float, unsigned long long, __float2ull_rz)
+SCAN_F2I(double, int, __double2int_rz)
+SCAN_F2I(double, unsigned int, __double2uint_rz)
+SCAN_F2I(double, long long, __double2ll_rz)
+SCAN_F2I(double, unsigned long long, __double2ull_rz)
+#undef SCAN_F2I
+#endif
+"#;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tuple_fields_are_declared_in_offset_order_with_padding() {
+        let mut s = String::new();
+        <(bool, f64) as CudaType>::c_decls(&mut s);
+        // (bool, f64): Rust places the f64 first or pads after the bool;
+        // either way the C struct states the real offsets.
+        let f0 = s.find("bool f0;");
+        let f1 = s.find("double f1;");
+        assert!(f0.is_some() && f1.is_some(), "{s}");
+        let (o0, o1) = (offset_of!((bool, f64), 0), offset_of!((bool, f64), 1));
+        assert_eq!(f0 < f1, o0 < o1, "{s}");
+        assert!(s.contains("static_assert(sizeof(scan_tuple2_bool_double) == 16"), "{s}");
+        assert!(s.contains("unsigned char pad"), "{s}");
+    }
+
+    #[test]
+    fn float_literals_round_trip_and_name_infinities_by_bits() {
+        assert_eq!(0.1f32.c_literal(), "0.1f");
+        assert_eq!(1.0f64.c_literal(), "1.0");
+        assert_eq!(f32::NEG_INFINITY.c_literal(), "__int_as_float((int)0xff800000u)");
+        assert_eq!(f64::INFINITY.c_literal(), "__longlong_as_double((long long)0x7ff0000000000000ull)");
+    }
+
+    #[test]
+    fn integer_minimums_are_valid_cxx() {
+        assert_eq!(i32::MIN.c_literal(), "(-2147483647 - 1)");
+        assert_eq!(i64::MIN.c_literal(), "(-9223372036854775807ll - 1ll)");
+        assert_eq!(u32::MAX.c_literal(), "4294967295u");
+        assert_eq!(0u64.c_literal(), "0ull");
+    }
+
+    #[test]
+    fn decls_are_emitted_once() {
+        let mut s = String::new();
+        <[f32; 4] as CudaType>::c_decls(&mut s);
+        <[f32; 4] as CudaType>::c_decls(&mut s);
+        assert_eq!(s.matches("struct scan_array4_float {").count(), 1);
+    }
+}

@@ -1,0 +1,97 @@
+//! A typed view of the annotated fn that keeps the syn nodes (for spans).
+
+use proc_macro2::Ident;
+use syn::{FnArg, GenericParam, ItemFn, Pat, Type};
+
+use crate::attr::Attr;
+
+/// One `#[scan_op]` fn, before validation.
+pub struct Operator<'a> {
+    pub func: &'a ItemFn,
+    pub attr: Attr,
+    /// `linear_recurrence` -> `LinearRecurrence`.
+    pub type_name: Ident,
+    /// The type parameters (`T`); other generic parameters are rejected by `valid`.
+    pub type_params: Vec<&'a Ident>,
+    /// Every parameter, as (name if it is a plain ident, pattern, type).
+    pub params: Vec<Param<'a>>,
+    /// The written return type, if any.
+    pub ret: Option<&'a Type>,
+}
+
+pub struct Param<'a> {
+    pub arg: &'a FnArg,
+    pub name: Option<&'a Ident>,
+    pub pat: Option<&'a Pat>,
+    pub ty: Option<&'a Type>,
+}
+
+impl<'a> Operator<'a> {
+    pub fn from_fn(func: &'a ItemFn, attr: Attr) -> Self {
+        let type_name = Ident::new(&camel_case(&func.sig.ident.to_string()), func.sig.ident.span());
+        let type_params = func
+            .sig
+            .generics
+            .params
+            .iter()
+            .filter_map(|p| match p {
+                GenericParam::Type(t) => Some(&t.ident),
+                _ => None,
+            })
+            .collect();
+        let params = func
+            .sig
+            .inputs
+            .iter()
+            .map(|arg| match arg {
+                FnArg::Typed(pt) => {
+                    let name = match &*pt.pat {
+                        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => Some(&p.ident),
+                        _ => None,
+                    };
+                    Param { arg, name, pat: Some(&pt.pat), ty: Some(&pt.ty) }
+                }
+                FnArg::Receiver(_) => Param { arg, name: None, pat: None, ty: None },
+            })
+            .collect();
+        let ret = match &func.sig.output {
+            syn::ReturnType::Type(_, t) => Some(&**t),
+            syn::ReturnType::Default => None,
+        };
+        Operator { func, attr, type_name, type_params, params, ret }
+    }
+
+    pub fn type_param_names(&self) -> Vec<String> {
+        self.type_params.iter().map(|t| t.to_string()).collect()
+    }
+}
+
+/// `linear_recurrence` -> `LinearRecurrence`, `mat_mul_2x2` -> `MatMul2x2`.
+pub fn camel_case(snake: &str) -> String {
+    let mut out = String::new();
+    let mut upper = true;
+    for c in snake.trim_start_matches('_').chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::camel_case;
+
+    #[test]
+    fn camel_case_joins_snake_words() {
+        assert_eq!(camel_case("linear_recurrence"), "LinearRecurrence");
+        assert_eq!(camel_case("mat_mul_2x2"), "MatMul2x2");
+        assert_eq!(camel_case("add"), "Add");
+        assert_eq!(camel_case("log_add_exp"), "LogAddExp");
+    }
+}

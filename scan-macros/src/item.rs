@@ -1,0 +1,84 @@
+//! `#[scan_item]`: gives a `#[repr(C)]` struct its CUDA declaration.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::{Error, ItemStruct, Result};
+
+pub fn scan_item(args: TokenStream, input: TokenStream) -> TokenStream {
+    let result = syn::parse2::<ItemStruct>(input.clone())
+        .map_err(|e| Error::new(e.span(), "#[scan_item] applies to a #[repr(C)] struct with named fields"))
+        .and_then(|s| expand(args, &s));
+    match result {
+        Ok(t) => t,
+        Err(e) => {
+            let e = e.to_compile_error();
+            quote!(#e #input)
+        }
+    }
+}
+
+fn is_repr_c(s: &ItemStruct) -> bool {
+    s.attrs.iter().any(|a| {
+        let mut c = false;
+        if a.path().is_ident("repr") {
+            let _ = a.parse_nested_meta(|m| {
+                c |= m.path.is_ident("C");
+                Ok(())
+            });
+        }
+        c
+    })
+}
+
+fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
+    if !args.is_empty() {
+        return Err(Error::new_spanned(args, "#[scan_item] takes no arguments"));
+    }
+    if !is_repr_c(s) {
+        return Err(Error::new(
+            s.ident.span(),
+            "#[scan_item] needs #[repr(C)]: the GPU reads the struct with C layout",
+        ));
+    }
+    if !s.generics.params.is_empty() {
+        return Err(Error::new_spanned(&s.generics, "#[scan_item] structs cannot be generic"));
+    }
+    let syn::Fields::Named(fields) = &s.fields else {
+        return Err(Error::new(s.ident.span(), "#[scan_item] structs need named fields"));
+    };
+    let name = &s.ident;
+    let c_name = name.to_string();
+    let idents: Vec<_> = fields.named.iter().filter_map(|f| f.ident.as_ref()).collect();
+    let tys: Vec<_> = fields.named.iter().map(|f| &f.ty).collect();
+    let field_names: Vec<String> = idents.iter().map(|i| i.to_string()).collect();
+    Ok(quote! {
+        #s
+
+        impl ::scan_core::CudaType for #name {
+            fn c_name() -> ::std::string::String {
+                ::std::string::String::from(#c_name)
+            }
+            fn c_decls(out: &mut ::std::string::String) {
+                #(<#tys as ::scan_core::CudaType>::c_decls(out);)*
+                let fields = [#(::scan_core::__private::CField {
+                    name: ::std::string::String::from(#field_names),
+                    c_type: <#tys as ::scan_core::CudaType>::c_name(),
+                    offset: ::core::mem::offset_of!(#name, #idents),
+                    size: ::core::mem::size_of::<#tys>(),
+                }),*];
+                ::scan_core::__private::c_struct(
+                    out,
+                    #c_name,
+                    &fields,
+                    ::core::mem::size_of::<#name>(),
+                    ::core::mem::align_of::<#name>(),
+                );
+            }
+            fn c_literal(&self) -> ::std::string::String {
+                let parts: ::std::vec::Vec<::std::string::String> =
+                    ::std::vec![#(::scan_core::CudaType::c_literal(&self.#idents)),*];
+                ::std::format!("{}::make({})", #c_name, parts.join(", "))
+            }
+        }
+    })
+}

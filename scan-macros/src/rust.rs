@@ -1,0 +1,156 @@
+//! IR -> Rust: the body of the generated `ScanOp::combine`.
+//!
+//! The CPU runs this translation rather than the user's fn so that both
+//! backends compute one tree with one set of rules: integer `+ - *` and
+//! negation wrap (through `scan_core::CudaScalar`) in every build profile, as
+//! they do on the GPU; `max`/`min` go through the same trait.
+
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+
+use crate::ir::{BinOp, Expr, ExprKind, Lit, Member, Method, Scalar, Ty, UnOp};
+use crate::lower::scalar_name;
+
+pub fn expr(e: &Expr, names: &[Ident; 2]) -> TokenStream {
+    let sp = e.span;
+    let scalar = quote_spanned!(sp=> ::scan_core::CudaScalar);
+    match &e.kind {
+        ExprKind::Param(i) => names[*i].to_token_stream_spanned(sp),
+        ExprKind::Local(n) => Ident::new(n, sp).into_token_stream(),
+        ExprKind::Lit(l) => lit(l, &e.ty, sp),
+        ExprKind::Const { path, .. } => syn::parse_str::<syn::Expr>(path)
+            .map(|p| quote_spanned!(sp=> (#p)))
+            .unwrap_or_else(|e| e.to_compile_error()),
+        ExprKind::Field(base, m) => {
+            let b = expr(base, names);
+            match (m, &base.ty) {
+                (Member::Index(k), Ty::Array(..)) => quote_spanned!(sp=> (#b)[#k]),
+                (Member::Index(k), _) => {
+                    let k = syn::Index { index: *k as u32, span: sp };
+                    quote_spanned!(sp=> (#b).#k)
+                }
+                (Member::Named(n), _) => {
+                    let n = Ident::new(n, sp);
+                    quote_spanned!(sp=> (#b).#n)
+                }
+            }
+        }
+        ExprKind::Unary(op, x) => {
+            let x = expr(x, names);
+            match op {
+                UnOp::Neg => quote_spanned!(sp=> #scalar::wrapping_neg(#x)),
+                UnOp::Not => quote_spanned!(sp=> (!#x)),
+            }
+        }
+        ExprKind::Binary(op, a, b) => {
+            let (a, b) = (expr(a, names), expr(b, names));
+            match op {
+                BinOp::Add => quote_spanned!(sp=> #scalar::wrapping_add(#a, #b)),
+                BinOp::Sub => quote_spanned!(sp=> #scalar::wrapping_sub(#a, #b)),
+                BinOp::Mul => quote_spanned!(sp=> #scalar::wrapping_mul(#a, #b)),
+                BinOp::Div => quote_spanned!(sp=> (#a / #b)),
+                BinOp::Rem => quote_spanned!(sp=> (#a % #b)),
+                BinOp::BitAnd => quote_spanned!(sp=> (#a & #b)),
+                BinOp::BitOr => quote_spanned!(sp=> (#a | #b)),
+                BinOp::BitXor => quote_spanned!(sp=> (#a ^ #b)),
+                BinOp::Shl => quote_spanned!(sp=> (#a << #b)),
+                BinOp::Shr => quote_spanned!(sp=> (#a >> #b)),
+                BinOp::And => quote_spanned!(sp=> (#a && #b)),
+                BinOp::Or => quote_spanned!(sp=> (#a || #b)),
+                BinOp::Eq => quote_spanned!(sp=> (#a == #b)),
+                BinOp::Ne => quote_spanned!(sp=> (#a != #b)),
+                BinOp::Lt => quote_spanned!(sp=> (#a < #b)),
+                BinOp::Le => quote_spanned!(sp=> (#a <= #b)),
+                BinOp::Gt => quote_spanned!(sp=> (#a > #b)),
+                BinOp::Ge => quote_spanned!(sp=> (#a >= #b)),
+            }
+        }
+        ExprKind::Method(m, recv, args) => {
+            let r = expr(recv, names);
+            let args: Vec<TokenStream> = args.iter().map(|a| expr(a, names)).collect();
+            match m {
+                Method::Max => quote_spanned!(sp=> #scalar::max(#r, #(#args),*)),
+                Method::Min => quote_spanned!(sp=> #scalar::min(#r, #(#args),*)),
+                _ => {
+                    let name = format_ident!("{}", method_name(*m), span = sp);
+                    quote_spanned!(sp=> (#r).#name(#(#args),*))
+                }
+            }
+        }
+        ExprKind::Cast(x, to) => {
+            let x = expr(x, names);
+            let to = Ident::new(scalar_name(*to), sp);
+            quote_spanned!(sp=> ((#x) as #to))
+        }
+        ExprKind::If { cond, then, otherwise } => {
+            let (c, t, o) = (expr(cond, names), expr(then, names), expr(otherwise, names));
+            quote_spanned!(sp=> if #c { #t } else { #o })
+        }
+        ExprKind::Let { name, value, body } => {
+            let n = Ident::new(name, sp);
+            let (v, b) = (expr(value, names), expr(body, names));
+            quote_spanned!(sp=> { let #n = #v; #b })
+        }
+        ExprKind::Tuple(xs) => {
+            let xs = xs.iter().map(|x| expr(x, names));
+            quote_spanned!(sp=> (#(#xs,)*))
+        }
+        ExprKind::Array(xs) => {
+            let xs = xs.iter().map(|x| expr(x, names));
+            quote_spanned!(sp=> [#(#xs),*])
+        }
+        ExprKind::Struct { name, fields } => {
+            let path = syn::parse_str::<syn::Path>(name).map(|p| quote!(#p)).unwrap_or_else(|e| e.to_compile_error());
+            let fs = fields.iter().map(|(f, x)| {
+                let f = Ident::new(f, sp);
+                let x = expr(x, names);
+                quote_spanned!(sp=> #f: #x)
+            });
+            quote_spanned!(sp=> #path { #(#fs),* })
+        }
+    }
+}
+
+pub fn method_name(m: Method) -> &'static str {
+    match m {
+        Method::Max => "max",
+        Method::Min => "min",
+        Method::Abs => "abs",
+        Method::Exp => "exp",
+        Method::Ln => "ln",
+        Method::Ln1p => "ln_1p",
+        Method::ExpM1 => "exp_m1",
+        Method::Sqrt => "sqrt",
+        Method::MulAdd => "mul_add",
+    }
+}
+
+/// A literal with its type made explicit (a suffix), so that the translation
+/// types exactly as `lower` inferred.
+fn lit(l: &Lit, ty: &Ty, sp: Span) -> TokenStream {
+    use proc_macro2::Literal as L;
+    let mut t = match (l, ty) {
+        (Lit::Bool(b), _) => return quote_spanned!(sp=> #b),
+        (Lit::Int(v), Ty::Scalar(Scalar::I32)) => L::i32_suffixed(*v as i32),
+        (Lit::Int(v), Ty::Scalar(Scalar::U32)) => L::u32_suffixed(*v as u32),
+        (Lit::Int(v), Ty::Scalar(Scalar::I64)) => L::i64_suffixed(*v as i64),
+        (Lit::Int(v), Ty::Scalar(Scalar::U64)) => L::u64_suffixed(*v as u64),
+        (Lit::Int(v), _) => L::u128_unsuffixed(*v as u128),
+        (Lit::Float(v), Ty::Scalar(Scalar::F32)) => L::f32_suffixed(*v as f32),
+        (Lit::Float(v), Ty::Scalar(Scalar::F64)) => L::f64_suffixed(*v),
+        (Lit::Float(v), _) => L::f64_unsuffixed(*v),
+    };
+    t.set_span(sp);
+    quote!(#t)
+}
+
+trait Spanned2 {
+    fn to_token_stream_spanned(&self, sp: Span) -> TokenStream;
+}
+impl Spanned2 for Ident {
+    fn to_token_stream_spanned(&self, sp: Span) -> TokenStream {
+        let mut i = self.clone();
+        i.set_span(sp);
+        quote!(#i)
+    }
+}

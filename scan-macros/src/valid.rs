@@ -1,0 +1,164 @@
+//! Checks on the annotated fn: signature, identity, body subset, monoid laws.
+//!
+//! Every problem found is reported (errors are combined), each at the user's
+//! token.
+
+use proc_macro2::{Ident, Span};
+use quote::ToTokens;
+use syn::spanned::Spanned;
+use syn::{Error, GenericParam, Result};
+
+use crate::ast::Operator;
+use crate::check::{self, OpDef};
+use crate::{ir, lower};
+
+/// A validated operator: what `expand` generates from.
+pub struct Valid {
+    /// The item type as written (the first parameter's type).
+    pub item_type: syn::Type,
+    pub item: ir::Ty,
+    /// The left and right operand names.
+    pub names: [Ident; 2],
+    pub body: ir::Expr,
+    pub identity: ir::Expr,
+    pub identity_expr: syn::Expr,
+}
+
+/// Collects errors so that a user sees every problem at once.
+#[derive(Default)]
+pub struct Errors(Option<Error>);
+
+impl Errors {
+    pub fn push(&mut self, e: Error) {
+        match &mut self.0 {
+            Some(all) => all.combine(e),
+            None => self.0 = Some(e),
+        }
+    }
+    pub fn finish<T>(self, value: T) -> Result<T> {
+        match self.0 {
+            Some(e) => Err(e),
+            None => Ok(value),
+        }
+    }
+    pub fn ok<T>(&mut self, r: Result<T>) -> Option<T> {
+        r.map_err(|e| self.push(e)).ok()
+    }
+}
+
+fn same_type(a: &syn::Type, b: &syn::Type) -> bool {
+    a.to_token_stream().to_string() == b.to_token_stream().to_string()
+}
+
+pub fn validate(op: &Operator) -> Result<Valid> {
+    let mut errors = Errors::default();
+    let sig = &op.func.sig;
+    let tps = op.type_param_names();
+
+    if let Some(t) = &sig.constness {
+        errors.push(Error::new(t.span, "#[scan_op] fns cannot be `const`"));
+    }
+    if let Some(t) = &sig.asyncness {
+        errors.push(Error::new(t.span, "#[scan_op] fns cannot be `async`"));
+    }
+    if let Some(t) = &sig.unsafety {
+        errors.push(Error::new(t.span, "#[scan_op] fns cannot be `unsafe`"));
+    }
+    if let Some(v) = &sig.variadic {
+        errors.push(Error::new(v.span(), "#[scan_op] fns cannot be variadic"));
+    }
+    for p in &sig.generics.params {
+        match p {
+            GenericParam::Type(_) => {}
+            GenericParam::Lifetime(l) => {
+                errors.push(Error::new(l.span(), "lifetime parameters are not supported: operands are passed by value"))
+            }
+            GenericParam::Const(c) => errors.push(Error::new(c.span(), "const generic parameters are not supported")),
+        }
+    }
+
+    // Exactly two parameters, plain names, of one type.
+    let mut names: Vec<Ident> = Vec::new();
+    for p in &op.params {
+        match (p.name, p.pat) {
+            (_, None) => errors.push(Error::new(p.arg.span(), "a scan operator is a free fn: `self` is not allowed")),
+            (None, Some(pat)) => errors.push(Error::new(pat.span(), "operands must be plain names (`l: T`)")),
+            (Some(n), _) => names.push(n.clone()),
+        }
+    }
+    if op.params.len() != 2 {
+        let at = match op.params.get(2) {
+            Some(extra) => extra.arg.span(),
+            None => sig.paren_token.span.join(),
+        };
+        errors.push(Error::new(
+            at,
+            format!(
+                "a scan operator takes exactly two operands of one type, `fn {}(left: T, right: T) -> T`; found {}",
+                sig.ident,
+                op.params.len()
+            ),
+        ));
+    }
+    let first_ty = op.params.first().and_then(|p| p.ty);
+    if let (Some(a), Some(b)) = (first_ty, op.params.get(1).and_then(|p| p.ty)) {
+        if !same_type(a, b) {
+            errors.push(Error::new(
+                b.span(),
+                format!(
+                    "both operands must have one type: the first is `{}`, this one is `{}`",
+                    a.to_token_stream(),
+                    b.to_token_stream()
+                ),
+            ));
+        }
+    }
+    match (op.ret, first_ty) {
+        (None, _) => errors.push(Error::new(
+            sig.paren_token.span.close(),
+            "missing return type: a scan operator returns its operands' type (`-> T`)",
+        )),
+        (Some(r), Some(a)) if !same_type(r, a) => errors.push(Error::new(
+            r.span(),
+            format!("the return type must be the operands' type `{}`, found `{}`", a.to_token_stream(), r.to_token_stream()),
+        )),
+        _ => {}
+    }
+
+    let item = first_ty.and_then(|t| errors.ok(lower::ty(t, &tps)));
+    let identity = match (&op.attr.identity, &item) {
+        (None, _) => {
+            errors.push(Error::new(
+                op.attr.span,
+                "missing `identity = ...`: a scan operator needs its identity, e.g. #[scan_op(identity = 0.0)]",
+            ));
+            None
+        }
+        (Some(e), Some(item)) => errors.ok(lower::identity(e, item, &tps)),
+        (Some(_), None) => None,
+    };
+    let body = match (&item, names.len()) {
+        (Some(item), 2) => {
+            let params = [names[0].to_string(), names[1].to_string()];
+            errors.ok(lower::body(&op.func.block, params, item, &tps))
+        }
+        _ => None,
+    };
+
+    let (Some(item), Some(body), Some(identity), Some(item_type)) = (item, body, identity, first_ty) else {
+        return errors.finish(()).and_then(|()| Err(Error::new(Span::call_site(), "invalid #[scan_op]")));
+    };
+    let identity_expr = op.attr.identity.clone().expect("identity checked above");
+    let def = OpDef {
+        fn_name: &sig.ident,
+        type_name: &op.type_name,
+        item: &item,
+        body: &body,
+        identity: &identity,
+        identity_span: identity_expr.span(),
+        assume_associative: op.attr.assume_associative.is_some(),
+    };
+    errors.ok(check::check(&def));
+    let names = [names[0].clone(), names[1].clone()];
+    errors.finish(Valid { item_type: item_type.clone(), item, names, body, identity, identity_expr })
+}
