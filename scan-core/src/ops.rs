@@ -1,107 +1,103 @@
-//! Built-in operators.
+//! Built-in operators, declared with `#[scan_op]` like any user operator.
 //!
-//! Integer arithmetic wraps (in every build profile, as on the GPU); float
-//! `Max`/`Min` ignore NaN like `f32::max`/`f32::min` (and CUDA's `fmaxf`/`fminf`),
-//! with `-inf`/`+inf` identities.
+//! Each fn below is the operator's definition; `#[scan_op]` keeps it and adds
+//! the type of the same name in CamelCase (`add` -> [`Add<T>`]) implementing
+//! [`ScanOp`](crate::ScanOp) and [`CudaOp`](crate::CudaOp). Integer arithmetic
+//! wraps (in every build profile, as on the GPU); float `Max`/`Min` ignore NaN
+//! like `f32::max`/`f32::min` (and CUDA's `fmaxf`/`fminf`), with `-inf`/`+inf`
+//! identities.
+//!
+//! ```
+//! use scan_core::{ops::{Add, LinearRecurrence}, reference, CudaOp, ScanSpec};
+//!
+//! assert_eq!(reference::scan::<Add<u32>>(&[1, 2, 3], ScanSpec::inclusive()), [1, 3, 6]);
+//! // h_t = a_t h_{t-1} + b_t with h_{-1} = 0: h = 1, 2*1+1 = 3, 3*3+0 = 9.
+//! let h = reference::scan::<LinearRecurrence<f64>>(&[(1.0, 1.0), (2.0, 1.0), (3.0, 0.0)], ScanSpec::inclusive());
+//! assert_eq!(h.iter().map(|p| p.1).collect::<Vec<_>>(), [1.0, 3.0, 9.0]);
+//! assert!(LinearRecurrence::<f32>::cuda_source().code.contains("struct LinearRecurrence_float"));
+//! ```
 
-use std::marker::PhantomData;
+use core::ops::{BitAnd, BitOr, BitXor, Not};
 
-use crate::ScanOp;
+use scan_macros::scan_op;
+
+use crate::{CudaFloat, CudaScalar};
 
 /// Addition: `a + b` (wrapping for integers), identity 0.
-pub struct Add<T>(PhantomData<T>);
+#[scan_op(identity = T::ZERO)]
+pub fn add<T: CudaScalar>(a: T, b: T) -> T {
+    a + b
+}
+
 /// Multiplication: `a * b` (wrapping for integers), identity 1.
-pub struct Mul<T>(PhantomData<T>);
-/// Maximum, identity the lowest value (`-inf` for floats).
-pub struct Max<T>(PhantomData<T>);
-/// Minimum, identity the highest value (`+inf` for floats).
-pub struct Min<T>(PhantomData<T>);
+#[scan_op(identity = T::ONE)]
+pub fn mul<T: CudaScalar>(a: T, b: T) -> T {
+    a * b
+}
+
+/// Maximum, identity the lowest value (`-inf` for floats); a NaN operand is ignored.
+#[scan_op(identity = T::LOWEST)]
+pub fn max<T: CudaScalar>(a: T, b: T) -> T {
+    a.max(b)
+}
+
+/// Minimum, identity the highest value (`+inf` for floats); a NaN operand is ignored.
+#[scan_op(identity = T::HIGHEST)]
+pub fn min<T: CudaScalar>(a: T, b: T) -> T {
+    a.min(b)
+}
+
+/// Bitwise and of integers, identity all ones.
+#[scan_op(identity = !T::ZERO)]
+pub fn and<T: CudaScalar + BitAnd<Output = T> + Not<Output = T>>(a: T, b: T) -> T {
+    a & b
+}
+
+/// Bitwise or of integers, identity 0.
+#[scan_op(identity = T::ZERO)]
+pub fn or<T: CudaScalar + BitOr<Output = T>>(a: T, b: T) -> T {
+    a | b
+}
+
+/// Bitwise exclusive or of integers, identity 0.
+#[scan_op(identity = T::ZERO)]
+pub fn xor<T: CudaScalar + BitXor<Output = T>>(a: T, b: T) -> T {
+    a ^ b
+}
+
 /// The first-order linear recurrence `h_t = a_t * h_{t-1} + b_t` as a monoid
 /// on `(a, b)` pairs: `(l.0 * r.0, r.0 * l.1 + r.1)`, identity `(1, 0)`.
 /// An inclusive scan leaves `h_t` (from `h_{-1} = 0`) in the second component.
 /// Not commutative.
-pub struct LinearRecurrence<T>(PhantomData<T>);
+#[scan_op(identity = (T::ONE, T::ZERO))]
+pub fn linear_recurrence<T: CudaFloat>(l: (T, T), r: (T, T)) -> (T, T) {
+    (l.0 * r.0, r.0 * l.1 + r.1)
+}
+
 /// The 2x2 matrix product `l · r` on row-major `[m00, m01, m10, m11]`
 /// (wrapping for integers), identity the unit matrix. Not commutative.
-pub struct MatMul2x2<T>(PhantomData<T>);
-
-macro_rules! int_ops {
-    ($($t:ty),*) => {$(
-        impl ScanOp for Add<$t> {
-            type Item = $t;
-            fn identity() -> $t { 0 }
-            fn combine(a: $t, b: $t) -> $t { a.wrapping_add(b) }
-        }
-        impl ScanOp for Mul<$t> {
-            type Item = $t;
-            fn identity() -> $t { 1 }
-            fn combine(a: $t, b: $t) -> $t { a.wrapping_mul(b) }
-        }
-        impl ScanOp for Max<$t> {
-            type Item = $t;
-            fn identity() -> $t { <$t>::MIN }
-            fn combine(a: $t, b: $t) -> $t { a.max(b) }
-        }
-        impl ScanOp for Min<$t> {
-            type Item = $t;
-            fn identity() -> $t { <$t>::MAX }
-            fn combine(a: $t, b: $t) -> $t { a.min(b) }
-        }
-        impl ScanOp for MatMul2x2<$t> {
-            type Item = [$t; 4];
-            fn identity() -> [$t; 4] { [1, 0, 0, 1] }
-            fn combine(l: [$t; 4], r: [$t; 4]) -> [$t; 4] {
-                [
-                    l[0].wrapping_mul(r[0]).wrapping_add(l[1].wrapping_mul(r[2])),
-                    l[0].wrapping_mul(r[1]).wrapping_add(l[1].wrapping_mul(r[3])),
-                    l[2].wrapping_mul(r[0]).wrapping_add(l[3].wrapping_mul(r[2])),
-                    l[2].wrapping_mul(r[1]).wrapping_add(l[3].wrapping_mul(r[3])),
-                ]
-            }
-        }
-    )*};
+#[scan_op(identity = [T::ONE, T::ZERO, T::ZERO, T::ONE])]
+pub fn mat_mul_2x2<T: CudaScalar>(l: [T; 4], r: [T; 4]) -> [T; 4] {
+    [
+        l[0] * r[0] + l[1] * r[2],
+        l[0] * r[1] + l[1] * r[3],
+        l[2] * r[0] + l[3] * r[2],
+        l[2] * r[1] + l[3] * r[3],
+    ]
 }
-int_ops!(i32, u32, i64, u64);
 
-macro_rules! float_ops {
-    ($($t:ty),*) => {$(
-        impl ScanOp for Add<$t> {
-            type Item = $t;
-            fn identity() -> $t { 0.0 }
-            fn combine(a: $t, b: $t) -> $t { a + b }
-        }
-        impl ScanOp for Mul<$t> {
-            type Item = $t;
-            fn identity() -> $t { 1.0 }
-            fn combine(a: $t, b: $t) -> $t { a * b }
-        }
-        impl ScanOp for Max<$t> {
-            type Item = $t;
-            fn identity() -> $t { <$t>::NEG_INFINITY }
-            fn combine(a: $t, b: $t) -> $t { a.max(b) }
-        }
-        impl ScanOp for Min<$t> {
-            type Item = $t;
-            fn identity() -> $t { <$t>::INFINITY }
-            fn combine(a: $t, b: $t) -> $t { a.min(b) }
-        }
-        impl ScanOp for LinearRecurrence<$t> {
-            type Item = ($t, $t);
-            fn identity() -> ($t, $t) { (1.0, 0.0) }
-            fn combine(l: ($t, $t), r: ($t, $t)) -> ($t, $t) { (l.0 * r.0, r.0 * l.1 + r.1) }
-        }
-        impl ScanOp for MatMul2x2<$t> {
-            type Item = [$t; 4];
-            fn identity() -> [$t; 4] { [1.0, 0.0, 0.0, 1.0] }
-            fn combine(l: [$t; 4], r: [$t; 4]) -> [$t; 4] {
-                [
-                    l[0] * r[0] + l[1] * r[2],
-                    l[0] * r[1] + l[1] * r[3],
-                    l[2] * r[0] + l[3] * r[2],
-                    l[2] * r[1] + l[3] * r[3],
-                ]
-            }
-        }
-    )*};
+/// Segmented sum on `(starts_segment, value)` pairs: the sum restarts at every
+/// element whose flag is set. Identity `(false, 0)`. Not commutative.
+/// (A branch: outside the symbolic checker's fragment, hence `assume_associative`.)
+#[scan_op(identity = (false, T::ZERO), assume_associative)]
+pub fn segmented_add<T: CudaScalar>(l: (bool, T), r: (bool, T)) -> (bool, T) {
+    (l.0 | r.0, if r.0 { r.1 } else { l.1 + r.1 })
 }
-float_ops!(f32, f64);
+
+/// The best prefix sum in max-plus form, on `(sum, best)` pairs: an element
+/// `x` enters as `(x, x)`; an inclusive scan leaves in `.1` the largest prefix
+/// sum seen so far. Identity `(0, -inf)`. Not commutative.
+#[scan_op(identity = (T::ZERO, T::LOWEST))]
+pub fn best_prefix<T: CudaFloat>(l: (T, T), r: (T, T)) -> (T, T) {
+    (l.0 + r.0, l.1.max(l.0 + r.1))
+}
