@@ -8,4 +8,8 @@
 
 pub use scan_core::{blelloch, ops, reference, CudaOp, CudaSource, Direction, Error, Kind, Result, ScanOp, ScanSpec};
 pub use scan_cpu::{Algorithm, Cpu};
+pub use scan_cuda::{CompileStats, Cuda, DeviceBuffer};
+
+mod device;
+pub use device::Device;
 pub use scan_macros::scan_op;

@@ -46,7 +46,7 @@ pub(crate) fn driver_error(during: &str, e: result::DriverError) -> Error {
 /// [`Cuda::alloc`](crate::Cuda::alloc); scanned in place by
 /// [`Cuda::scan_device`](crate::Cuda::scan_device).
 ///
-/// ```ignore
+/// ```no_run
 /// # fn main() -> scan_core::Result<()> {
 /// use scan_core::{ops::Add, ScanSpec};
 /// let cuda = scan_cuda::Cuda::new()?;

@@ -67,7 +67,7 @@ impl std::fmt::Display for CompileStats {
 /// second process start does not compile again. Every call waits for the
 /// device before returning and reports launch failures as errors.
 ///
-/// ```ignore
+/// ```no_run
 /// # fn main() -> scan_core::Result<()> {
 /// use scan_core::{ops::{Add, LinearRecurrence}, ScanSpec};
 /// let cuda = scan_cuda::Cuda::new()?;
@@ -411,7 +411,7 @@ impl Cuda {
 /// returns the CUBIN. Needs only libnvrtc, no GPU: tests use it to check that
 /// every kernel template instantiates for every operator.
 ///
-/// ```ignore
+/// ```no_run
 /// use scan_core::ops::Add;
 /// let cubin = scan_cuda::compile_for_arch::<Add<f32>>("sm_90").unwrap();
 /// assert!(!cubin.is_empty());

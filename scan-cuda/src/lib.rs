@@ -9,7 +9,7 @@
 //! * The kernels are templates in `scan-cuda/kernels/*.cu`, written once
 //!   against `template <class Op>`; see [`module_source`] for what NVRTC sees.
 //!
-//! ```ignore
+//! ```no_run
 //! # fn main() -> scan_core::Result<()> {
 //! use scan_core::{ops::Max, ScanSpec};
 //! let cuda = scan_cuda::Cuda::new()?;

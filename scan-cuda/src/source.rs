@@ -14,19 +14,6 @@ pub(crate) const PROPAGATE_CU: &str = include_str!("../kernels/propagate.cu");
 pub(crate) const SCAN_BLOCKS: &str = "scan_blocks";
 pub(crate) const ADD_PREFIXES: &str = "add_prefixes";
 
-/// Fixed-width integer names for generated operator code: NVRTC has no
-/// `<stdint.h>` unless asked for.
-const PRELUDE: &str = "\
-typedef signed char int8_t;
-typedef unsigned char uint8_t;
-typedef short int16_t;
-typedef unsigned short uint16_t;
-typedef int int32_t;
-typedef unsigned int uint32_t;
-typedef long long int64_t;
-typedef unsigned long long uint64_t;
-";
-
 /// Everything the compiler sees for one operator, and what the host needs to
 /// launch it.
 #[derive(Clone, Debug)]
@@ -56,7 +43,7 @@ impl ModuleSource {
         let name = &op.name;
         let (threads, k) = (policy.threads, policy.items_per_run);
         let code = format!(
-            "{PRELUDE}\n// ---- operator `{name}` ----\n{op_code}\n\n// ---- kernels/block_scan.cu ----\n{BLOCK_SCAN_CU}\n\
+            "// ---- operator `{name}` ----\n{op_code}\n\n// ---- kernels/block_scan.cu ----\n{BLOCK_SCAN_CU}\n\
              // ---- kernels/propagate.cu ----\n{PROPAGATE_CU}\n\
              // ---- instantiations ----\n\
              // The Rust item and the CUDA item must have one layout: bytes move unchanged.\n\

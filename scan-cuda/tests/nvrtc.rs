@@ -6,8 +6,10 @@
 
 mod support;
 
+use scan_core::ops::*;
 use scan_core::{CudaOp, CudaSource, Error, ScanOp};
 use support::ops::*;
+use support::user_ops::CountAndSum;
 
 /// The architectures the kernels must build for: Hopper (the H200) and one
 /// older generation, so that nothing Hopper-only slips in unnoticed.
@@ -22,9 +24,28 @@ fn assert_compiles<Op: CudaOp>() {
     }
 }
 
+macro_rules! for_scalars {
+    ($check:ident, [$($op:ident),*], $types:tt) => {$( for_scalars!(@one $check, $op, $types); )*};
+    (@one $check:ident, $op:ident, [$($t:ty),*]) => {$( $check::<$op<$t>>(); )*};
+}
+
 #[test]
 #[ignore = "needs libnvrtc"]
-fn every_template_instantiates_for_every_test_operator() {
+fn every_template_instantiates_for_every_built_in_operator() {
+    for_scalars!(assert_compiles, [Add, Mul, Max, Min, MatMul2x2, SegmentedAdd], [i32, u32, i64, u64, f32, f64]);
+    for_scalars!(assert_compiles, [And, Or, Xor], [i32, u32, i64, u64]);
+    for_scalars!(assert_compiles, [LinearRecurrence, BestPrefix], [f32, f64]);
+}
+
+#[test]
+#[ignore = "needs libnvrtc"]
+fn every_template_instantiates_for_a_user_tuple_operator() {
+    assert_compiles::<CountAndSum>();
+}
+
+#[test]
+#[ignore = "needs libnvrtc"]
+fn every_template_instantiates_for_every_hand_written_test_operator() {
     assert_compiles::<AddU32>();
     assert_compiles::<AddI64>();
     assert_compiles::<AddF32>();

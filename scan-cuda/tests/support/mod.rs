@@ -1,1 +1,3 @@
+pub mod gpu;
 pub mod ops;
+pub mod user_ops;

@@ -1,0 +1,110 @@
+//! GPU test support: opening the device, poisoned runs, comparisons with the
+//! sequential reference.
+#![allow(dead_code)]
+
+use std::fmt::Debug;
+
+use scan_core::testing::{boundary_sizes, Rng};
+use scan_core::{reference, CudaOp, ScanSpec};
+use scan_cuda::{Cuda, Policy};
+
+/// The GPU, or a failure: a GPU test that cannot run must not pass. (These
+/// tests are `#[ignore]`d so that machines without a GPU never run them;
+/// `SCAN_REQUIRE_GPU=1` is the GPU machine's promise that one is there.)
+pub fn cuda() -> Cuda {
+    match Cuda::new() {
+        Ok(cuda) => cuda,
+        Err(e) => panic!(
+            "this test needs a CUDA GPU and none is usable (SCAN_REQUIRE_GPU={:?}): {e}",
+            std::env::var("SCAN_REQUIRE_GPU").ok()
+        ),
+    }
+}
+
+/// Caps sizes (e.g. under compute-sanitizer, which is slow): `SCAN_TEST_MAX_LEN`.
+pub fn max_len() -> usize {
+    std::env::var("SCAN_TEST_MAX_LEN").ok().and_then(|v| v.parse().ok()).unwrap_or(usize::MAX)
+}
+
+/// Sizes around every boundary of the GPU tiling for `Op`: around one tile,
+/// two tiles, `tile * min(tile, 64)`, and past `tile^2` (three driver levels)
+/// when that stays under ~256 MiB.
+pub fn gpu_sizes<Op: CudaOp>() -> Vec<usize> {
+    let size = std::mem::size_of::<Op::Item>();
+    let tile = Policy::for_item_size(size).unwrap().tile();
+    let mut sizes = boundary_sizes(tile);
+    sizes.push((1 << 20) + 7);
+    if (tile * tile + 1) * size <= 256 << 20 {
+        sizes.extend([tile * tile - 1, tile * tile + 1]);
+    }
+    sizes.retain(|&n| n <= max_len());
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+fn first_mismatch<T: Debug>(got: &[T], want: &[T], eq: &impl Fn(&T, &T) -> bool) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!("length {} != {}", got.len(), want.len()));
+    }
+    let bad = got.iter().zip(want).position(|(g, w)| !eq(g, w))?;
+    let count = got.iter().zip(want).filter(|(g, w)| !eq(g, w)).count();
+    Some(format!("{count} mismatches; first at {bad}: got {:?}, want {:?}", got[bad], want[bad]))
+}
+
+/// Runs `Op` on the GPU for every size and every (kind, direction), three
+/// ways (device-to-device into a poisoned output, device in place, host
+/// convenience API), and compares each with `reference::scan` under `eq`.
+/// Also checks that the non-in-place input is left unchanged.
+pub fn check_op<Op: CudaOp>(
+    cuda: &Cuda,
+    label: &str,
+    mut gen: impl FnMut(&mut Rng) -> Op::Item,
+    eq: impl Fn(&Op::Item, &Op::Item) -> bool,
+) where
+    Op::Item: Debug,
+{
+    let mut rng = Rng::fresh(label);
+    let sizes = gpu_sizes::<Op>();
+    for &n in &sizes {
+        for spec in ScanSpec::ALL {
+            let input = rng.vec(n, &mut gen);
+            let want = reference::scan::<Op>(&input, spec);
+            let ctx = format!("{label}: n = {n}, {spec:?}");
+
+            let dev_in = cuda.upload(&input).unwrap();
+            let mut dev_out = cuda.alloc::<Op::Item>(n).unwrap();
+            dev_out.poison(0xA5).unwrap();
+            cuda.scan_device_into::<Op>(&dev_in, &mut dev_out, spec).unwrap();
+            if let Some(m) = first_mismatch(&dev_out.download().unwrap(), &want, &eq) {
+                panic!("{ctx}, device into poisoned output: {m}");
+            }
+            if let Some(m) = first_mismatch(&dev_in.download().unwrap(), &input, &eq) {
+                panic!("{ctx}: the input buffer changed: {m}");
+            }
+
+            let mut buf = cuda.upload(&input).unwrap();
+            cuda.scan_device::<Op>(&mut buf, spec).unwrap();
+            if let Some(m) = first_mismatch(&buf.download().unwrap(), &want, &eq) {
+                panic!("{ctx}, device in place: {m}");
+            }
+
+            let got = cuda.scan::<Op>(&input, spec).unwrap();
+            if let Some(m) = first_mismatch(&got, &want, &eq) {
+                panic!("{ctx}, host API: {m}");
+            }
+        }
+    }
+    eprintln!("[{label}] ok on sizes {sizes:?} x 4 specs x 3 ways");
+}
+
+/// Exact equality (NaN never passes: `NaN != NaN`).
+pub fn exact<T: PartialEq>(a: &T, b: &T) -> bool {
+    a == b
+}
+
+/// Small integers as floats: sums and products stay exact, so float
+/// operators can be compared exactly whatever the order of combination.
+pub fn small_int(rng: &mut Rng) -> f64 {
+    rng.below(17) as f64 - 8.0
+}

@@ -1,0 +1,196 @@
+//! Differential GPU tests: every operator shape, every (kind, direction), in
+//! place and not, on sizes around every tile boundary and past `tile^2`
+//! (three driver levels), outputs poisoned first, against the sequential
+//! reference. Run on a GPU machine: `cargo test --test gpu_scan -- --ignored`.
+
+#[path = "../scan-cuda/tests/support/mod.rs"]
+mod support;
+
+use scan::ops::{Add, BestPrefix, LinearRecurrence, MatMul2x2, Max, Min, Mul, SegmentedAdd, Xor};
+use scan_core::testing::Rng;
+use scan_core::{reference, ScanSpec};
+use support::gpu::{check_op, cuda, exact, small_int};
+use support::ops::{AddF64x8, SegSumU64, Stats, StatsOp};
+use support::user_ops::CountAndSum;
+
+type AddF32 = Add<f32>;
+type AddF64 = Add<f64>;
+type AddU32 = Add<u32>;
+type LinRecF32 = LinearRecurrence<f32>;
+type LinRecF64 = LinearRecurrence<f64>;
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn integer_operators_match_the_reference_exactly() {
+    let cuda = cuda();
+    check_op::<Add<u32>>(&cuda, "add u32", |r| r.next_u64() as u32, exact);
+    check_op::<Add<i64>>(&cuda, "add i64", |r| r.next_u64() as i64, exact);
+    check_op::<Mul<u64>>(&cuda, "mul u64", |r| r.next_u64() | 1, exact);
+    check_op::<Min<i32>>(&cuda, "min i32", |r| r.next_u64() as i32, exact);
+    check_op::<Max<u64>>(&cuda, "max u64", |r| r.next_u64(), exact);
+    check_op::<Xor<u32>>(&cuda, "xor u32", |r| r.next_u64() as u32, exact);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn float_operators_on_exactly_representable_data_match_exactly() {
+    let cuda = cuda();
+    check_op::<Add<f32>>(&cuda, "add f32", |r| small_int(r) as f32, exact);
+    check_op::<Add<f64>>(&cuda, "add f64", small_int, exact);
+    check_op::<Mul<f32>>(&cuda, "mul f32", |r| if r.below(2) == 0 { -1.0 } else { 1.0 }, exact);
+    check_op::<Min<f64>>(&cuda, "min f64", |r| r.range_f64(-1e6, 1e6), exact);
+    // Max ignores NaN like f32::max / fmaxf: sprinkle some in.
+    check_op::<Max<f32>>(
+        &cuda,
+        "max f32",
+        |r| if r.below(100) == 0 { f32::NAN } else { r.range_f64(-1e6, 1e6) as f32 },
+        exact,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn non_commutative_operators_match_exactly() {
+    let cuda = cuda();
+    // a in {-1, 0, 1}, b small integers: h stays an exact integer.
+    let lr = |r: &mut Rng| (r.below(3) as f64 - 1.0, small_int(r));
+    check_op::<LinRecF32>(
+        &cuda,
+        "linear recurrence f32",
+        |r| {
+            let (a, b) = lr(r);
+            (a as f32, b as f32)
+        },
+        exact,
+    );
+    check_op::<LinRecF64>(&cuda, "linear recurrence f64", lr, exact);
+    check_op::<MatMul2x2<i32>>(&cuda, "matmul2x2 i32", |r| std::array::from_fn(|_| r.next_u64() as i32), exact);
+    // Signed permutation matrices: closed under product, exact, non-commutative.
+    check_op::<MatMul2x2<f32>>(
+        &cuda,
+        "matmul2x2 f32",
+        |r| {
+            let (s, t) = (if r.below(2) == 0 { -1.0 } else { 1.0 }, if r.below(2) == 0 { -1.0 } else { 1.0 });
+            if r.below(2) == 0 {
+                [s, 0.0, 0.0, t]
+            } else {
+                [0.0, s, t, 0.0]
+            }
+        },
+        exact,
+    );
+    check_op::<SegmentedAdd<u64>>(&cuda, "segmented add u64", |r| (r.below(10) == 0, r.next_u64()), exact);
+    check_op::<BestPrefix<f64>>(
+        &cuda,
+        "best prefix f64",
+        |r| {
+            let x = small_int(r);
+            (x, x)
+        },
+        exact,
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn user_tuple_operator_matches_exactly() {
+    let cuda = cuda();
+    check_op::<CountAndSum>(&cuda, "user tuple (u32, i64)", |r| (r.below(4) as u32, r.next_u64() as i64), exact);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn hand_written_struct_tuple_and_large_items_match_exactly() {
+    let cuda = cuda();
+    check_op::<StatsOp>(
+        &cuda,
+        "repr(C) struct",
+        |r| Stats { count: 1 + r.below(3) as u32, last: r.next_u64() as i32, sum: small_int(r) },
+        exact,
+    );
+    // The hand-written CUDA item assumes rustc puts the u64 first.
+    assert_eq!((std::mem::offset_of!((u8, u64), 1), std::mem::size_of::<(u8, u64)>()), (0, 16));
+    check_op::<SegSumU64>(&cuda, "segmented sum (u8, u64)", |r| ((r.below(10) == 0) as u8, r.next_u64()), exact);
+    check_op::<AddF64x8>(&cuda, "[f64; 8]", |r| std::array::from_fn(|_| small_int(r)), exact);
+}
+
+/// Real-valued data: rounding differs from the sequential order, so compare
+/// with an f64 evaluation. Bound: |gpu - exact| <= 64 * eps_f32 * sum |x|
+/// over the prefix (the combination tree is at most ~40 deep at these sizes;
+/// each level adds at most one rounding of the partial sum).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn f32_add_on_real_data_is_within_the_rounding_bound() {
+    let cuda = cuda();
+    let mut rng = Rng::fresh("add f32 real");
+    for n in [4097, (1 << 20) + 7, (1 << 24) + 3] {
+        let x: Vec<f32> = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
+        let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let abs: Vec<f64> = x.iter().map(|&v| v.abs() as f64).collect();
+        for spec in ScanSpec::ALL {
+            let got = cuda.scan::<AddF32>(&x, spec).unwrap();
+            let want = reference::scan::<AddF64>(&x64, spec);
+            let mass = reference::scan::<AddF64>(&abs, spec);
+            for i in 0..n {
+                let bound = 64.0 * f32::EPSILON as f64 * mass[i] + 1e-30;
+                let err = (got[i] as f64 - want[i]).abs();
+                assert!(
+                    err <= bound,
+                    "n = {n}, {spec:?}, i = {i}: got {}, want {}, err {err} > {bound}",
+                    got[i],
+                    want[i]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn linear_recurrence_f32_on_real_data_is_close_to_f64() {
+    let cuda = cuda();
+    let mut rng = Rng::fresh("linear recurrence f32 real");
+    let n = (1 << 22) + 5;
+    let ab: Vec<(f32, f32)> = rng.vec(n, |r| (r.range_f64(-0.99, 0.99) as f32, r.range_f64(-1.0, 1.0) as f32));
+    let ab64: Vec<(f64, f64)> = ab.iter().map(|&(a, b)| (a as f64, b as f64)).collect();
+    for spec in ScanSpec::ALL {
+        let got = cuda.scan::<LinRecF32>(&ab, spec).unwrap();
+        let want = reference::scan::<LinRecF64>(&ab64, spec);
+        // |a| < 1 makes the recurrence contractive: |h| < 100 and rounding
+        // errors are damped, so a fixed bound on h (the second component) holds.
+        for i in 0..n {
+            let err = (got[i].1 as f64 - want[i].1).abs();
+            assert!(err <= 1e-3 * (1.0 + want[i].1.abs()), "{spec:?}, i = {i}: got {:?}, want {:?}", got[i], want[i]);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_users_own_cudarc_slice_is_scanned_in_place() {
+    let cuda = cuda();
+    let mut rng = Rng::fresh("cudarc slice");
+    let x: Vec<u32> = rng.vec(100_003, |r| r.next_u64() as u32);
+    let mut slice = cuda.stream().clone_htod(&x).unwrap();
+    cuda.scan_slice::<AddU32>(&mut slice, ScanSpec::exclusive().reversed()).unwrap();
+    let got = cuda.stream().clone_dtoh(&slice).unwrap();
+    assert_eq!(got, reference::scan::<AddU32>(&x, ScanSpec::exclusive().reversed()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_sizes_are_errors_not_panics() {
+    let cuda = cuda();
+    let mut out = [0u32; 3];
+    assert!(matches!(
+        cuda.scan_into::<AddU32>(&[1, 2], &mut out, ScanSpec::inclusive()),
+        Err(scan_core::Error::LengthMismatch { input: 2, output: 3 })
+    ));
+    assert!(matches!(cuda.alloc::<u64>(usize::MAX / 4), Err(scan_core::Error::TooLarge { .. })));
+    // More than any GPU has (1 TiB).
+    assert!(matches!(cuda.alloc::<u8>(1 << 40), Err(scan_core::Error::TooLarge { .. })));
+    assert_eq!(cuda.scan::<AddU32>(&[], ScanSpec::inclusive()).unwrap(), Vec::<u32>::new());
+    let mut empty = cuda.upload::<u32>(&[]).unwrap();
+    cuda.scan_device::<AddU32>(&mut empty, ScanSpec::inclusive()).unwrap();
+    assert!(empty.download().unwrap().is_empty());
+}
