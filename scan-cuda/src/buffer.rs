@@ -3,7 +3,7 @@
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
-use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr};
+use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr};
 use scan_core::{Error, Result};
 
 /// An item as the driver sees it: its bytes.
@@ -165,9 +165,10 @@ impl<T: Copy> DeviceBuffer<T> {
         stream.synchronize().map_err(|e| driver_error("poison", e))
     }
 
-    /// The device address of the first item, for launches on `stream`.
-    pub(crate) fn device_ptr(&self, stream: &CudaStream) -> u64 {
-        let (ptr, _sync) = self.slice.device_ptr(stream);
+    /// The device address of the first item, for launches on `stream` that
+    /// write the buffer.
+    pub(crate) fn device_ptr_mut(&mut self, stream: &CudaStream) -> u64 {
+        let (ptr, _sync) = self.slice.device_ptr_mut(stream);
         ptr
     }
 }

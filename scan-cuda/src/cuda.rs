@@ -303,7 +303,7 @@ impl Cuda {
     pub fn scan_device<Op: CudaOp>(&self, buf: &mut DeviceBuffer<Op::Item>, spec: ScanSpec) -> Result<()> {
         self.check_buffer(buf)?;
         let len = buf.len();
-        let ptr = buf.device_ptr(&self.stream);
+        let ptr = buf.device_ptr_mut(&self.stream);
         self.scan_raw::<Op>(ptr, len, spec)
     }
 

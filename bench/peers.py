@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Peers of examples/bench's GPU section, timed on the same GPU in the same call.
+
+torch.cumsum (f32), torch.cummax (f32) and jax.lax.associative_scan of the
+linear recurrence on (a, b) f32 pairs, at 2^24 and 2^28 items, each against a
+device-to-device copy of the same bytes measured in the same process. GB/s count
+input + output items, as examples/bench does (cummax also writes int64 indices,
+which are not counted; the recurrence moves whole (a, b) pairs in and out).
+
+    PYTHONUNBUFFERED=1 python3 bench/peers.py [--reps 9] [--out peers.md]
+"""
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+
+
+def torch_ms(fn, reps):
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def torch_cases(logs, reps):
+    import torch
+
+    rows = []
+    dev = torch.device("cuda")
+    for log in logs:
+        n = 1 << log
+        x = torch.rand(n, device=dev, dtype=torch.float32) * 2 - 1
+        out = torch.empty_like(x)
+        nbytes = 2 * x.numel() * x.element_size()
+        copy = nbytes / (torch_ms(lambda: out.copy_(x), reps) * 1e-3) / 1e9
+        rows.append((f"f32 add 2^{log}", "torch device copy", copy, 1.0))
+        ref = torch.cumsum(x.double(), 0)
+        got = torch.cumsum(x, 0)
+        assert torch.allclose(got.double(), ref, rtol=1e-3, atol=1e-2), "torch.cumsum check failed"
+        del ref, got
+        g = nbytes / (torch_ms(lambda: torch.cumsum(x, 0, out=out), reps) * 1e-3) / 1e9
+        rows.append((f"f32 add 2^{log}", "torch.cumsum", g, g / copy))
+        x.mul_(1e6)
+        values = torch.empty_like(x)
+        indices = torch.empty(n, device=dev, dtype=torch.int64)
+        cummax_reps = reps if log <= 24 else max(3, reps // 3)
+        g = nbytes / (torch_ms(lambda: torch.cummax(x, 0, out=(values, indices)), cummax_reps) * 1e-3) / 1e9
+        rows.append((f"f32 max 2^{log}", "torch.cummax (+int64 indices, not counted)", g, g / copy))
+        del x, out, values, indices
+        torch.cuda.empty_cache()
+    return rows
+
+
+def jax_cases(logs, reps):
+    import jax
+    import jax.numpy as jnp
+
+    rows = []
+
+    def combine(l, r):
+        return (l[0] * r[0], r[0] * l[1] + r[1])
+
+    scan = jax.jit(lambda a, b: jax.lax.associative_scan(combine, (a, b)))
+    copy = jax.jit(lambda a, b: (a + 0.0, b + 0.0))  # one read and one write of each array
+    key = jax.random.PRNGKey(0)
+    for log in logs:
+        n = 1 << log
+        ka, kb = jax.random.split(jax.random.fold_in(key, log))
+        a = jax.random.uniform(ka, (n,), jnp.float32, 0.9, 1.0)
+        b = jax.random.uniform(kb, (n,), jnp.float32, -1.0, 1.0)
+        nbytes = 2 * 2 * n * 4
+
+        def timed(fn):
+            jax.block_until_ready(fn(a, b))
+            times = []
+            for _ in range(reps):
+                t = time.perf_counter()
+                jax.block_until_ready(fn(a, b))
+                times.append((time.perf_counter() - t) * 1e3)
+            return statistics.median(times)
+
+        c = nbytes / (timed(copy) * 1e-3) / 1e9
+        rows.append((f"linear recurrence f32 2^{log}", "jax elementwise copy (a+0, b+0)", c, 1.0))
+        g = nbytes / (timed(scan) * 1e-3) / 1e9
+        rows.append((f"linear recurrence f32 2^{log}", "jax.lax.associative_scan", g, g / c))
+        del a, b
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--reps", type=int, default=9)
+    p.add_argument("--logs", default="24,28")
+    p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "peers.md"))
+    args = p.parse_args()
+    logs = [int(v) for v in args.logs.split(",")]
+    rows = []
+    import torch
+
+    print(f"# peers on {torch.cuda.get_device_name()}, torch {torch.__version__}, median of {args.reps} reps", flush=True)
+    rows += torch_cases(logs, args.reps)
+    try:
+        import jax
+
+        print(f"jax {jax.__version__} on {jax.devices()}", flush=True)
+        rows += jax_cases(logs, args.reps)
+    except Exception as e:  # report, keep the torch figures
+        print(f"jax cases failed: {type(e).__name__}: {e}", flush=True)
+    lines = ["| case | method | GB/s | x copy |", "|---|---|---:|---:|"]
+    lines += [f"| {c} | {m} | {g:.1f} | {r:.2f} |" for c, m, g, r in rows]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    with open(args.out, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
