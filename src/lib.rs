@@ -12,4 +12,5 @@ pub use scan_cuda::{CompileStats, Cuda, DeviceBuffer};
 
 mod device;
 pub use device::Device;
-pub use scan_macros::scan_op;
+pub use scan_core::{CudaFloat, CudaScalar, CudaType};
+pub use scan_macros::{scan_item, scan_op};

@@ -313,9 +313,12 @@ pub mod __private {
         ));
     }
 
-    /// The C++ name of one instantiation: `Add` + `_float` per type argument.
-    pub fn op_name(base: &str, type_args: &[String]) -> String {
-        let mut s = base.to_string();
+    /// The C++ name of one instantiation: the operator's Rust path (unique in
+    /// a program, so that any set of operators can share one NVRTC module),
+    /// then one `_type` per type argument: `scan_core::ops::Add` with `f32`
+    /// is `scan_core_ops_Add_float`.
+    pub fn op_name(path: &str, type_args: &[String]) -> String {
+        let mut s = path.split("::").map(super::ident).collect::<Vec<_>>().join("_");
         for t in type_args {
             s.push('_');
             s.push_str(&super::ident(t));
@@ -363,7 +366,7 @@ SCAN_INT_OPS(unsigned long long, unsigned long long)
 SCAN_FLOAT_OPS(float, __fadd_rn, __fsub_rn, __fmul_rn, __fdiv_rn, __fsqrt_rn, f)
 SCAN_FLOAT_OPS(double, __dadd_rn, __dsub_rn, __dmul_rn, __ddiv_rn, __dsqrt_rn, )
 #undef SCAN_FLOAT_OPS
-template <class To, class From> static __device__ __forceinline__ To scan_cast(From x) { return (To)x; }
+template <class To, class From> __device__ __forceinline__ To scan_cast(From x) { return (To)x; }
 #define SCAN_F2I(F, I, FN) template <> __device__ __forceinline__ I scan_cast<I, F>(F x) { return FN(x); }
 SCAN_F2I(float, int, __float2int_rz)
 SCAN_F2I(float, unsigned int, __float2uint_rz)

@@ -14,7 +14,8 @@
 //! // h_t = a_t h_{t-1} + b_t with h_{-1} = 0: h = 1, 2*1+1 = 3, 3*3+0 = 9.
 //! let h = reference::scan::<LinearRecurrence<f64>>(&[(1.0, 1.0), (2.0, 1.0), (3.0, 0.0)], ScanSpec::inclusive());
 //! assert_eq!(h.iter().map(|p| p.1).collect::<Vec<_>>(), [1.0, 3.0, 9.0]);
-//! assert!(LinearRecurrence::<f32>::cuda_source().code.contains("struct LinearRecurrence_float"));
+//! // The CUDA struct is named after the Rust path and the type argument.
+//! assert_eq!(LinearRecurrence::<f32>::cuda_source().name, "scan_core_ops_LinearRecurrence_float");
 //! ```
 
 use core::ops::{BitAnd, BitOr, BitXor, Not};
@@ -78,12 +79,7 @@ pub fn linear_recurrence<T: CudaFloat>(l: (T, T), r: (T, T)) -> (T, T) {
 /// (wrapping for integers), identity the unit matrix. Not commutative.
 #[scan_op(identity = [T::ONE, T::ZERO, T::ZERO, T::ONE])]
 pub fn mat_mul_2x2<T: CudaScalar>(l: [T; 4], r: [T; 4]) -> [T; 4] {
-    [
-        l[0] * r[0] + l[1] * r[2],
-        l[0] * r[1] + l[1] * r[3],
-        l[2] * r[0] + l[3] * r[2],
-        l[2] * r[1] + l[3] * r[3],
-    ]
+    [l[0] * r[0] + l[1] * r[2], l[0] * r[1] + l[1] * r[3], l[2] * r[0] + l[3] * r[2], l[2] * r[1] + l[3] * r[3]]
 }
 
 /// Segmented sum on `(starts_segment, value)` pairs: the sum restarts at every

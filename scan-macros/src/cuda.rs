@@ -53,7 +53,9 @@ pub fn rust_type(t: &Ty, span: Span) -> Result<TokenStream> {
         Ty::Param(p) => {
             return Err(Error::new(
                 span,
-                format!("cannot name the type of `{p}` in CUDA here: bind struct fields to a typed `let` (`let x: f32 = ...`)"),
+                format!(
+                "cannot name the type of `{p}` in CUDA here: bind struct fields to a typed `let` (`let x: f32 = ...`)"
+            ),
             ))
         }
         Ty::Tuple(ts) => {

@@ -127,11 +127,11 @@ fn expand(op: &Operator, v: &Valid) -> Result<TokenStream> {
 
         impl #impl_generics ::scan_core::CudaOp for #name #ty_generics #where_clause {
             fn cuda_source() -> ::scan_core::CudaSource {
-                let name = ::scan_core::__private::op_name(#base, &[#(<#tps as ::scan_core::CudaType>::c_name()),*]);
+                let name = ::scan_core::__private::op_name(::core::concat!(::core::module_path!(), "::", #base), &[#(<#tps as ::scan_core::CudaType>::c_name()),*]);
                 let mut code = ::std::string::String::from(::scan_core::__private::PRELUDE);
                 <#item as ::scan_core::CudaType>::c_decls(&mut code);
                 #(<#extra_types as ::scan_core::CudaType>::c_decls(&mut code);)*
-                code.push_str(&::std::format!("struct {} {{\n", name));
+                code.push_str(&::std::format!("#ifndef SCAN_OP_{0}\n#define SCAN_OP_{0}\nstruct {0} {{\n", name));
                 #(#typedefs)*
                 code.push_str(&::std::format!(
                     "  typedef {} Item;\n  static __device__ __forceinline__ Item identity() {{ return {}; }}\n",
@@ -140,7 +140,7 @@ fn expand(op: &Operator, v: &Valid) -> Result<TokenStream> {
                 ));
                 code.push_str("  static __device__ __forceinline__ Item combine(Item l, Item r) {\n");
                 #(#code)*
-                code.push_str("  }\n};\n");
+                code.push_str("  }\n};\n#endif\n");
                 ::scan_core::CudaSource { name, code }
             }
         }

@@ -42,7 +42,10 @@ pub enum Ty {
     /// A `#[repr(C)]` `#[scan_item]` struct, by path. The macro does not see
     /// the declaration: `fields` lists the fields the operator constructs (in
     /// the order written), each of type `Param("Struct::field")` unless known.
-    Struct { name: String, fields: Vec<(String, Ty)> },
+    Struct {
+        name: String,
+        fields: Vec<(String, Ty)>,
+    },
 }
 
 /// A literal, with its written suffix resolved to a type where it had one.
@@ -123,17 +126,31 @@ pub enum ExprKind {
     /// (`-inf` for floats, `MIN` for integers), `T::HIGHEST`), with its value
     /// when the macro knows it (`T::ZERO` is `Int(0)`, `T::LOWEST` is `None`).
     /// User consts are rejected by `lower` (the macro cannot see their value).
-    Const { path: String, value: Option<Lit> },
+    Const {
+        path: String,
+        value: Option<Lit>,
+    },
     Field(Box<Expr>, Member),
     Unary(UnOp, Box<Expr>),
     Binary(BinOp, Box<Expr>, Box<Expr>),
     Method(Method, Box<Expr>, Vec<Expr>),
     Cast(Box<Expr>, Scalar),
-    If { cond: Box<Expr>, then: Box<Expr>, otherwise: Box<Expr> },
+    If {
+        cond: Box<Expr>,
+        then: Box<Expr>,
+        otherwise: Box<Expr>,
+    },
     /// `let name = value; body`. Names are unique within one body (`lower`
     /// renames shadowing bindings), so no scoping subtleties reach consumers.
-    Let { name: String, value: Box<Expr>, body: Box<Expr> },
+    Let {
+        name: String,
+        value: Box<Expr>,
+        body: Box<Expr>,
+    },
     Tuple(Vec<Expr>),
     Array(Vec<Expr>),
-    Struct { name: String, fields: Vec<(String, Expr)> },
+    Struct {
+        name: String,
+        fields: Vec<(String, Expr)>,
+    },
 }

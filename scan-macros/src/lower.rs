@@ -133,7 +133,14 @@ struct Lowerer {
 
 impl Lowerer {
     fn new(params: [String; 2], item: Ty, type_params: &[String]) -> Self {
-        Lowerer { params, item, type_params: type_params.to_vec(), scope: Vec::new(), used: HashSet::new(), in_identity: false }
+        Lowerer {
+            params,
+            item,
+            type_params: type_params.to_vec(),
+            scope: Vec::new(),
+            used: HashSet::new(),
+            in_identity: false,
+        }
     }
 
     fn mk(&self, kind: ExprKind, ty: Ty, span: Span) -> Expr {
@@ -220,7 +227,10 @@ impl Lowerer {
             syn::Pat::Paren(p) => self.pattern(&p.pat, value, binds),
             syn::Pat::Tuple(t) => {
                 let Ty::Tuple(tys) = &value.ty else {
-                    return Err(Error::new(t.span(), format!("a tuple pattern needs a tuple, found `{}`", show(&value.ty))));
+                    return Err(Error::new(
+                        t.span(),
+                        format!("a tuple pattern needs a tuple, found `{}`", show(&value.ty)),
+                    ));
                 };
                 if tys.len() != t.elems.len() || t.elems.iter().any(|p| matches!(p, syn::Pat::Rest(_))) {
                     return Err(Error::new(t.span(), format!("this pattern must name all {} components", tys.len())));
@@ -383,7 +393,12 @@ impl Lowerer {
                             let v: f64 = i.base10_parse()?;
                             return Ok(self.mk(ExprKind::Lit(Lit::Float(round_to(v, s))), Ty::Scalar(s), span));
                         }
-                        _ => return Err(Error::new(span, format!("`{suffix}` literals are not supported; {ITEM_TYPES}"))),
+                        _ => {
+                            return Err(Error::new(
+                                span,
+                                format!("`{suffix}` literals are not supported; {ITEM_TYPES}"),
+                            ))
+                        }
                     },
                 };
                 let v: i128 = i.base10_parse()?;
@@ -397,7 +412,11 @@ impl Lowerer {
                         Some(Ty::Scalar(s)) if s.is_int() => {
                             return Err(Error::new(
                                 span,
-                                format!("`{}` is a float literal, but `{}` is expected here", f.base10_digits(), scalar_name(*s)),
+                                format!(
+                                    "`{}` is a float literal, but `{}` is expected here",
+                                    f.base10_digits(),
+                                    scalar_name(*s)
+                                ),
                             ))
                         }
                         Some(t) => return Err(Error::new(span, format!("expected `{}`, found a float", show(t)))),
@@ -441,7 +460,10 @@ impl Lowerer {
                     format!("user constants (`{name}`) are not supported: the macro cannot see their value; write the literal"),
                 ));
             }
-            return Err(Error::new(span, format!("unknown name `{name}`; a body sees its two operands and its `let` bindings")));
+            return Err(Error::new(
+                span,
+                format!("unknown name `{name}`; a body sees its two operands and its `let` bindings"),
+            ));
         }
         self.constant(&p.path, span)
     }
@@ -764,7 +786,11 @@ impl Lowerer {
         let otherwise = self.expr(otherwise, Some(&then.ty.clone()))?;
         self.expect_ty(&otherwise, &then.ty)?;
         let ty = then.ty.clone();
-        Ok(self.mk(ExprKind::If { cond: Box::new(cond), then: Box::new(then), otherwise: Box::new(otherwise) }, ty, span))
+        Ok(self.mk(
+            ExprKind::If { cond: Box::new(cond), then: Box::new(then), otherwise: Box::new(otherwise) },
+            ty,
+            span,
+        ))
     }
 
     fn struct_(&mut self, s: &syn::ExprStruct, expect: Option<&Ty>) -> Result<Expr> {

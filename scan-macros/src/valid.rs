@@ -120,7 +120,11 @@ pub fn validate(op: &Operator) -> Result<Valid> {
         )),
         (Some(r), Some(a)) if !same_type(r, a) => errors.push(Error::new(
             r.span(),
-            format!("the return type must be the operands' type `{}`, found `{}`", a.to_token_stream(), r.to_token_stream()),
+            format!(
+                "the return type must be the operands' type `{}`, found `{}`",
+                a.to_token_stream(),
+                r.to_token_stream()
+            ),
         )),
         _ => {}
     }

@@ -1,0 +1,119 @@
+//! Operators declared in the tests, shared by `macro_*.rs` and `nvrtc.rs` (so
+//! that every one of them also has its CUDA source compiled).
+#![allow(dead_code)]
+
+use scan::{scan_item, scan_op, CudaOp, CudaScalar};
+
+/// The DESIGN example: h_t = a_t * h_{t-1} + b_t on (a, b) pairs.
+#[scan_op(identity = (1.0, 0.0))]
+pub fn linear_recurrence(l: (f32, f32), r: (f32, f32)) -> (f32, f32) {
+    (l.0 * r.0, r.0 * l.1 + r.1)
+}
+
+#[scan_op(identity = f32::NEG_INFINITY)]
+pub fn max_f32(a: f32, b: f32) -> f32 {
+    a.max(b)
+}
+
+/// Integer arithmetic written with plain `+ *`: wraps in every profile.
+#[scan_op(identity = 0)]
+pub fn sum_i32(a: i32, b: i32) -> i32 {
+    a + b
+}
+
+#[scan_op(identity = 1u64)]
+pub fn product_u64(a: u64, b: u64) -> u64 {
+    a.wrapping_mul(b)
+}
+
+/// Affine maps x -> a*x + b composed left to right, with lets and destructuring.
+#[scan_op(identity = (1.0, 0.0))]
+pub fn affine_f64(l: (f64, f64), r: (f64, f64)) -> (f64, f64) {
+    let (a1, b1) = l;
+    let (a2, b2) = r;
+    let a = a1 * a2;
+    (a, a2 * b1 + b2)
+}
+
+/// Count and maximum, with an if/else and a comparison.
+#[scan_op(identity = (0, i64::MIN))]
+pub fn count_max(l: (u32, i64), r: (u32, i64)) -> (u32, i64) {
+    (l.0 + r.0, if l.1 > r.1 { l.1 } else { r.1 })
+}
+
+/// A 3-element array (component-wise min), with a cast and abs inside a let.
+#[scan_op(identity = [f32::INFINITY; 3])]
+pub fn min3(l: [f32; 3], r: [f32; 3]) -> [f32; 3] {
+    [l[0].min(r[0]), l[1].min(r[1]), l[2].min(r[2])]
+}
+
+/// A user struct item (`#[repr(C)]` + `#[scan_item]`): mean/variance-free
+/// "count and sum" with a mixed-size layout.
+#[scan_item]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tally {
+    pub sum: f64,
+    pub count: u32,
+}
+
+#[scan_op(identity = Tally { sum: 0.0, count: 0 })]
+pub fn count_sum(l: Tally, r: Tally) -> Tally {
+    Tally { count: l.count + r.count, sum: l.sum + r.sum }
+}
+
+/// A generic operator: one definition, one CUDA instantiation per `T`.
+#[scan_op(identity = (T::ZERO, T::ZERO))]
+pub fn pair_sum<T: CudaScalar>(l: (T, T), r: (T, T)) -> (T, T) {
+    (l.0 + r.0, l.1 + r.1)
+}
+
+/// `a + b` computed as `ln_1p(expm1(a) + expm1(b) + expm1(a) expm1(b))`: a
+/// tuple destructuring, `mul_add` and the log/exp methods. Outside the
+/// checker's symbolic fragment, hence `assume_associative`.
+#[scan_op(identity = 0.0, assume_associative)]
+pub fn add_via_exp_m1(a: f64, b: f64) -> f64 {
+    let (x, y) = (a.exp_m1(), b.exp_m1());
+    x.mul_add(y, x + y).ln_1p()
+}
+
+/// An f32 sum accumulated in f64: casts both ways.
+#[scan_op(identity = 0.0, assume_associative)]
+pub fn add_in_f64(a: f32, b: f32) -> f32 {
+    ((a as f64) + (b as f64)) as f32
+}
+
+/// Keeps the later value unless it is negative, as a maximum of `i32`s
+/// clamped to `u32` through casts, `abs` on floats and a nested `if`.
+#[scan_op(identity = 0)]
+pub fn max_clamped(a: u32, b: u32) -> u32 {
+    let fa = a as f64;
+    let fb = b as f64;
+    if fa.abs() > fb.abs() {
+        a
+    } else if fa == fb {
+        a
+    } else {
+        b
+    }
+}
+
+/// Every operator above, as (name, CUDA source), for the NVRTC test.
+pub fn cuda_sources() -> Vec<scan::CudaSource> {
+    vec![
+        LinearRecurrence::cuda_source(),
+        MaxF32::cuda_source(),
+        SumI32::cuda_source(),
+        ProductU64::cuda_source(),
+        AffineF64::cuda_source(),
+        CountMax::cuda_source(),
+        Min3::cuda_source(),
+        CountSum::cuda_source(),
+        PairSum::<f32>::cuda_source(),
+        PairSum::<i64>::cuda_source(),
+        PairSum::<u32>::cuda_source(),
+        AddViaExpM1::cuda_source(),
+        AddInF64::cuda_source(),
+        MaxClamped::cuda_source(),
+    ]
+}
