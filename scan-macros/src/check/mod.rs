@@ -1,7 +1,6 @@
 //! Compile-time verification of the monoid laws (associativity and identity).
 //!
-//! Interface used by the rest of the macro (owned by the checker; this is the
-//! placeholder that accepts everything until the checker lands):
+//! Interface used by the rest of the macro:
 //!
 //! * [`check`]: `Ok(())` when both laws are proven symbolically, or when the
 //!   body is outside the decidable fragment, sampling found no violation and the
@@ -9,10 +8,44 @@
 //!   (or identity) that prints both normal forms / a counterexample.
 //! * [`property_test`]: with `assume_associative`, the tokens of a `#[test]`
 //!   that checks both laws on random inputs in the user's crate.
+//!
+//! How a law is decided, step by step:
+//!
+//! 1. [`normal`] evaluates both sides on symbolic operands (`a`, `b`, `c`, one
+//!    variable per scalar component) into normal forms: polynomials with exact
+//!    rational coefficients ([`poly`]), `max`/`min` with `+` distributing over
+//!    them and `±inf` ([`tropical`]), the Boolean-ring form of `& | ^ !` ([`bits`]),
+//!    case splits on flag conditions. Equal forms for every component: proven.
+//! 2. Different forms: [`counterexample`] searches small exact inputs
+//!    ([`sample`], over the rationals). Found: a compile error showing both
+//!    forms and the inputs.
+//! 3. Outside the fragment (division by a variable, `exp`, `ln`, float
+//!    comparisons, ...) or forms the checker cannot show equal: the same search
+//!    in `f64` on a wider mix of inputs, forgiving rounding. A violation is an
+//!    error; otherwise the operator needs `assume_associative`.
+//!
+//! Everything is over the reals (integers: over the unbounded integers), so
+//! floating-point rounding and integer wrap-around are never violations.
+
+mod bits;
+mod counterexample;
+mod normal;
+mod poly;
+mod property;
+mod rational;
+mod report;
+mod sample;
+#[cfg(test)]
+mod testing;
+mod tropical;
 
 use proc_macro2::{Ident, Span, TokenStream};
 
 use crate::ir;
+use counterexample::{close_or_exact, exact, search, Found, Law};
+use normal::{first_difference, Sym, Vars};
+use report::Printer;
+use sample::{Ext, Num};
 
 /// Everything the checker needs to know about one operator.
 pub struct OpDef<'a> {
@@ -32,12 +65,159 @@ pub struct OpDef<'a> {
     pub assume_associative: bool,
 }
 
-/// Verifies the monoid laws; see the module docs.
-pub fn check(_op: &OpDef) -> syn::Result<()> {
-    Ok(())
+/// Verifies the monoid laws; see the module docs. Both laws are checked and
+/// both errors reported together.
+pub fn check(op: &OpDef) -> syn::Result<()> {
+    let errors: Vec<syn::Error> = [associativity(op), identity(op)].into_iter().filter_map(Result::err).collect();
+    match errors.into_iter().reduce(|mut a, b| {
+        a.combine(b);
+        a
+    }) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// The property test generated for `assume_associative` operators.
-pub fn property_test(_op: &OpDef) -> TokenStream {
-    TokenStream::new()
+pub fn property_test(op: &OpDef) -> TokenStream {
+    if op.assume_associative {
+        property::laws_test(op)
+    } else {
+        TokenStream::new()
+    }
 }
+
+/// The rest of an error message: the second line is indented under the first.
+const INDENT: &str = "\n       ";
+
+/// Where symbolic evaluation of one law ended.
+enum Symbolic {
+    Proven,
+    /// Forms differ: the message's first part (`(a ∘ b) ∘ c = .., but ..`).
+    Differs(String),
+}
+
+/// Compares the components of two symbolic results; `lhs`/`rhs` name the sides.
+fn compare(vars: &Vars, item: &ir::Ty, left: &Sym, right: &Sym, lhs: &str, rhs: &str) -> Symbolic {
+    let p = Printer { names: &vars.names };
+    for ((path, l), (_, r)) in left.leaves().into_iter().zip(right.leaves()) {
+        if let Some((guard, fl, fr)) = first_difference(l, r) {
+            let mut at = String::new();
+            if !matches!(item, ir::Ty::Scalar(_) | ir::Ty::Param(_)) {
+                at.push_str(&format!("in component {path}, "));
+            }
+            if !guard.is_empty() {
+                at.push_str(&format!("when {}, ", p.guard(&guard)));
+            }
+            let (fl, fr) = (p.lattice(fl), p.lattice(fr));
+            return Symbolic::Differs(format!("{at}{lhs} = {fl}, but {rhs} = {fr}"));
+        }
+    }
+    Symbolic::Proven
+}
+
+fn associativity(op: &OpDef) -> syn::Result<()> {
+    let law = Law::Assoc { body: op.body };
+    let symbolic = (|| {
+        let mut vars = Vars::default();
+        let (a, b, c) = (vars.operand("a", op.item), vars.operand("b", op.item), vars.operand("c", op.item));
+        let ab = normal::eval(op.body, &[a.clone(), b.clone()])?;
+        let bc = normal::eval(op.body, &[b, c.clone()])?;
+        let left = normal::eval(op.body, &[ab, c])?;
+        let right = normal::eval(op.body, &[a, bc])?;
+        Ok::<_, normal::Outside>(compare(&vars, op.item, &left, &right, "(a ∘ b) ∘ c", "a ∘ (b ∘ c)"))
+    })();
+    let name = op.fn_name;
+    let span = name.span();
+    let why = match symbolic {
+        Ok(Symbolic::Proven) => return Ok(()),
+        Ok(Symbolic::Differs(forms)) => match search::<Ext>(op.item, law, false, &exact).0 {
+            Some(found) => {
+                let msg = format!("`{name}` is not associative: {forms}{INDENT}e.g. {}", example(&found, law));
+                return Err(syn::Error::new(span, msg));
+            }
+            None => (format!("forms the checker cannot show equal ({forms})"), span),
+        },
+        Err(outside) => (outside.why, outside.span),
+    };
+    let bad = format!("`{name}` is not associative");
+    sampled(op, law, (span, why.1), &bad, &format!("cannot prove `{name}` associative"), &why.0)
+}
+
+fn identity(op: &OpDef) -> syn::Result<()> {
+    let name = op.fn_name;
+    let span = op.identity_span;
+    let shown = match sample::eval::<Ext>(op.identity, &[]) {
+        Some(v) => format!("`{v}`"),
+        None => "the identity".to_string(),
+    };
+    let bad = format!("{shown} is not an identity of `{name}`");
+    for left in [true, false] {
+        let law = Law::Identity { body: op.body, identity: op.identity, left };
+        let symbolic = (|| {
+            let mut vars = Vars::default();
+            let a = vars.operand("a", op.item);
+            let e = normal::eval_closed(op.identity)?;
+            let side =
+                if left { normal::eval(op.body, &[e, a.clone()])? } else { normal::eval(op.body, &[a.clone(), e])? };
+            let lhs = if left { "e ∘ a" } else { "a ∘ e" };
+            Ok::<_, normal::Outside>(compare(&vars, op.item, &side, &a, lhs, "a"))
+        })();
+        let why = match symbolic {
+            Ok(Symbolic::Proven) => continue,
+            Ok(Symbolic::Differs(forms)) => match search::<Ext>(op.item, law, false, &exact).0 {
+                Some(found) => {
+                    let forms = forms.replace(", but a = ", ", not ");
+                    return Err(syn::Error::new(span, format!("{bad}: {forms}{INDENT}e.g. {}", example(&found, law))));
+                }
+                None => (format!("forms the checker cannot show equal ({forms})"), span),
+            },
+            Err(outside) => (outside.why, outside.span),
+        };
+        sampled(op, law, (span, why.1), &bad, &format!("cannot prove {shown} an identity of `{name}`"), &why.0)?;
+    }
+    Ok(())
+}
+
+/// Decides a law the symbolic check could not, by sampling in `f64`. A
+/// violation is reported at `spans.0` (the fn or identity); the need for
+/// `assume_associative` at `spans.1`, the token outside the fragment.
+fn sampled(op: &OpDef, law: Law, spans: (Span, Span), bad: &str, unproven: &str, why: &str) -> syn::Result<()> {
+    let (found, evaluated) = search::<f64>(op.item, law, true, &close_or_exact(law));
+    if let Some(found) = found {
+        let msg = format!(
+            "{bad}: e.g. {}{INDENT}(found on sampled inputs; the body uses {why}, outside what the checker proves symbolically)",
+            example(&found, law)
+        );
+        return Err(syn::Error::new(spans.0, msg));
+    }
+    if op.assume_associative {
+        return Ok(());
+    }
+    let seen = if evaluated == 0 {
+        "no sampled input could be evaluated".to_string()
+    } else {
+        format!("{evaluated} sampled inputs show no violation")
+    };
+    Err(syn::Error::new(
+        spans.1,
+        format!(
+            "{unproven}: the body uses {why}, outside what the checker decides symbolically ({seen}){INDENT}\
+             if the laws hold over the reals, write `#[scan_op(..., assume_associative)]`, \
+             which also generates a property test of both laws"
+        ),
+    ))
+}
+
+/// `a = 0, b = 0, c = 1 gives -1 vs 1`.
+fn example<N: Num>(found: &Found<N>, law: Law) -> String {
+    let names: &[&str] = match law {
+        Law::Assoc { .. } => &["a", "b", "c"],
+        Law::Identity { .. } => &["a"],
+    };
+    let inputs: Vec<String> = names.iter().zip(&found.operands).map(|(n, v)| format!("{n} = {v}")).collect();
+    format!("{} gives {} vs {}", inputs.join(", "), found.left, found.right)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,152 @@
+//! The property test behind `assume_associative`: a `#[cfg(test)] #[test]` in
+//! the user's crate that checks both laws on random inputs through the
+//! generated type's `::scan_core::ScanOp` impl.
+//!
+//! Floats are compared with a relative tolerance (rounding is not a
+//! violation); integers and booleans exactly. Inputs where a side is NaN (out
+//! of the body's domain, say `ln` of a negative) are skipped, but most inputs
+//! must be evaluable, so an operator that is NaN everywhere fails.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+
+use super::OpDef;
+use crate::ir::{Scalar, Ty};
+
+/// Random inputs per run.
+const CASES: usize = 1000;
+
+/// One scalar component: its access path (`.0`, `[2]`, `.name`) and type.
+fn leaves(ty: &Ty, path: TokenStream, out: &mut Vec<(TokenStream, Scalar)>) -> Option<()> {
+    match ty {
+        Ty::Scalar(s) => out.push((path, *s)),
+        // The scalar of a type parameter is not known here.
+        Ty::Param(_) => return None,
+        Ty::Tuple(ts) => {
+            for (i, t) in ts.iter().enumerate() {
+                let i = syn::Index::from(i);
+                leaves(t, quote!(#path.#i), out)?;
+            }
+        }
+        Ty::Array(t, n) => {
+            for i in 0..*n {
+                leaves(t, quote!(#path[#i]), out)?;
+            }
+        }
+        Ty::Struct { fields, .. } => {
+            for (name, t) in fields {
+                let f = syn::Ident::new(name, Span::call_site());
+                leaves(t, quote!(#path.#f), out)?;
+            }
+        }
+    }
+    Some(())
+}
+
+/// An expression of type `ty` built from `rng` draws.
+fn random(ty: &Ty) -> Option<TokenStream> {
+    Some(match ty {
+        Ty::Scalar(Scalar::Bool) => quote!(rng.below(2) == 1),
+        Ty::Scalar(Scalar::F32) => quote!(rng.range_f64(-4.0, 4.0) as f32),
+        Ty::Scalar(Scalar::F64) => quote!(rng.range_f64(-4.0, 4.0)),
+        Ty::Scalar(Scalar::I32) => quote!((rng.below(201) as i64 - 100) as i32),
+        Ty::Scalar(Scalar::I64) => quote!(rng.below(201) as i64 - 100),
+        Ty::Scalar(Scalar::U32) => quote!(rng.below(201) as u32),
+        Ty::Scalar(Scalar::U64) => quote!(rng.below(201)),
+        Ty::Param(_) => return None,
+        Ty::Tuple(ts) => {
+            let xs = ts.iter().map(random).collect::<Option<Vec<_>>>()?;
+            quote!((#(#xs,)*))
+        }
+        Ty::Array(t, n) => {
+            let xs = (0..*n).map(|_| random(t)).collect::<Option<Vec<_>>>()?;
+            quote!([#(#xs),*])
+        }
+        Ty::Struct { name, fields } => {
+            let path: syn::Path = syn::parse_str(name).ok()?;
+            let names = fields.iter().map(|(n, _)| syn::Ident::new(n, Span::call_site()));
+            let xs = fields.iter().map(|(_, t)| random(t)).collect::<Option<Vec<_>>>()?;
+            quote!(#path { #(#names: #xs),* })
+        }
+    })
+}
+
+/// The test's tokens; empty for a generic operator (no concrete type to test).
+pub fn laws_test(op: &OpDef) -> TokenStream {
+    let mut parts = Vec::new();
+    let (Some(()), Some(gen)) = (leaves(op.item, TokenStream::new(), &mut parts), random(op.item)) else {
+        return TokenStream::new();
+    };
+    let ty = op.type_name;
+    let fn_name = op.fn_name.to_string();
+    let test = format_ident!("__scan_op_laws_of_{}", op.fn_name);
+    let same = parts.iter().map(|(p, s)| match s {
+        Scalar::F32 => quote!(__close(l #p as f64, r #p as f64, 1e-3)),
+        Scalar::F64 => quote!(__close(l #p, r #p, 1e-9)),
+        _ => quote!(Some(l #p == r #p)),
+    });
+    let show = parts.iter().map(|(p, _)| quote!(format!("{:?}", x #p)));
+    quote! {
+        #[cfg(test)]
+        #[test]
+        #[allow(non_snake_case)]
+        fn #test() {
+            type __Op = #ty;
+            type __Item = <__Op as ::scan_core::ScanOp>::Item;
+            fn __combine(l: __Item, r: __Item) -> __Item {
+                <__Op as ::scan_core::ScanOp>::combine(l, r)
+            }
+            /// Within `tol` relative to the larger magnitude; `None` for NaN.
+            fn __close(l: f64, r: f64, tol: f64) -> Option<bool> {
+                if l.is_nan() || r.is_nan() {
+                    return None;
+                }
+                if l.is_infinite() || r.is_infinite() {
+                    return Some(l == r);
+                }
+                Some((l - r).abs() <= tol * l.abs().max(r.abs()).max(1.0))
+            }
+            /// `Some(true)`: equal up to rounding; `None`: out of the domain.
+            fn __same(l: __Item, r: __Item) -> Option<bool> {
+                let mut all = true;
+                for s in [#(#same),*] {
+                    all &= s?;
+                }
+                Some(all)
+            }
+            fn __show(x: __Item) -> String {
+                let parts: Vec<String> = vec![#(#show),*];
+                format!("({})", parts.join(", "))
+            }
+            let mut rng = ::scan_core::testing::Rng::fresh(concat!("laws of ", #fn_name));
+            let e = <__Op as ::scan_core::ScanOp>::identity();
+            let mut evaluated = 0usize;
+            for _ in 0..#CASES {
+                let (a, b, c): (__Item, __Item, __Item) = (#gen, #gen, #gen);
+                let (l, r) = (__combine(__combine(a, b), c), __combine(a, __combine(b, c)));
+                let checks = [
+                    (__same(l, r), "associativity", l, r),
+                    (__same(__combine(e, a), a), "left identity", __combine(e, a), a),
+                    (__same(__combine(a, e), a), "right identity", __combine(a, e), a),
+                ];
+                let mut all_defined = true;
+                for (ok, law, x, y) in checks {
+                    match ok {
+                        Some(ok) => assert!(
+                            ok,
+                            "`{}` breaks {}: a = {}, b = {}, c = {} gives {} vs {}",
+                            #fn_name, law, __show(a), __show(b), __show(c), __show(x), __show(y)
+                        ),
+                        None => all_defined = false,
+                    }
+                }
+                evaluated += all_defined as usize;
+            }
+            assert!(
+                evaluated >= #CASES / 10,
+                "`{}`: only {} of {} random inputs gave a value (not NaN); the laws are untested",
+                #fn_name, evaluated, #CASES
+            );
+        }
+    }
+}

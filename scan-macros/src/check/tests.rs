@@ -1,0 +1,231 @@
+//! The checker end to end, on operators lowered by the macro's own `lower`.
+
+use std::time::{Duration, Instant};
+
+use super::testing::op;
+
+fn accepted(src: &str, identity: &str) {
+    if let Err(msg) = op(src, identity).check() {
+        panic!("rejected `{src}` with identity `{identity}`:\n{msg}");
+    }
+}
+
+fn rejected(src: &str, identity: &str) -> String {
+    match op(src, identity).check() {
+        Ok(()) => panic!("accepted `{src}` with identity `{identity}`"),
+        Err(msg) => msg,
+    }
+}
+
+/// Every rejection must name inputs and the two values they give.
+fn names_a_counterexample(msg: &str) {
+    assert!(msg.contains("e.g. a = ") && msg.contains(" gives ") && msg.contains(" vs "), "{msg}");
+}
+
+const ADD: &str = "fn add<T: CudaScalar>(a: T, b: T) -> T { a + b }";
+const MUL: &str = "fn mul<T: CudaScalar>(a: T, b: T) -> T { a * b }";
+const MAX: &str = "fn max<T: CudaScalar>(a: T, b: T) -> T { a.max(b) }";
+const MIN: &str = "fn min<T: CudaScalar>(a: T, b: T) -> T { a.min(b) }";
+const LINEAR: &str =
+    "fn linear_recurrence<T: CudaFloat>(l: (T, T), r: (T, T)) -> (T, T) { (l.0 * r.0, r.0 * l.1 + r.1) }";
+const MATMUL: &str = "fn mat_mul_2x2<T: CudaScalar>(l: [T; 4], r: [T; 4]) -> [T; 4] {
+    [l[0] * r[0] + l[1] * r[2], l[0] * r[1] + l[1] * r[3], l[2] * r[0] + l[3] * r[2], l[2] * r[1] + l[3] * r[3]]
+}";
+const SEGMENTED_U32: &str =
+    "fn seg(l: (u32, f32), r: (u32, f32)) -> (u32, f32) { (l.0 | r.0, if r.0 != 0 { r.1 } else { l.1 + r.1 }) }";
+const SEGMENTED_BOOL: &str =
+    "fn seg<T: CudaScalar>(l: (bool, T), r: (bool, T)) -> (bool, T) { (l.0 | r.0, if r.0 { r.1 } else { l.1 + r.1 }) }";
+const BEST_PREFIX: &str = "fn best(l: (f32, f32), r: (f32, f32)) -> (f32, f32) { (l.0.max(l.1 + r.0), l.1 + r.1) }";
+const BEST_PREFIX_CORE: &str =
+    "fn best_prefix<T: CudaFloat>(l: (T, T), r: (T, T)) -> (T, T) { (l.0 + r.0, l.1.max(l.0 + r.1)) }";
+
+#[test]
+fn accepts_the_built_in_operators_without_opt_in() {
+    accepted(ADD, "T::ZERO");
+    accepted(MUL, "T::ONE");
+    accepted(MAX, "T::LOWEST");
+    accepted(MIN, "T::HIGHEST");
+    accepted("fn and<T: CudaScalar>(a: T, b: T) -> T { a & b }", "!T::ZERO");
+    accepted("fn or<T: CudaScalar>(a: T, b: T) -> T { a | b }", "T::ZERO");
+    accepted("fn xor<T: CudaScalar>(a: T, b: T) -> T { a ^ b }", "T::ZERO");
+    accepted(LINEAR, "(T::ONE, T::ZERO)");
+    accepted(MATMUL, "[T::ONE, T::ZERO, T::ZERO, T::ONE]");
+    accepted(BEST_PREFIX_CORE, "(T::ZERO, T::LOWEST)");
+}
+
+#[test]
+fn accepts_concrete_scalar_operators() {
+    accepted("fn add(a: i32, b: i32) -> i32 { a.wrapping_add(b) }", "0");
+    accepted("fn mul(a: u64, b: u64) -> u64 { a.wrapping_mul(b) }", "1");
+    accepted("fn max(a: f32, b: f32) -> f32 { a.max(b) }", "f32::NEG_INFINITY");
+    accepted("fn max(a: i32, b: i32) -> i32 { a.max(b) }", "i32::MIN");
+    accepted("fn max(a: u32, b: u32) -> u32 { a.max(b) }", "0");
+    accepted("fn min(a: f64, b: f64) -> f64 { a.min(b) }", "f64::INFINITY");
+    accepted("fn min(a: u32, b: u32) -> u32 { a.min(b) }", "u32::MAX");
+    accepted("fn and(a: u32, b: u32) -> u32 { a & b }", "u32::MAX");
+    accepted("fn and(a: bool, b: bool) -> bool { a && b }", "true");
+    accepted("fn or(a: bool, b: bool) -> bool { a || b }", "false");
+    accepted("fn xor(a: u64, b: u64) -> u64 { a ^ b }", "0");
+}
+
+#[test]
+fn accepts_the_segmented_sum_by_splitting_on_its_flag() {
+    accepted(SEGMENTED_U32, "(0, 0.0)");
+    accepted(SEGMENTED_BOOL, "(false, T::ZERO)");
+}
+
+#[test]
+fn accepts_the_best_prefix_monoid_with_identity_neg_inf_zero() {
+    accepted(BEST_PREFIX, "(f32::NEG_INFINITY, 0.0)");
+}
+
+#[test]
+fn accepts_richer_forms_of_the_fragment() {
+    // Affine maps compose (a 1-D linear recurrence written the other way round).
+    accepted("fn aff(l: (f64, f64), r: (f64, f64)) -> (f64, f64) { (r.0 * l.0, r.0 * l.1 + r.1) }", "(1.0, 0.0)");
+    // Tropical matrix product (max-plus 2x2).
+    accepted(
+        "fn trop(l: [f64; 4], r: [f64; 4]) -> [f64; 4] {
+            [(l[0] + r[0]).max(l[1] + r[2]), (l[0] + r[1]).max(l[1] + r[3]),
+             (l[2] + r[0]).max(l[3] + r[2]), (l[2] + r[1]).max(l[3] + r[3])]
+        }",
+        "[0.0, f64::NEG_INFINITY, f64::NEG_INFINITY, 0.0]",
+    );
+    // let bindings, mul_add, and constant scaling by a negative number twice.
+    accepted("fn s(a: f64, b: f64) -> f64 { let t = -(-a); t.mul_add(1.0, b) }", "0.0");
+    // (min, max) pairs; count with a sum.
+    accepted(
+        "fn mm(l: (f32, f32, u32), r: (f32, f32, u32)) -> (f32, f32, u32) { (l.0.min(r.0), l.1.max(r.1), l.2 + r.2) }",
+        "(f32::INFINITY, f32::NEG_INFINITY, 0)",
+    );
+    // Division by a constant is exact over the reals.
+    accepted("fn half(a: f64, b: f64) -> f64 { (a * 2.0 + b * 2.0) / 2.0 }", "0.0");
+}
+
+#[test]
+fn rejects_sub_with_the_design_message() {
+    let msg = rejected("fn sub(a: f32, b: f32) -> f32 { a - b }", "0.0");
+    assert!(msg.contains("`sub` is not associative: (a ∘ b) ∘ c = a - b - c, but a ∘ (b ∘ c) = a - b + c"), "{msg}");
+    assert!(msg.contains("e.g. a = 0, b = 0, c = 1 gives -1 vs 1"), "{msg}");
+}
+
+#[test]
+fn rejects_each_non_associative_body_with_a_counterexample() {
+    for (src, identity, forms) in [
+        ("fn avg(a: f32, b: f32) -> f32 { (a + b) / 2.0 }", "0.0", "a/4 + b/4 + c/2"),
+        ("fn f(a: i32, b: i32) -> i32 { a * b + 1 }", "0", "a*b*c + c + 1"),
+        ("fn f(a: i32, b: i32) -> i32 { 2 * a + b }", "0", "4*a + 2*b + c"),
+        ("fn f(a: f32, b: f32) -> f32 { a.max(b) + 1.0 }", "f32::NEG_INFINITY", "max(a + 2, b + 2, c + 1)"),
+        ("fn f(l: (f32, f32), r: (f32, f32)) -> (f32, f32) { (l.0 + r.0, l.1 * r.0) }", "(0.0, 1.0)", "component .1"),
+        ("fn f(a: u32, b: u32) -> u32 { a | b ^ 1 }", "0", "^"),
+    ] {
+        let msg = rejected(src, identity);
+        assert!(msg.contains("is not associative"), "{msg}");
+        assert!(msg.contains(forms), "{src}: expected `{forms}` in {msg}");
+        names_a_counterexample(&msg);
+    }
+}
+
+#[test]
+fn rejects_wrong_identities_with_a_counterexample() {
+    let msg = rejected("fn add(a: i32, b: i32) -> i32 { a + b }", "1");
+    assert!(msg.contains("`1` is not an identity of `add`: e ∘ a = a + 1, not a"), "{msg}");
+    assert!(msg.contains("e.g. a = 0 gives 1 vs 0"), "{msg}");
+    let msg = rejected("fn max(a: f32, b: f32) -> f32 { a.max(b) }", "0.0");
+    assert!(msg.contains("`0` is not an identity of `max`: e ∘ a = max(a, 0), not a"), "{msg}");
+    assert!(msg.contains("e.g. a = -1 gives 0 vs -1"), "{msg}");
+    // Only the right identity law fails here: e ∘ a = a, a ∘ e = 0.
+    let msg = rejected("fn right(a: f64, b: f64) -> f64 { a * b * b }", "0.0");
+    names_a_counterexample(&msg);
+    let msg = rejected(BEST_PREFIX, "(0.0, 0.0)");
+    assert!(msg.contains("component .0"), "{msg}");
+    names_a_counterexample(&msg);
+}
+
+#[test]
+fn a_wrong_segmented_sum_is_rejected_with_its_branch_condition() {
+    // Resets on the left flag instead of the right one.
+    let msg = rejected(
+        "fn seg(l: (u32, f32), r: (u32, f32)) -> (u32, f32) { (l.0 | r.0, if l.0 != 0 { r.1 } else { l.1 + r.1 }) }",
+        "(0, 0.0)",
+    );
+    assert!(msg.contains("when "), "{msg}");
+    names_a_counterexample(&msg);
+}
+
+#[test]
+fn outside_the_fragment_needs_assume_associative() {
+    // Associative over the reals (1/x adds) but a division by a variable.
+    let src = "fn harmonic(a: f64, b: f64) -> f64 { a * b / (a + b) }";
+    let msg = rejected(src, "f64::INFINITY");
+    assert!(msg.contains("cannot prove `harmonic` associative: the body uses division by a non-constant"), "{msg}");
+    assert!(msg.contains("assume_associative"), "{msg}");
+    let mut o = op(src, "f64::INFINITY");
+    o.assume = true;
+    // The identity inf: inf * b / (inf + b) has no value, so it is sampled too
+    // and not provable; with the opt-in both laws pass.
+    assert_eq!(o.check(), Ok(()));
+    // log-sum-exp is associative over the reals; exp/ln are outside.
+    let mut lse = op("fn lse(a: f64, b: f64) -> f64 { (a.exp() + b.exp()).ln() }", "f64::NEG_INFINITY");
+    let msg = lse.check().expect_err("needs the opt-in");
+    assert!(msg.contains("`exp`"), "{msg}");
+    lse.assume = true;
+    assert_eq!(lse.check(), Ok(()));
+}
+
+#[test]
+fn outside_the_fragment_a_sampled_violation_is_an_error_even_with_the_opt_in() {
+    let mut o = op("fn f(a: f64, b: f64) -> f64 { (a.exp() + b).ln() }", "0.0");
+    o.assume = true;
+    let msg = o.check().expect_err("not associative");
+    assert!(msg.contains("`f` is not associative: e.g. a = "), "{msg}");
+    assert!(msg.contains("found on sampled inputs"), "{msg}");
+    let mut o = op("fn f(a: f64, b: f64) -> f64 { if a < b { a - b } else { b - a } }", "0.0");
+    o.assume = true;
+    names_a_counterexample(&o.check().expect_err("not associative"));
+}
+
+#[test]
+fn property_test_is_generated_only_with_the_opt_in_and_concrete_types() {
+    let mut o = op("fn lse(a: f64, b: f64) -> f64 { (a.exp() + b.exp()).ln() }", "f64::NEG_INFINITY");
+    assert!(super::property_test(&o.def()).is_empty());
+    o.assume = true;
+    let tokens = super::property_test(&o.def()).to_string();
+    assert!(tokens.contains("__scan_op_laws_of_lse"), "{tokens}");
+    assert!(tokens.contains(":: scan_core :: ScanOp"), "{tokens}");
+    // Parses as an item.
+    syn::parse_str::<syn::ItemFn>(&tokens).expect("a test fn");
+    let mut g = op(SEGMENTED_BOOL, "(false, T::ZERO)");
+    g.assume = true;
+    assert!(super::property_test(&g.def()).is_empty(), "a generic operator has no concrete type to test");
+}
+
+/// Compile-time cost: the checker on each built-in stays far below 50 ms.
+/// Prints the figures (`cargo test -p scan-macros checker_cost -- --nocapture`).
+#[test]
+fn checker_cost_per_built_in_is_under_50_ms() {
+    let cases = [
+        ("add", ADD, "T::ZERO"),
+        ("mul", MUL, "T::ONE"),
+        ("max", MAX, "T::LOWEST"),
+        ("min", MIN, "T::HIGHEST"),
+        ("and", "fn and<T: CudaScalar>(a: T, b: T) -> T { a & b }", "!T::ZERO"),
+        ("or", "fn or<T: CudaScalar>(a: T, b: T) -> T { a | b }", "T::ZERO"),
+        ("xor", "fn xor<T: CudaScalar>(a: T, b: T) -> T { a ^ b }", "T::ZERO"),
+        ("linear_recurrence", LINEAR, "(T::ONE, T::ZERO)"),
+        ("mat_mul_2x2", MATMUL, "[T::ONE, T::ZERO, T::ZERO, T::ONE]"),
+        ("segmented_add", SEGMENTED_BOOL, "(false, T::ZERO)"),
+        ("best_prefix", BEST_PREFIX_CORE, "(T::ZERO, T::LOWEST)"),
+    ];
+    for (name, src, identity) in cases {
+        let o = op(src, identity);
+        let runs = 20;
+        let start = Instant::now();
+        for _ in 0..runs {
+            assert_eq!(o.check(), Ok(()), "{name}");
+        }
+        let each = start.elapsed() / runs;
+        eprintln!("checker cost {name:>18}: {:>8.3} ms", each.as_secs_f64() * 1e3);
+        assert!(each < Duration::from_millis(50), "{name}: {each:?}");
+    }
+}
