@@ -24,8 +24,14 @@ pub const SUPPORTED: &str = "supported: `let` bindings, arithmetic (+ - * / %), 
 const ITEM_TYPES: &str = "item types are i32, u32, i64, u64, f32, f64, bool, a type parameter \
      `T: CudaScalar`, tuples and arrays `[T; N]` of them, and #[repr(C)] #[scan_item] structs";
 
+/// `what` reads "loops (`for`) are"; a trailing " (hint)" after "is"/"are"
+/// is moved after "not supported".
 fn unsupported(span: Span, what: &str) -> Error {
-    Error::new(span, format!("{what} not supported in a #[scan_op] body; {SUPPORTED}"))
+    let (what, hint) = match what.rsplit_once(" (") {
+        Some((w, h)) if w.ends_with(" is") || w.ends_with(" are") => (w, format!(" ({h}")),
+        _ => (what, String::new()),
+    };
+    Error::new(span, format!("{what} not supported in a #[scan_op] body{hint}; {SUPPORTED}"))
 }
 
 /// Resolves a type written in the signature.
@@ -822,6 +828,11 @@ impl Lowerer {
             fields.push((field.clone(), x.ty.clone()));
             exprs.push((field, x));
         }
+        // One field order for every literal of a struct (the identity's, which
+        // `valid` records in the item type), so consumers can compare positionally.
+        let rank = |f: &str| known.iter().position(|(k, _)| k == f).unwrap_or(usize::MAX);
+        fields.sort_by_key(|(f, _)| rank(f));
+        exprs.sort_by_key(|(f, _)| rank(f));
         let ty = Ty::Struct { name: name.clone(), fields };
         Ok(self.mk(ExprKind::Struct { name, fields: exprs }, ty, span))
     }

@@ -50,6 +50,22 @@ fn same_type(a: &syn::Type, b: &syn::Type) -> bool {
     a.to_token_stream().to_string() == b.to_token_stream().to_string()
 }
 
+/// A type as written, without the token spacing of `to_string` (`&f64`, `(f32, f32)`).
+fn pretty(t: &syn::Type) -> String {
+    let s = t.to_token_stream().to_string();
+    let mut out = String::new();
+    for c in s.chars() {
+        if c == ' ' && (out.ends_with('&') || out.ends_with('(') || out.ends_with('[')) {
+            continue;
+        }
+        if matches!(c, ',' | ')' | ']' | ';') && out.ends_with(' ') {
+            out.pop();
+        }
+        out.push(c);
+    }
+    out
+}
+
 pub fn validate(op: &Operator) -> Result<Valid> {
     let mut errors = Errors::default();
     let sig = &op.func.sig;
@@ -105,14 +121,11 @@ pub fn validate(op: &Operator) -> Result<Valid> {
         if !same_type(a, b) {
             errors.push(Error::new(
                 b.span(),
-                format!(
-                    "both operands must have one type: the first is `{}`, this one is `{}`",
-                    a.to_token_stream(),
-                    b.to_token_stream()
-                ),
+                format!("both operands must have one type: the first is `{}`, this one is `{}`", pretty(a), pretty(b)),
             ));
         }
     }
+    let ret_ok = matches!((op.ret, first_ty), (Some(r), Some(a)) if same_type(r, a));
     match (op.ret, first_ty) {
         (None, _) => errors.push(Error::new(
             sig.paren_token.span.close(),
@@ -120,11 +133,7 @@ pub fn validate(op: &Operator) -> Result<Valid> {
         )),
         (Some(r), Some(a)) if !same_type(r, a) => errors.push(Error::new(
             r.span(),
-            format!(
-                "the return type must be the operands' type `{}`, found `{}`",
-                a.to_token_stream(),
-                r.to_token_stream()
-            ),
+            format!("the return type must be the operands' type `{}`, found `{}`", pretty(a), pretty(r)),
         )),
         _ => {}
     }
@@ -141,8 +150,18 @@ pub fn validate(op: &Operator) -> Result<Valid> {
         (Some(e), Some(item)) => errors.ok(lower::identity(e, item, &tps)),
         (Some(_), None) => None,
     };
+    // With a wrong return type, the body's type error would repeat it.
+    // The macro cannot see a struct's declaration: the identity (a struct
+    // literal naming every field) tells the checker which fields there are.
+    let item = match (item, &identity) {
+        (Some(ir::Ty::Struct { name, fields }), Some(id)) if fields.is_empty() => match &id.ty {
+            ir::Ty::Struct { name: n, fields } if *n == name => Some(ir::Ty::Struct { name, fields: fields.clone() }),
+            _ => Some(ir::Ty::Struct { name, fields }),
+        },
+        (item, _) => item,
+    };
     let body = match (&item, names.len()) {
-        (Some(item), 2) => {
+        (Some(item), 2) if ret_ok => {
             let params = [names[0].to_string(), names[1].to_string()];
             errors.ok(lower::body(&op.func.block, params, item, &tps))
         }

@@ -35,8 +35,9 @@ pub fn affine_f64(l: (f64, f64), r: (f64, f64)) -> (f64, f64) {
     (a, a2 * b1 + b2)
 }
 
-/// Count and maximum, with an if/else and a comparison.
-#[scan_op(identity = (0, i64::MIN))]
+/// Count and maximum, with an if/else and a comparison (a branch: outside
+/// the checker's symbolic fragment, hence `assume_associative`).
+#[scan_op(identity = (0, i64::MIN), assume_associative)]
 pub fn count_max(l: (u32, i64), r: (u32, i64)) -> (u32, i64) {
     (l.0 + r.0, if l.1 > r.1 { l.1 } else { r.1 })
 }
@@ -57,7 +58,8 @@ pub struct Tally {
     pub count: u32,
 }
 
-#[scan_op(identity = Tally { sum: 0.0, count: 0 })]
+// The macro cannot see the struct's field types: the checker samples it.
+#[scan_op(identity = Tally { sum: 0.0, count: 0 }, assume_associative)]
 pub fn count_sum(l: Tally, r: Tally) -> Tally {
     Tally { count: l.count + r.count, sum: l.sum + r.sum }
 }
@@ -68,13 +70,11 @@ pub fn pair_sum<T: CudaScalar>(l: (T, T), r: (T, T)) -> (T, T) {
     (l.0 + r.0, l.1 + r.1)
 }
 
-/// `a + b` computed as `ln_1p(expm1(a) + expm1(b) + expm1(a) expm1(b))`: a
-/// tuple destructuring, `mul_add` and the log/exp methods. Outside the
-/// checker's symbolic fragment, hence `assume_associative`.
-#[scan_op(identity = 0.0, assume_associative)]
-pub fn add_via_exp_m1(a: f64, b: f64) -> f64 {
-    let (x, y) = (a.exp_m1(), b.exp_m1());
-    x.mul_add(y, x + y).ln_1p()
+/// The linear recurrence with a fused multiply-add: `mul_add` rounds once, on
+/// the CPU (`f64::mul_add`) and the GPU (`fma`) alike.
+#[scan_op(identity = (1.0, 0.0))]
+pub fn fused_recurrence(l: (f64, f64), r: (f64, f64)) -> (f64, f64) {
+    (l.0 * r.0, r.0.mul_add(l.1, r.1))
 }
 
 /// An f32 sum accumulated in f64: casts both ways.
@@ -85,7 +85,7 @@ pub fn add_in_f64(a: f32, b: f32) -> f32 {
 
 /// Keeps the later value unless it is negative, as a maximum of `i32`s
 /// clamped to `u32` through casts, `abs` on floats and a nested `if`.
-#[scan_op(identity = 0)]
+#[scan_op(identity = 0, assume_associative)]
 pub fn max_clamped(a: u32, b: u32) -> u32 {
     let fa = a as f64;
     let fb = b as f64;
@@ -112,7 +112,7 @@ pub fn cuda_sources() -> Vec<scan::CudaSource> {
         PairSum::<f32>::cuda_source(),
         PairSum::<i64>::cuda_source(),
         PairSum::<u32>::cuda_source(),
-        AddViaExpM1::cuda_source(),
+        FusedRecurrence::cuda_source(),
         AddInF64::cuda_source(),
         MaxClamped::cuda_source(),
     ]

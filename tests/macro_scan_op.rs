@@ -1,0 +1,167 @@
+//! `#[scan_op]` as a user sees it: the generated operator computes the fn
+//! (with wrapping integers and NaN-ignoring max/min in every profile), scans
+//! agree with direct loops, and the CUDA source has the documented shape.
+
+mod macro_ops;
+
+use macro_ops::*;
+use scan::ops::{Add, And, BestPrefix, LinearRecurrence as BuiltinLr, MatMul2x2, Max, Min, SegmentedAdd, Xor};
+use scan::{reference, Cpu, CudaOp, ScanOp, ScanSpec};
+use scan_core::testing::{boundary_sizes, Rng};
+
+#[test]
+fn generated_combine_equals_the_fn_on_random_inputs() {
+    let mut rng = Rng::fresh("generated_combine_equals_the_fn");
+    for _ in 0..10_000 {
+        let (a, b, c, d) =
+            (rng.range_f64(-4.0, 4.0), rng.range_f64(-4.0, 4.0), rng.range_f64(-4.0, 4.0), rng.range_f64(-4.0, 4.0));
+        let (l, r) = ((a as f32, b as f32), (c as f32, d as f32));
+        assert_eq!(LinearRecurrence::combine(l, r), linear_recurrence(l, r));
+        assert_eq!(AffineF64::combine((a, b), (c, d)), affine_f64((a, b), (c, d)));
+        assert_eq!(MaxF32::combine(a as f32, c as f32), max_f32(a as f32, c as f32));
+        let (i, j) = (rng.below(1 << 20) as i32 - (1 << 19), rng.below(1 << 20) as i32 - (1 << 19));
+        assert_eq!(SumI32::combine(i, j), sum_i32(i, j));
+        let (p, q) = ((i as u32 >> 2, i as i64), (j as u32 >> 2, j as i64));
+        assert_eq!(CountMax::combine(p, q), count_max(p, q));
+        let (x, y) = (rng.next_u64() as u32, rng.next_u64() as u32);
+        assert_eq!(MaxClamped::combine(x, y), max_clamped(x, y));
+        let (m, n) = ([a as f32, b as f32, c as f32], [d as f32, b as f32, a as f32]);
+        assert_eq!(Min3::combine(m, n), min3(m, n));
+        let (s, t) = (Tally { sum: a, count: x >> 2 }, Tally { sum: b, count: y >> 2 });
+        assert_eq!(CountSum::combine(s, t), count_sum(s, t));
+        assert_eq!(AddInF64::combine(a as f32, b as f32), add_in_f64(a as f32, b as f32));
+        assert_eq!(FusedRecurrence::combine((a, b), (c, d)), fused_recurrence((a, b), (c, d)));
+    }
+}
+
+#[test]
+fn integer_arithmetic_wraps_in_every_profile() {
+    // Tests build in the dev profile, where a plain `i32::MAX + 1` panics:
+    // the generated operator wraps like the GPU does.
+    assert_eq!(SumI32::combine(i32::MAX, 1), i32::MIN);
+    assert_eq!(ProductU64::combine(u64::MAX, 2), u64::MAX - 1);
+    assert_eq!(CountMax::combine((u32::MAX, 0), (1, 0)), (0, 0));
+    assert_eq!(PairSum::<i64>::combine((i64::MAX, i64::MIN), (1, -1)), (i64::MIN, i64::MAX));
+    assert_eq!(Add::<u32>::combine(u32::MAX, 1), 0);
+    assert_eq!(MatMul2x2::<i32>::combine([i32::MAX, 0, 0, 1], [2, 0, 0, 1]), [-2, 0, 0, 1]);
+}
+
+#[test]
+fn float_max_and_min_ignore_nan_like_f32_max() {
+    assert_eq!(MaxF32::combine(f32::NAN, 1.0), 1.0);
+    assert_eq!(MaxF32::combine(1.0, f32::NAN), 1.0);
+    assert_eq!(Max::<f64>::combine(f64::NAN, -3.0), -3.0);
+    assert_eq!(Min::<f32>::combine(2.0, f32::NAN), 2.0);
+    assert!(MaxF32::combine(f32::NAN, f32::NAN).is_nan());
+    assert_eq!(Max::<f32>::identity(), f32::NEG_INFINITY);
+    assert_eq!(Min::<f64>::identity(), f64::INFINITY);
+    assert_eq!(Max::<i64>::identity(), i64::MIN);
+    assert_eq!(And::<u32>::identity(), u32::MAX);
+    assert_eq!(Xor::<i32>::identity(), 0);
+}
+
+#[test]
+fn identities_are_two_sided_on_random_inputs() {
+    let mut rng = Rng::fresh("identities_are_two_sided");
+    for _ in 0..1000 {
+        let (a, b) = (rng.range_f64(-9.0, 9.0), rng.range_f64(-9.0, 9.0));
+        let x = (a as f32, b as f32);
+        assert_eq!(LinearRecurrence::combine(LinearRecurrence::identity(), x), x);
+        assert_eq!(LinearRecurrence::combine(x, LinearRecurrence::identity()), x);
+        let t = Tally { sum: a, count: rng.below(1000) as u32 };
+        assert_eq!(CountSum::combine(CountSum::identity(), t), t);
+        assert_eq!(CountSum::combine(t, CountSum::identity()), t);
+        let s = (rng.below(2) == 1, rng.next_u64() as i64);
+        assert_eq!(SegmentedAdd::<i64>::combine(SegmentedAdd::<i64>::identity(), s), s);
+        assert_eq!(SegmentedAdd::<i64>::combine(s, SegmentedAdd::<i64>::identity()), s);
+    }
+}
+
+/// Non-commutative operators declared with the macro scan like direct loops
+/// on every boundary size (integers exact; f32 against f64 within a bound).
+#[test]
+fn scans_of_macro_operators_match_direct_loops() {
+    let mut rng = Rng::fresh("scans_of_macro_operators");
+    let cpu = Cpu::new();
+    for n in boundary_sizes(256) {
+        // Segmented sum (built-in, generic): exact.
+        let items = rng.vec(n, |r| (r.below(7) == 0, r.next_u64() as i64));
+        let got = cpu.scan::<SegmentedAdd<i64>>(&items, ScanSpec::inclusive()).expect("cpu scan");
+        assert_eq!(got, reference::scan::<SegmentedAdd<i64>>(&items, ScanSpec::inclusive()), "n = {n}");
+        let mut run = 0i64;
+        for (i, &(f, v)) in items.iter().enumerate() {
+            run = if f { v } else { run.wrapping_add(v) };
+            assert_eq!(got[i].1, run, "segmented sum, n = {n}, i = {i}");
+        }
+
+        // Linear recurrence (this file's, non-generic) against f64.
+        let pairs = rng.vec(n, |r| (r.range_f64(0.5, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32));
+        let got = cpu.scan::<LinearRecurrence>(&pairs, ScanSpec::inclusive()).expect("cpu scan");
+        let mut h = 0.0f64;
+        for (i, &(a, b)) in pairs.iter().enumerate() {
+            h = a as f64 * h + b as f64;
+            // |h| < 2 (a <= 1, contraction); each combine rounds a few times.
+            let err = (got[i].1 as f64 - h).abs();
+            assert!(err <= 1e-4, "linear recurrence n = {n}, i = {i}: {} vs {h} (error {err})", got[i].1);
+        }
+
+        // Best prefix (max-plus, built-in) in f64 against a direct running max.
+        let xs = rng.vec(n, |r| r.range_f64(-10.0, 10.0));
+        let items: Vec<(f64, f64)> = xs.iter().map(|&x| (x, x)).collect();
+        let got = cpu.scan::<BestPrefix<f64>>(&items, ScanSpec::inclusive()).expect("cpu scan");
+        let (mut sum, mut best) = (0.0f64, f64::NEG_INFINITY);
+        for (i, x) in xs.iter().enumerate() {
+            sum += x;
+            best = best.max(sum);
+            assert!(
+                (got[i].1 - best).abs() <= 1e-9 * (1.0 + best.abs()) * (i as f64 + 1.0),
+                "best prefix n = {n}, i = {i}"
+            );
+        }
+
+        // Exclusive reverse, struct item (exact in integers).
+        let ts = rng.vec(n, |r| Tally { sum: r.below(100) as f64, count: r.below(100) as u32 });
+        let spec = ScanSpec::exclusive().reversed();
+        assert_eq!(cpu.scan::<CountSum>(&ts, spec).expect("cpu scan"), reference::scan::<CountSum>(&ts, spec));
+    }
+    let _ = BuiltinLr::<f32>::identity();
+}
+
+#[test]
+fn cuda_source_has_the_documented_shape() {
+    let src = LinearRecurrence::cuda_source();
+    assert!(src.name.ends_with("LinearRecurrence"), "{}", src.name);
+    let code = &src.code;
+    assert!(code.contains(&format!("struct {} {{", src.name)), "{code}");
+    assert!(code.contains("typedef scan_tuple2_float_float Item;"), "{code}");
+    assert!(
+        code.contains(
+            "static __device__ __forceinline__ Item identity() { return scan_tuple2_float_float::make(1.0f, 0.0f); }"
+        ),
+        "{code}"
+    );
+    assert!(code.contains("static __device__ __forceinline__ Item combine(Item l, Item r)"), "{code}");
+    // The -inf identity by its bits; integer arithmetic through the wrapping helpers.
+    assert!(MaxF32::cuda_source().code.contains("return __int_as_float((int)0xff800000u);"));
+    assert!(SumI32::cuda_source().code.contains("return scan_add(l, r);"));
+}
+
+#[test]
+fn generic_operators_have_one_source_per_type_argument() {
+    let (f, i) = (PairSum::<f32>::cuda_source(), PairSum::<i64>::cuda_source());
+    assert_ne!(f.name, i.name);
+    assert!(f.code.contains("typedef float T;") && f.name.ends_with("PairSum_float"), "{}", f.code);
+    assert!(i.code.contains("typedef long long T;") && i.name.ends_with("PairSum_long_long"), "{}", i.code);
+    assert_eq!(Add::<u64>::cuda_source().name, "scan_core_ops_Add_unsigned_long_long");
+}
+
+#[test]
+fn struct_items_are_declared_with_the_rust_layout() {
+    let code = CountSum::cuda_source().code;
+    let size = std::mem::size_of::<Tally>();
+    assert!(code.contains(&format!("static_assert(sizeof(Tally) == {size}")), "{code}");
+    // repr(C): `sum` (f64) at 0, `count` (u32) at 8, then tail padding.
+    let (sum, count) = (code.find("  double sum;"), code.find("  unsigned int count;"));
+    assert!(sum.is_some() && count.is_some() && sum < count, "{code}");
+    assert!(code.contains("unsigned char pad_end_[4];"), "{code}");
+}
