@@ -190,8 +190,8 @@ fn large(v: &Value<f64>) -> bool {
 /// For `f64` sampling under `law`: [`close`], and where it sees a violation,
 /// the same inputs again in exact arithmetic when the body allows it, so that
 /// rounding (cancellation, say) is never reported as a violation.
-pub fn close_or_exact(law: Law<'_>) -> impl Fn(&[Value<f64>], &Value<f64>, &Value<f64>) -> Option<bool> + '_ {
-    move |ops, l, r| match close(l, r) {
+pub fn close_or_exact(law: Law<'_>, tol: f64) -> impl Fn(&[Value<f64>], &Value<f64>, &Value<f64>) -> Option<bool> + '_ {
+    move |ops, l, r| match close(l, r, tol) {
         // An infinity against a finite value from large inputs is an overflow
         // of f64 (`exp(1e6)`), which is rounding, not a violation.
         Some(false) if overflowed(l, r) && ops.iter().any(large) => None,
@@ -207,9 +207,9 @@ pub fn close_or_exact(law: Law<'_>) -> impl Fn(&[Value<f64>], &Value<f64>, &Valu
 }
 
 /// Equality up to rounding, for `f64` values: each scalar within a relative
-/// `1e-9` of the larger magnitude (at least 1). NaN on either side skips the
+/// `tol` of the larger magnitude (at least 1). NaN on either side skips the
 /// input (outside the function's domain, e.g. `ln` of a negative).
-pub fn close(l: &Value<f64>, r: &Value<f64>) -> Option<bool> {
+pub fn close(l: &Value<f64>, r: &Value<f64>, tol: f64) -> Option<bool> {
     let (ls, rs) = (l.leaves(), r.leaves());
     if ls.len() != rs.len() {
         return Some(false);
@@ -226,7 +226,7 @@ pub fn close(l: &Value<f64>, r: &Value<f64>) -> Option<bool> {
                     continue;
                 }
                 let scale = x.abs().max(y.abs()).max(1.0);
-                all &= (x - y).abs() <= 1e-9 * scale;
+                all &= (x - y).abs() <= tol * scale;
             }
             (a, b) => all &= a == b,
         }
@@ -271,10 +271,10 @@ mod tests {
     #[test]
     fn rounding_is_not_a_violation_but_a_real_difference_is() {
         let n = |x: f64| Value::Num(x);
-        assert_eq!(close(&n(0.1 + 0.2), &n(0.3)), Some(true));
-        assert_eq!(close(&n(1e8 + 1.0), &n(1e8)), Some(false));
-        assert_eq!(close(&n(f64::NAN), &n(1.0)), None);
-        assert_eq!(close(&n(f64::NEG_INFINITY), &n(f64::NEG_INFINITY)), Some(true));
+        assert_eq!(close(&n(0.1 + 0.2), &n(0.3), 1e-9), Some(true));
+        assert_eq!(close(&n(1e8 + 1.0), &n(1e8), 1e-9), Some(false));
+        assert_eq!(close(&n(f64::NAN), &n(1.0), 1e-9), None);
+        assert_eq!(close(&n(f64::NEG_INFINITY), &n(f64::NEG_INFINITY), 1e-9), Some(true));
     }
 
     #[test]
@@ -282,7 +282,7 @@ mod tests {
         // Associative over the reals (1/x adds), but f64 rounds the two orders differently.
         let (item, body) = body("fn h(a: f64, b: f64) -> f64 { a * b / (a + b) }");
         let law = Law::Assoc { body: &body };
-        let (found, n) = search::<f64>(&item, law, true, &close_or_exact(law));
+        let (found, n) = search::<f64>(&item, law, true, &close_or_exact(law, 1e-9));
         assert!(found.is_none(), "{}", found.map(|f| f.left.to_string()).unwrap_or_default());
         assert!(n > 100);
     }
@@ -291,7 +291,7 @@ mod tests {
     fn samples_division_in_f64() {
         let (item, body) = body("fn avg(a: f64, b: f64) -> f64 { (a + b) / (1.0 + a * a) }");
         let (found, _) =
-            search::<f64>(&item, Law::Assoc { body: &body }, true, &close_or_exact(Law::Assoc { body: &body }));
+            search::<f64>(&item, Law::Assoc { body: &body }, true, &close_or_exact(Law::Assoc { body: &body }, 1e-9));
         assert!(found.is_some());
     }
 }

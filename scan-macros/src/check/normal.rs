@@ -86,6 +86,68 @@ pub struct Vars {
     pub names: Vec<String>,
 }
 
+/// The item type with a struct's fields filled in and sorted by name.
+///
+/// The macro does not see a user struct's declaration (`Ty::Struct` may list
+/// no fields): the fields are those the body builds or reads, which are all
+/// the checker needs to state the laws.
+pub fn resolve_item(item: &Ty, body: &Expr) -> Ty {
+    match item {
+        Ty::Struct { name, fields } => {
+            let mut fields = fields.clone();
+            collect_fields(body, &mut fields);
+            fields.sort_by(|a, b| a.0.cmp(&b.0));
+            fields.dedup_by(|a, b| a.0 == b.0);
+            Ty::Struct { name: name.clone(), fields }
+        }
+        other => other.clone(),
+    }
+}
+
+fn collect_fields(e: &Expr, out: &mut Vec<(String, Ty)>) {
+    let mut add = |n: &String, t: &Ty| {
+        if !out.iter().any(|(m, _)| m == n) {
+            out.push((n.clone(), t.clone()));
+        }
+    };
+    match &e.kind {
+        ExprKind::Struct { fields, .. } => fields.iter().for_each(|(n, x)| add(n, &x.ty)),
+        ExprKind::Field(base, Member::Named(n)) if matches!(base.kind, ExprKind::Param(_)) => add(n, &e.ty),
+        _ => {}
+    }
+    match &e.kind {
+        ExprKind::Field(x, _) | ExprKind::Unary(_, x) | ExprKind::Cast(x, _) => collect_fields(x, out),
+        ExprKind::Binary(_, a, b) => [a, b].into_iter().for_each(|x| collect_fields(x, out)),
+        ExprKind::Method(_, r, args) => std::iter::once(&**r).chain(args).for_each(|x| collect_fields(x, out)),
+        ExprKind::If { cond, then, otherwise } => {
+            [cond, then, otherwise].into_iter().for_each(|x| collect_fields(x, out))
+        }
+        ExprKind::Let { value, body, .. } => [value, body].into_iter().for_each(|x| collect_fields(x, out)),
+        ExprKind::Tuple(xs) | ExprKind::Array(xs) => xs.iter().for_each(|x| collect_fields(x, out)),
+        ExprKind::Struct { fields, .. } => fields.iter().for_each(|(_, x)| collect_fields(x, out)),
+        ExprKind::Param(_) | ExprKind::Local(_) | ExprKind::Lit(_) | ExprKind::Const { .. } => {}
+    }
+}
+
+/// Whether the body calls a function the exact arithmetic cannot evaluate
+/// (`exp`, `ln`, `sqrt`, ...): its sampled values are only approximations.
+pub fn transcendental(e: &Expr) -> bool {
+    let sub = |xs: &mut dyn Iterator<Item = &Expr>| xs.fold(false, |acc, x| acc || transcendental(x));
+    match &e.kind {
+        ExprKind::Method(m, r, args) => {
+            !matches!(m, Method::Max | Method::Min | Method::Abs | Method::MulAdd)
+                || sub(&mut std::iter::once(&**r).chain(args))
+        }
+        ExprKind::Field(x, _) | ExprKind::Unary(_, x) | ExprKind::Cast(x, _) => transcendental(x),
+        ExprKind::Binary(_, a, b) => transcendental(a) || transcendental(b),
+        ExprKind::If { cond, then, otherwise } => sub(&mut [&**cond, &**then, &**otherwise].into_iter()),
+        ExprKind::Let { value, body, .. } => transcendental(value) || transcendental(body),
+        ExprKind::Tuple(xs) | ExprKind::Array(xs) => sub(&mut xs.iter()),
+        ExprKind::Struct { fields, .. } => sub(&mut fields.iter().map(|(_, x)| x)),
+        ExprKind::Param(_) | ExprKind::Local(_) | ExprKind::Lit(_) | ExprKind::Const { .. } => false,
+    }
+}
+
 /// What the checker knows about a scalar type's values.
 pub fn kind_of(ty: &Ty) -> VarKind {
     match ty {
@@ -424,7 +486,11 @@ impl Eval<'_> {
             ExprKind::Tuple(xs) => Sym::Tuple(xs.iter().map(|x| self.expr(x)).collect::<R<_>>()?),
             ExprKind::Array(xs) => Sym::Array(xs.iter().map(|x| self.expr(x)).collect::<R<_>>()?),
             ExprKind::Struct { fields, .. } => {
-                Sym::Struct(fields.iter().map(|(n, x)| Ok((n.clone(), self.expr(x)?))).collect::<R<_>>()?)
+                // Fields by name, so that `{ sum, count }` and `{ count, sum }` compare.
+                let mut fs: Vec<(String, Sym)> =
+                    fields.iter().map(|(n, x)| Ok((n.clone(), self.expr(x)?))).collect::<R<_>>()?;
+                fs.sort_by(|a, b| a.0.cmp(&b.0));
+                Sym::Struct(fs)
             }
         })
     }

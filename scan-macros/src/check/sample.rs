@@ -364,7 +364,11 @@ impl<N: Num> Interp<'_, N> {
             ExprKind::Tuple(xs) => Value::Tuple(xs.iter().map(|x| self.expr(x)).collect::<Option<_>>()?),
             ExprKind::Array(xs) => Value::Array(xs.iter().map(|x| self.expr(x)).collect::<Option<_>>()?),
             ExprKind::Struct { fields, .. } => {
-                Value::Struct(fields.iter().map(|(n, x)| Some((n.clone(), self.expr(x)?))).collect::<Option<_>>()?)
+                // Fields by name, as in `normal::resolve_item`.
+                let mut fs: Vec<(String, Value<N>)> =
+                    fields.iter().map(|(n, x)| Some((n.clone(), self.expr(x)?))).collect::<Option<_>>()?;
+                fs.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::Struct(fs)
             }
         })
     }

@@ -195,6 +195,15 @@ fn property_test_is_generated_only_with_the_opt_in_and_concrete_types() {
     assert!(tokens.contains(":: scan_core :: ScanOp"), "{tokens}");
     // Parses as an item.
     syn::parse_str::<syn::ItemFn>(&tokens).expect("a test fn");
+    // A user struct: the fields come from the body; their scalars from rustc.
+    let mut s = op(
+        "fn count_sum(l: Tally, r: Tally) -> Tally { Tally { count: l.count + r.count, sum: l.sum + r.sum } }",
+        "Tally { sum: 0.0, count: 0 }",
+    );
+    assert_eq!(s.check(), Ok(()), "struct fields are compared by name");
+    s.assume = true;
+    let tokens = super::property_test(&s.def()).to_string();
+    assert!(tokens.contains("Tally { count : __small (& mut rng) , sum : __small (& mut rng) }"), "{tokens}");
     let mut g = op(SEGMENTED_BOOL, "(false, T::ZERO)");
     g.assume = true;
     assert!(super::property_test(&g.def()).is_empty(), "a generic operator has no concrete type to test");
