@@ -132,7 +132,9 @@ fn collect_fields(e: &Expr, out: &mut Vec<(String, Ty)>) {
 /// Whether the body calls a function the exact arithmetic cannot evaluate
 /// (`exp`, `ln`, `sqrt`, ...): its sampled values are only approximations.
 pub fn transcendental(e: &Expr) -> bool {
-    let sub = |xs: &mut dyn Iterator<Item = &Expr>| xs.fold(false, |acc, x| acc || transcendental(x));
+    fn sub<'e>(xs: &mut impl Iterator<Item = &'e Expr>) -> bool {
+        xs.any(transcendental)
+    }
     match &e.kind {
         ExprKind::Method(m, r, args) => {
             !matches!(m, Method::Max | Method::Min | Method::Abs | Method::MulAdd)
