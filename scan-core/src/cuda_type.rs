@@ -57,8 +57,9 @@ pub trait CudaType: Copy + 'static {
 /// assert_eq!(CudaScalar::max(f32::NAN, 1.0f32), 1.0);
 /// ```
 ///
-/// Generic code calls `a.max(b)` through this trait; for concrete integers,
-/// where `Ord::max` exists too, do not import it (or call `Ord::max`).
+/// Generic code calls `a.max(b)` through this trait. Write it as a bound by
+/// path (`T: scan::CudaScalar`) rather than importing it: with the trait in
+/// scope, `x.max(y)` on a concrete integer is ambiguous with `Ord::max`.
 pub trait CudaScalar:
     CudaType
     + Debug

@@ -119,7 +119,7 @@ fn expand(op: &Operator, v: &Valid) -> Result<TokenStream> {
                 #identity
             }
             #[inline]
-            #[allow(unused_parens, clippy::all)]
+            #[allow(unused_parens, unused_variables, non_snake_case, clippy::all)]
             fn combine(#l: #item, #r: #item) -> #item {
                 #body
             }

@@ -243,7 +243,7 @@ impl Lowerer {
                 }
                 let tys = tys.clone();
                 // Bind the whole tuple once, so its expression is not duplicated.
-                let whole = self.bind("__tuple", value.ty.clone());
+                let whole = self.bind("tuple", value.ty.clone());
                 let span = value.span;
                 let vty = value.ty.clone();
                 binds.push((whole.clone(), value));
@@ -262,7 +262,7 @@ impl Lowerer {
         let mut unique = written.to_string();
         let mut k = 1;
         while self.used.contains(&unique) || self.params.contains(&unique) {
-            unique = format!("{written}__{k}");
+            unique = format!("{written}_{k}");
             k += 1;
         }
         self.used.insert(unique.clone());

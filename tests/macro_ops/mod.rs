@@ -2,7 +2,7 @@
 //! that every one of them also has its CUDA source compiled).
 #![allow(dead_code)]
 
-use scan::{scan_item, scan_op, CudaOp, CudaScalar};
+use scan::{scan_item, scan_op, CudaOp};
 
 /// The DESIGN example: h_t = a_t * h_{t-1} + b_t on (a, b) pairs.
 #[scan_op(identity = (1.0, 0.0))]
@@ -66,7 +66,7 @@ pub fn count_sum(l: Tally, r: Tally) -> Tally {
 
 /// A generic operator: one definition, one CUDA instantiation per `T`.
 #[scan_op(identity = (T::ZERO, T::ZERO))]
-pub fn pair_sum<T: CudaScalar>(l: (T, T), r: (T, T)) -> (T, T) {
+pub fn pair_sum<T: scan::CudaScalar>(l: (T, T), r: (T, T)) -> (T, T) {
     (l.0 + r.0, l.1 + r.1)
 }
 
@@ -83,18 +83,18 @@ pub fn add_in_f64(a: f32, b: f32) -> f32 {
     ((a as f64) + (b as f64)) as f32
 }
 
-/// Keeps the later value unless it is negative, as a maximum of `i32`s
-/// clamped to `u32` through casts, `abs` on floats and a nested `if`.
+/// The maximum of two `u32`s, decided through `f64` casts, `abs` and a
+/// nested `if` (a branch: sampled, hence `assume_associative`).
 #[scan_op(identity = 0, assume_associative)]
 pub fn max_clamped(a: u32, b: u32) -> u32 {
     let fa = a as f64;
     let fb = b as f64;
     if fa.abs() > fb.abs() {
         a
-    } else if fa == fb {
-        a
-    } else {
+    } else if fa < fb {
         b
+    } else {
+        a.max(b)
     }
 }
 
