@@ -162,12 +162,19 @@ impl Printer {
                 self.out.push(Piece::Literal(quote!(#p)));
             }
             ExprKind::Field(base, m) => {
-                self.text("(");
+                // `l.f0`, not `(l).f0`: only a compound base needs parentheses.
+                let simple = matches!(base.kind, ExprKind::Param(_) | ExprKind::Local(_) | ExprKind::Field(..));
+                if !simple {
+                    self.text("(");
+                }
                 self.expr(base)?;
+                if !simple {
+                    self.text(")");
+                }
                 match (m, &base.ty) {
-                    (Member::Index(k), Ty::Array(..)) => self.text(&format!(").v[{k}]")),
-                    (Member::Index(k), _) => self.text(&format!(").f{k}")),
-                    (Member::Named(n), _) => self.text(&format!(").{n}")),
+                    (Member::Index(k), Ty::Array(..)) => self.text(&format!(".v[{k}]")),
+                    (Member::Index(k), _) => self.text(&format!(".f{k}")),
+                    (Member::Named(n), _) => self.text(&format!(".{n}")),
                 }
             }
             ExprKind::Unary(op, x) => match (op, &x.ty) {
