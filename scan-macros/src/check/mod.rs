@@ -29,6 +29,7 @@
 
 mod bits;
 mod counterexample;
+mod linear;
 mod normal;
 mod poly;
 mod property;
@@ -89,8 +90,8 @@ pub fn property_test(op: &OpDef) -> TokenStream {
     }
 }
 
-/// The rest of an error message: the second line is indented under the first.
-const INDENT: &str = "\n       ";
+/// Starts the second line of a message (rustc indents it under the first).
+const INDENT: &str = "\n";
 
 /// Where symbolic evaluation of one law ended.
 enum Symbolic {
@@ -149,8 +150,8 @@ fn associativity(op: &OpDef) -> syn::Result<()> {
 fn identity(op: &OpDef) -> syn::Result<()> {
     let name = op.fn_name;
     let span = op.identity_span;
-    let shown = match sample::eval::<Ext>(op.identity, &[]) {
-        Some(v) => format!("`{v}`"),
+    let shown = match report::written(op.identity) {
+        Some(s) => format!("`{s}`"),
         None => "the identity".to_string(),
     };
     let bad = format!("{shown} is not an identity of `{name}`");

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use proc_macro2::Span;
 
 use super::bits::BitForm;
+use super::linear;
 use super::poly::{Atom, CmpOp, Poly, Var, VarKind};
 use super::rational::{Overflow, Rat};
 use super::tropical::{LatError, Lattice};
@@ -629,9 +630,46 @@ fn select(cases: &[(Guard, bool)], t: &Sym, f: &Sym, span: Span) -> R<Sym> {
 
 /// Whether the conditions of a guard can hold together. Exact for flags:
 /// boolean variables, and `!= 0` tests of bitwise forms of integer variables
-/// (per bit, an integer is a vector of independent booleans). Anything else is
-/// assumed feasible, which can only make a proof fail, never a wrong proof.
+/// (per bit, an integer is a vector of independent booleans); and for linear
+/// comparisons ([`linear::feasible`]). Anything else is assumed feasible, which
+/// can only make a proof fail, never a wrong proof.
 pub fn feasible(g: &Guard) -> bool {
+    let cmps = comparisons(g);
+    if !cmps.is_empty() && !linear::feasible(&cmps) {
+        return false;
+    }
+    let flags: Guard = g.iter().filter(|(a, _)| !matches!(a, Atom::Cmp(..))).map(|(a, t)| (a.clone(), *t)).collect();
+    flags_feasible(&flags)
+}
+
+fn comparisons(g: &Guard) -> Vec<(CmpOp, &Lattice, bool)> {
+    g.iter()
+        .filter_map(|(a, t)| match a {
+            Atom::Cmp(op, d) => Some((*op, &**d, *t)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether two forms are equal on a path after substituting the equalities
+/// its conditions imply (`a == b` on the path: `b` becomes `a`).
+fn equal_under(g: &Guard, l: &Lattice, r: &Lattice) -> bool {
+    let eqs = linear::equalities(&comparisons(g));
+    if eqs.is_empty() {
+        return false;
+    }
+    let subst = |f: &Lattice| -> Option<Lattice> {
+        let mut f = f.clone();
+        for (x, q) in &eqs {
+            let terms = f.0.iter().map(|t| t.iter().map(|p| linear::substitute(p, x, q)).collect::<Option<Vec<_>>>());
+            f = Lattice::from_terms(terms.collect::<Option<Vec<_>>>()?);
+        }
+        Some(f)
+    };
+    matches!((subst(l), subst(r)), (Some(a), Some(b)) if a == b)
+}
+
+fn flags_feasible(g: &Guard) -> bool {
     let var = |a: &Atom| match a {
         Atom::Var(v) => Some(*v),
         _ => None,
@@ -692,7 +730,7 @@ pub fn first_difference<'a>(l: &'a Guarded, r: &'a Guarded) -> Option<(Guard, &'
                 continue;
             }
             if let Some(g) = merge(gl, gr) {
-                if feasible(&g) {
+                if feasible(&g) && !equal_under(&g, fl, fr) {
                     return Some((g, fl, fr));
                 }
             }

@@ -6,6 +6,7 @@ use super::normal::Guard;
 use super::poly::{Atom, CmpOp, Mono, Poly, Var, VarKind};
 use super::rational::Rat;
 use super::tropical::Lattice;
+use crate::ir::{Expr, ExprKind, Lit, UnOp};
 
 /// Prints forms whose variables are named by `names[id]`.
 pub struct Printer<'n> {
@@ -143,6 +144,28 @@ impl Printer<'_> {
 }
 
 static EMPTY: Mono = Mono(Vec::new());
+
+/// An identity as the user wrote it (`0.0`, `(f32::NEG_INFINITY, 0.0)`), for
+/// messages; `None` past literals, constants and their tuples/arrays/structs.
+pub fn written(e: &Expr) -> Option<String> {
+    let list = |xs: &[Expr]| xs.iter().map(written).collect::<Option<Vec<_>>>().map(|v| v.join(", "));
+    Some(match &e.kind {
+        ExprKind::Lit(Lit::Bool(b)) => b.to_string(),
+        ExprKind::Lit(Lit::Int(n)) => n.to_string(),
+        ExprKind::Lit(Lit::Float(x)) => format!("{x:?}"),
+        ExprKind::Const { path, .. } => path.clone(),
+        ExprKind::Unary(UnOp::Neg, x) => format!("-{}", written(x)?),
+        ExprKind::Unary(UnOp::Not, x) => format!("!{}", written(x)?),
+        ExprKind::Tuple(xs) if xs.len() == 1 => format!("({},)", list(xs)?),
+        ExprKind::Tuple(xs) => format!("({})", list(xs)?),
+        ExprKind::Array(xs) => format!("[{}]", list(xs)?),
+        ExprKind::Struct { name, fields } => {
+            let fs: Option<Vec<String>> = fields.iter().map(|(n, x)| Some(format!("{n}: {}", written(x)?))).collect();
+            format!("{name} {{ {} }}", fs?.join(", "))
+        }
+        _ => return None,
+    })
+}
 
 #[cfg(test)]
 mod tests {

@@ -103,6 +103,37 @@ fn accepts_richer_forms_of_the_fragment() {
 }
 
 #[test]
+fn accepts_branches_on_linear_comparisons() {
+    // A maximum written as a branch, paired with a count.
+    accepted(
+        "fn count_max(l: (u32, i64), r: (u32, i64)) -> (u32, i64) { (l.0 + r.0, if l.1 > r.1 { l.1 } else { r.1 }) }",
+        "(0, i64::MIN)",
+    );
+    // Ties broken towards the left, through casts, `abs` of unsigned values and a nested `if`.
+    accepted(
+        "fn max_clamped(a: u32, b: u32) -> u32 {
+            let fa = a as f64;
+            let fb = b as f64;
+            if fa.abs() > fb.abs() { a } else if fa == fb { a } else { b }
+        }",
+        "0",
+    );
+    // argmax on (value, index) pairs, the later index on ties.
+    accepted(
+        "fn argmax(l: (f32, u32), r: (f32, u32)) -> (f32, u32) { if r.0 >= l.0 { r } else { l } }",
+        "(f32::NEG_INFINITY, 0)",
+    );
+}
+
+#[test]
+fn a_branch_that_breaks_associativity_is_rejected() {
+    // Keeps the right operand only when it is larger by more than 1: not associative.
+    let msg = rejected("fn f(a: f64, b: f64) -> f64 { if b > a + 1.0 { b } else { a } }", "f64::NEG_INFINITY");
+    assert!(msg.contains("when "), "{msg}");
+    names_a_counterexample(&msg);
+}
+
+#[test]
 fn rejects_sub_with_the_design_message() {
     let msg = rejected("fn sub(a: f32, b: f32) -> f32 { a - b }", "0.0");
     assert!(msg.contains("`sub` is not associative: (a ∘ b) ∘ c = a - b - c, but a ∘ (b ∘ c) = a - b + c"), "{msg}");
@@ -132,7 +163,7 @@ fn rejects_wrong_identities_with_a_counterexample() {
     assert!(msg.contains("`1` is not an identity of `add`: e ∘ a = a + 1, not a"), "{msg}");
     assert!(msg.contains("e.g. a = 0 gives 1 vs 0"), "{msg}");
     let msg = rejected("fn max(a: f32, b: f32) -> f32 { a.max(b) }", "0.0");
-    assert!(msg.contains("`0` is not an identity of `max`: e ∘ a = max(a, 0), not a"), "{msg}");
+    assert!(msg.contains("`0.0` is not an identity of `max`: e ∘ a = max(a, 0), not a"), "{msg}");
     assert!(msg.contains("e.g. a = -1 gives 0 vs -1"), "{msg}");
     // Only the right identity law fails here: e ∘ a = a, a ∘ e = 0.
     let msg = rejected("fn right(a: f64, b: f64) -> f64 { a * b * b }", "0.0");

@@ -47,6 +47,10 @@ impl Lattice {
     pub fn atom(a: Atom) -> Lattice {
         Lattice::plain(Poly::atom(a))
     }
+    /// `max` over the `min`-terms, normalized.
+    pub fn from_terms(terms: Vec<Vec<Poly>>) -> Lattice {
+        Lattice(terms).simplified()
+    }
     pub fn neg_inf() -> Lattice {
         Lattice(Vec::new())
     }

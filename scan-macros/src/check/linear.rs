@@ -1,0 +1,239 @@
+//! Linear arithmetic for branch conditions: whether comparisons like
+//! `l.1 > r.1` can hold together (Fourier–Motzkin elimination, exact over the
+//! rationals), and substitution of the equalities a path implies.
+//!
+//! Both are used only to discard impossible paths and to compare forms on a
+//! path, so giving up (a condition that is not linear, too many constraints)
+//! is always safe: it can make a proof fail, never succeed wrongly.
+
+use std::collections::BTreeMap;
+
+use super::poly::{Atom, CmpOp, Mono, Poly, Var, VarKind};
+use super::rational::Rat;
+use super::tropical::Lattice;
+
+/// `sum coeffs·atom + konst > 0` (strict) or `>= 0`.
+#[derive(Clone, Debug)]
+struct Ineq {
+    coeffs: BTreeMap<Atom, Rat>,
+    konst: Rat,
+    strict: bool,
+}
+
+/// A polynomial of degree at most one: its coefficients and constant.
+fn linear(p: &Poly) -> Option<(BTreeMap<Atom, Rat>, Rat)> {
+    let mut coeffs = BTreeMap::new();
+    let mut konst = Rat::ZERO;
+    for (m, c) in &p.0 {
+        match &m.0[..] {
+            [] => konst = *c,
+            [(a, 1)] => {
+                coeffs.insert(a.clone(), *c);
+            }
+            _ => return None,
+        }
+    }
+    Some((coeffs, konst))
+}
+
+fn ineq(p: &Poly, sign: i128, strict: bool) -> Option<Ineq> {
+    let (coeffs, konst) = linear(p)?;
+    let s = Rat::int(sign);
+    let coeffs = coeffs.into_iter().map(|(a, c)| Some((a, c.mul(s).ok()?))).collect::<Option<_>>()?;
+    Some(Ineq { coeffs, konst: konst.mul(s).ok()?, strict })
+}
+
+/// The cap on constraints during elimination.
+const MAX_CONSTRAINTS: usize = 400;
+
+/// Whether comparisons `(op, d, holds)` (`d < 0`, `d <= 0`, `d != 0`, or their
+/// negations when `holds` is false) can all hold at once over the reals, with
+/// unsigned variables nonnegative. Non-linear ones are ignored.
+pub fn feasible(lits: &[(CmpOp, &Lattice, bool)]) -> bool {
+    let mut base: Vec<Ineq> = Vec::new();
+    let mut disjunctions: Vec<&Poly> = Vec::new();
+    for (op, d, holds) in lits {
+        let Some(p) = d.as_plain() else { continue };
+        let cs = match (op, holds) {
+            (CmpOp::Lt, true) => vec![ineq(p, -1, true)],
+            (CmpOp::Lt, false) => vec![ineq(p, 1, false)],
+            (CmpOp::Le, true) => vec![ineq(p, -1, false)],
+            (CmpOp::Le, false) => vec![ineq(p, 1, true)],
+            (CmpOp::Ne, false) => vec![ineq(p, 1, false), ineq(p, -1, false)],
+            (CmpOp::Ne, true) => {
+                disjunctions.push(p);
+                continue;
+            }
+        };
+        base.extend(cs.into_iter().flatten());
+    }
+    // Unsigned variables are nonnegative.
+    let mut unsigned: Vec<Atom> = Vec::new();
+    for c in &base {
+        for a in c.coeffs.keys() {
+            if matches!(a, Atom::Var(Var { kind: VarKind::Unsigned | VarKind::Bool, .. })) && !unsigned.contains(a) {
+                unsigned.push(a.clone());
+            }
+        }
+    }
+    for a in unsigned {
+        base.push(Ineq { coeffs: BTreeMap::from([(a, Rat::ONE)]), konst: Rat::ZERO, strict: false });
+    }
+    // `d != 0` is `d > 0` or `d < 0`: feasible if some choice is.
+    if disjunctions.len() > 6 {
+        return true;
+    }
+    (0..1u32 << disjunctions.len()).any(|mask| {
+        let mut cs = base.clone();
+        for (i, p) in disjunctions.iter().enumerate() {
+            let sign = if mask >> i & 1 == 1 { 1 } else { -1 };
+            match ineq(p, sign, true) {
+                Some(c) => cs.push(c),
+                None => return true,
+            }
+        }
+        eliminate(cs)
+    })
+}
+
+/// Fourier–Motzkin: eliminates one variable at a time; infeasible exactly when
+/// a constant constraint `k > 0` / `k >= 0` fails.
+fn eliminate(mut cs: Vec<Ineq>) -> bool {
+    loop {
+        for c in &cs {
+            if c.coeffs.is_empty() {
+                let s = c.konst.signum();
+                if s < 0 || (s == 0 && c.strict) {
+                    return false;
+                }
+            }
+        }
+        cs.retain(|c| !c.coeffs.is_empty());
+        let Some(x) = cs.iter().find_map(|c| c.coeffs.keys().next().cloned()) else { return true };
+        let (mut pos, mut neg, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+        for c in cs {
+            match c.coeffs.get(&x).map(|k| k.signum()) {
+                Some(1) => pos.push(c),
+                Some(_) => neg.push(c),
+                None => rest.push(c),
+            }
+        }
+        for p in &pos {
+            for n in &neg {
+                // p·|n_x| + n·p_x cancels x; strict if either is.
+                let (px, nx) = (p.coeffs[&x], n.coeffs[&x].neg());
+                let Some(c) = combine(p, nx, n, px) else { return true };
+                rest.push(Ineq { strict: p.strict || n.strict, ..c });
+            }
+        }
+        if rest.len() > MAX_CONSTRAINTS {
+            return true;
+        }
+        cs = rest;
+    }
+}
+
+fn combine(p: &Ineq, kp: Rat, n: &Ineq, kn: Rat) -> Option<Ineq> {
+    let mut coeffs: BTreeMap<Atom, Rat> = BTreeMap::new();
+    for (src, k) in [(p, kp), (n, kn)] {
+        for (a, c) in &src.coeffs {
+            let v = c.mul(k).ok()?;
+            let sum = match coeffs.get(a) {
+                Some(old) => old.add(v).ok()?,
+                None => v,
+            };
+            if sum.is_zero() {
+                coeffs.remove(a);
+            } else {
+                coeffs.insert(a.clone(), sum);
+            }
+        }
+    }
+    let konst = p.konst.mul(kp).ok()?.add(n.konst.mul(kn).ok()?).ok()?;
+    Some(Ineq { coeffs, konst, strict: false })
+}
+
+/// The equalities `x = q` implied by `d == 0` literals with linear `d`, each
+/// solved for its last variable.
+pub fn equalities(lits: &[(CmpOp, &Lattice, bool)]) -> Vec<(Atom, Poly)> {
+    let mut out = Vec::new();
+    for (op, d, holds) in lits {
+        if *op != CmpOp::Ne || *holds {
+            continue;
+        }
+        let Some((coeffs, _)) = d.as_plain().and_then(linear) else { continue };
+        let Some((x, c)) = coeffs.iter().next_back() else { continue };
+        // d = c·x + rest = 0  =>  x = -rest / c
+        let Some(p) = d.as_plain() else { continue };
+        let mut rest = p.clone();
+        rest.0.remove(&Mono(vec![(x.clone(), 1)]));
+        let Some(Ok(inv)) = Rat::ONE.div(*c) else { continue };
+        if let Ok(q) = rest.scale(inv.neg()) {
+            out.push((x.clone(), q));
+        }
+    }
+    out
+}
+
+/// `p` with `x` replaced by `q` (in its own monomials; nested atoms untouched).
+pub fn substitute(p: &Poly, x: &Atom, q: &Poly) -> Option<Poly> {
+    let mut out = Poly::default();
+    for (m, c) in &p.0 {
+        let mut term = Poly::constant(*c);
+        for (a, e) in &m.0 {
+            let factor = if a == x { q.clone() } else { Poly::atom(a.clone()) };
+            for _ in 0..*e {
+                term = term.mul(&factor).ok()?;
+            }
+        }
+        out = out.add(&term).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(id: u16, kind: VarKind) -> Lattice {
+        Lattice::atom(Atom::Var(Var { id, kind }))
+    }
+
+    #[test]
+    fn chains_of_strict_inequalities_are_detected() {
+        let (a, b, c) = (v(0, VarKind::Real), v(1, VarKind::Real), v(2, VarKind::Real));
+        let ab = a.sub(&b).unwrap();
+        let bc = b.sub(&c).unwrap();
+        let ca = c.sub(&a).unwrap();
+        // a < b, b < c, c < a: impossible.
+        assert!(!feasible(&[(CmpOp::Lt, &ab, true), (CmpOp::Lt, &bc, true), (CmpOp::Lt, &ca, true)]));
+        // a < b, b < c, c >= a: possible.
+        assert!(feasible(&[(CmpOp::Lt, &ab, true), (CmpOp::Lt, &bc, true), (CmpOp::Lt, &ca, false)]));
+        // a <= b, b <= c, c <= a, and a != c: impossible.
+        let ac = a.sub(&c).unwrap();
+        let lits = [(CmpOp::Le, &ab, true), (CmpOp::Le, &bc, true), (CmpOp::Le, &ca, true), (CmpOp::Ne, &ac, true)];
+        assert!(!feasible(&lits));
+    }
+
+    #[test]
+    fn unsigned_variables_are_nonnegative() {
+        let u = v(0, VarKind::Unsigned);
+        assert!(!feasible(&[(CmpOp::Lt, &u, true)]));
+        let s = v(0, VarKind::Signed);
+        assert!(feasible(&[(CmpOp::Lt, &s, true)]));
+    }
+
+    #[test]
+    fn equalities_are_solved_and_substituted() {
+        let (a, b) = (v(0, VarKind::Real), v(1, VarKind::Real));
+        let d = a.sub(&b).unwrap();
+        let eqs = equalities(&[(CmpOp::Ne, &d, false)]);
+        assert_eq!(eqs.len(), 1);
+        let (x, q) = &eqs[0];
+        let pb = b.as_plain().unwrap().clone();
+        let pa = a.as_plain().unwrap().clone();
+        // b = a, so b + 1 becomes a + 1.
+        let b1 = pb.add(&Poly::constant(Rat::ONE)).unwrap();
+        assert_eq!(substitute(&b1, x, q).unwrap(), pa.add(&Poly::constant(Rat::ONE)).unwrap());
+    }
+}
