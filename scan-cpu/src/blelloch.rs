@@ -8,8 +8,10 @@ use scan_core::{Error, Result, ScanOp, ScanSpec};
 
 use crate::parallel;
 
-/// Items per Blelloch block: the block and its padded scratch stay in L1/L2.
-pub(crate) const BLOCK_LEN: usize = 4096;
+/// Items per block of [`Algorithm::Blelloch`](crate::Algorithm::Blelloch):
+/// a block and its padded scratch stay in L1/L2. Public so that tests can
+/// probe the sizes around a block.
+pub const BLOCK_LEN: usize = 4096;
 
 /// A [`BlockBackend`] over host slices whose blocks are spread over `threads`
 /// threads; otherwise it does what `scan_core::blelloch::SliceBackend` does.

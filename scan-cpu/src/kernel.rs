@@ -39,39 +39,40 @@ impl<T> Chunks<T> {
     }
 }
 
-/// Scans `src` into `out` (same length) chunk by chunk, each chunk from the
-/// identity: `out` holds, per chunk, the inclusive (`INCL`) or exclusive scan
-/// of that chunk alone. `REV` scans from the last index down.
+/// Scans the `n` items at `src` into the `n` items at `out` chunk by chunk,
+/// each chunk from the identity: `out` then holds, per chunk, the inclusive
+/// (`INCL`) or exclusive scan of that chunk alone. `REV` scans from the last
+/// index down.
+///
+/// # Safety
+/// `src` readable and `out` writable (possibly uninitialized) for `n` items;
+/// either `src == out` (each item is read before it is overwritten) or the two
+/// do not overlap.
 #[inline]
-pub(crate) fn local_scan<Op: ScanOp, const REV: bool, const INCL: bool>(
-    src: &[Op::Item],
-    out: &mut [Op::Item],
+pub(crate) unsafe fn local_scan<Op: ScanOp, const REV: bool, const INCL: bool>(
+    src: *const Op::Item,
+    out: *mut Op::Item,
+    n: usize,
 ) -> Chunks<Op::Item> {
-    let n = src.len();
-    assert_eq!(n, out.len(), "tile buffer length");
     let sub = n / CHAINS;
     let mut acc = [Op::identity(); CHAINS];
-    let src_ptr = src.as_ptr();
-    let out_ptr = out.as_mut_ptr();
     // Scan position `s` (0 = first in scan order) lives at tile index `at(s)`.
     let at = |s: usize| if REV { n - 1 - s } else { s };
     for i in 0..sub {
         for (k, acc) in acc.iter_mut().enumerate() {
+            // k * sub + i < CHAINS * sub <= n, so the index is in bounds.
             let m = at(k * sub + i);
-            // SAFETY: k * sub + i < CHAINS * sub <= n, so m < n = src.len() = out.len().
-            unsafe {
-                let next = Op::combine(*acc, *src_ptr.add(m));
-                *out_ptr.add(m) = if INCL { next } else { *acc };
-                *acc = next;
-            }
+            let next = Op::combine(*acc, *src.add(m));
+            out.add(m).write(if INCL { next } else { *acc });
+            *acc = next;
         }
     }
     // The remainder (fewer than CHAINS items) extends the last chunk.
     let last = &mut acc[CHAINS - 1];
     for s in CHAINS * sub..n {
         let m = at(s);
-        let next = Op::combine(*last, src[m]);
-        out[m] = if INCL { next } else { *last };
+        let next = Op::combine(*last, *src.add(m));
+        out.add(m).write(if INCL { next } else { *last });
         *last = next;
     }
     let mut prefix = [Op::identity(); CHAINS];
@@ -126,7 +127,8 @@ mod tests {
             (true, false) => ScanSpec::exclusive().reversed(),
         };
         let mut out = vec![[0; 4]; x.len()];
-        let chunks = local_scan::<M, REV, INCL>(x, &mut out);
+        // SAFETY: both hold x.len() items and are distinct.
+        let chunks = unsafe { local_scan::<M, REV, INCL>(x.as_ptr(), out.as_mut_ptr(), x.len()) };
         finish_tile::<M, REV>(&mut out, &chunks, None);
         assert_eq!(out, reference::scan::<M>(x, spec), "len {} spec {spec:?}", x.len());
         let expected_total = reference::scan_in_place::<M>(&mut x.to_vec(), spec);

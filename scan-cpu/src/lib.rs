@@ -33,5 +33,6 @@ mod sequential;
 mod stream;
 mod tiled;
 
+pub use blelloch::BLOCK_LEN as BLELLOCH_BLOCK_LEN;
 pub use cpu::{Algorithm, Cpu};
-pub use tiled::tile_len;
+pub use tiled::{tile_len, STREAM_MIN_BYTES};

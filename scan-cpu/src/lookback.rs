@@ -126,3 +126,62 @@ impl Drop for AbortOnUnwind<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// 2x2 integer matrix product: associative, not commutative.
+    fn mul(l: [i64; 4], r: [i64; 4]) -> [i64; 4] {
+        [l[0] * r[0] + l[1] * r[2], l[0] * r[1] + l[1] * r[3], l[2] * r[0] + l[3] * r[2], l[2] * r[1] + l[3] * r[3]]
+    }
+    const ONE: [i64; 4] = [1, 0, 0, 1];
+    const M: [[i64; 4]; 4] = [[1, 1, 0, 1], [1, 0, 1, 1], [2, 1, 1, 1], [0, 1, 1, 3]];
+
+    #[test]
+    fn the_walk_combines_aggregates_in_order_up_to_the_first_inclusive_prefix() {
+        let slots: Vec<Slot<[i64; 4]>> = (0..4).map(|_| Slot::new()).collect();
+        slots[0].publish_inclusive(M[0]);
+        slots[1].publish_aggregate(M[1]);
+        slots[2].publish_aggregate(M[2]);
+        let abort = AtomicBool::new(false);
+        let got = exclusive_prefix(&slots, 3, &abort, mul, ONE);
+        assert_eq!(got, Some(mul(mul(M[0], M[1]), M[2])));
+        // An inclusive prefix further down ends the walk there, and its
+        // aggregate is no longer used.
+        slots[1].publish_inclusive(mul(M[0], M[1]));
+        assert_eq!(exclusive_prefix(&slots, 3, &abort, mul, ONE), Some(mul(mul(M[0], M[1]), M[2])));
+        assert_eq!(exclusive_prefix(&slots, 2, &abort, mul, ONE), Some(mul(M[0], M[1])));
+    }
+
+    #[test]
+    fn the_walk_waits_for_a_predecessor_that_publishes_late() {
+        let slots: Vec<Slot<[i64; 4]>> = (0..3).map(|_| Slot::new()).collect();
+        slots[0].publish_inclusive(M[0]);
+        let abort = AtomicBool::new(false);
+        let got = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(50));
+                slots[1].publish_aggregate(M[1]);
+            });
+            exclusive_prefix(&slots, 2, &abort, mul, ONE)
+        });
+        assert_eq!(got, Some(mul(M[0], M[1])));
+    }
+
+    #[test]
+    fn the_walk_gives_up_when_aborted() {
+        let slots: Vec<Slot<[i64; 4]>> = (0..2).map(|_| Slot::new()).collect();
+        let abort = AtomicBool::new(false);
+        let got = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(20));
+                abort.store(true, Ordering::Relaxed);
+            });
+            exclusive_prefix(&slots, 1, &abort, mul, ONE)
+        });
+        assert_eq!(got, None);
+    }
+}

@@ -17,32 +17,39 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use scan_core::{ScanOp, ScanSpec};
 
-use crate::kernel::{self, Chunks};
+use crate::kernel;
 use crate::lookback::{self, AbortOnUnwind, Slot};
 use crate::stream;
 
-/// Bytes of one tile: a tile and the input it is read from stay in a core's
-/// L2 (512 KiB on the machines this was tuned on, 256 KiB and up elsewhere).
-const TILE_BYTES: usize = 64 * 1024;
+/// Bytes of one chunk of a tile (a tile is [`CHAINS`](kernel::CHAINS) chunks):
+/// a tile (~60 KiB) and the input it is read from stay in a core's L2.
+///
+/// Not a multiple of 4 KiB, on purpose: the chunks are scanned side by side,
+/// so their streams of loads and stores would otherwise sit at the same
+/// offset within a page, map to the same L1 set and evict each other (and
+/// trip 4K-aliasing stalls). 448 bytes (7 lines) less than 8 KiB spreads the
+/// 8 streams over 8 different sets.
+const CHUNK_BYTES: usize = 8192 - 448;
 
-/// Outputs at least this large are written with non-temporal stores: they
-/// would not stay in cache anyway, and skipping the read-for-ownership saves a
-/// third of the traffic. Smaller outputs stay in cache for whoever reads them next.
-pub(crate) const STREAM_MIN_BYTES: usize = 8 << 20;
+/// Outputs of [`Algorithm::Tiled`](crate::Algorithm::Tiled) of at least this
+/// many bytes are written with non-temporal stores: they would not stay in
+/// cache anyway, and skipping the read-for-ownership saves a third of the
+/// traffic. Smaller outputs stay in cache for whoever reads them next.
+pub const STREAM_MIN_BYTES: usize = 8 << 20;
 
 /// A worker takes at least this many tiles on average; below that, starting a
 /// thread costs more than it saves.
 const MIN_TILES_PER_WORKER: usize = 4;
 
-/// Items per tile of the tiled path for items of type `T` (at least 64).
+/// Items per tile of the tiled path for items of type `T`.
 ///
 /// Public so that tests and benchmarks can probe the sizes around a tile.
 ///
 /// ```
-/// assert_eq!(scan_cpu::tile_len::<f32>(), 16384);
+/// assert_eq!(scan_cpu::tile_len::<f32>(), 15488);
 /// ```
 pub fn tile_len<T>() -> usize {
-    (TILE_BYTES / std::mem::size_of::<T>().max(1)).max(64)
+    kernel::CHAINS * (CHUNK_BYTES / std::mem::size_of::<T>().max(1)).max(1)
 }
 
 /// The input and output of one scan, shared by the workers. Each tile's range
@@ -90,7 +97,7 @@ unsafe fn scan_with<Op: ScanOp, const REV: bool, const INCL: bool>(
     let tiles = bufs.len.div_ceil(tile);
     let workers = threads.min(tiles / MIN_TILES_PER_WORKER).max(1);
     if workers == 1 {
-        let mut buf = vec![Op::identity(); tile.min(bufs.len)];
+        let mut buf = staging::<Op>(stream, tile.min(bufs.len));
         let mut carry: Option<Op::Item> = None;
         for b in 0..tiles {
             scan_tile::<Op, REV, INCL>(bufs, b, &mut buf, stream, |total| {
@@ -107,7 +114,7 @@ unsafe fn scan_with<Op: ScanOp, const REV: bool, const INCL: bool>(
     let abort = AtomicBool::new(false);
     let work = || {
         let _raise_on_unwind = AbortOnUnwind(&abort);
-        let mut buf = vec![Op::identity(); tile];
+        let mut buf = staging::<Op>(stream, tile);
         loop {
             // Tiles are claimed in order, so every tile a worker waits on has
             // been claimed by a running worker: the look-back cannot deadlock.
@@ -142,7 +149,17 @@ unsafe fn scan_with<Op: ScanOp, const REV: bool, const INCL: bool>(
     });
 }
 
-/// Scans tile `b` (in scan order) of `bufs` through `buf`. `prefix_of` gets the
+/// A worker's staging buffer for tiles on their way to non-temporal stores
+/// (none when the output is written directly).
+fn staging<Op: ScanOp>(stream: bool, len: usize) -> Vec<Op::Item> {
+    if stream {
+        vec![Op::identity(); len]
+    } else {
+        Vec::new()
+    }
+}
+
+/// Scans tile `b` (in scan order) of `bufs`, through `buf` when streaming. `prefix_of` gets the
 /// tile's total and returns the combination of all earlier tiles (`Some(None)`
 /// for the first tile), or `None` to give up (the tile is left unwritten and
 /// `false` returned).
@@ -161,26 +178,30 @@ unsafe fn scan_tile<Op: ScanOp, const REV: bool, const INCL: bool>(
     let start = b * tile;
     let end = (start + tile).min(bufs.len);
     let (lo, n) = if REV { (bufs.len - end, end - start) } else { (start, end - start) };
-    let buf = &mut buf[..n];
 
-    let chunks: Chunks<Op::Item> = {
-        // SAFETY: [lo, lo + n) is inside the buffer and owned by this tile; this
-        // shared view ends before the tile is written (which matters in place).
-        let src = std::slice::from_raw_parts(bufs.src.add(lo), n);
-        kernel::local_scan::<Op, REV, INCL>(src, buf)
-    };
+    let src = bufs.src.add(lo);
+    let dst = bufs.dst.add(lo);
+    if !stream {
+        // Scan straight into the output and fix it up there while it is in
+        // cache. SAFETY: [lo, lo + n) of both buffers is inside them and owned
+        // by this tile; src == dst (in place) is allowed by `local_scan`.
+        let chunks = kernel::local_scan::<Op, REV, INCL>(src, dst, n);
+        let Some(prefix) = prefix_of(chunks.total) else {
+            return false;
+        };
+        // SAFETY: `local_scan` initialized the n items; nothing else views them.
+        kernel::finish_tile::<Op, REV>(std::slice::from_raw_parts_mut(dst, n), &chunks, prefix);
+        return true;
+    }
+    // Scan into this worker's buffer, fix it up there, and stream it out.
+    // SAFETY: as above, and `buf` is this worker's own allocation of n items,
+    // distinct from both buffers.
+    let buf = &mut buf[..n];
+    let chunks = kernel::local_scan::<Op, REV, INCL>(src, buf.as_mut_ptr(), n);
     let Some(prefix) = prefix_of(chunks.total) else {
         return false;
     };
     kernel::finish_tile::<Op, REV>(buf, &chunks, prefix);
-
-    // SAFETY: [lo, lo + n) of dst is writable and owned by this tile; `buf` is
-    // this worker's own allocation, so the two do not overlap.
-    let dst = bufs.dst.add(lo);
-    if stream {
-        stream::copy_streaming(buf, dst);
-    } else {
-        std::ptr::copy_nonoverlapping(buf.as_ptr(), dst, n);
-    }
+    stream::copy_streaming(buf, dst);
     true
 }

@@ -1,0 +1,159 @@
+//! Scan throughput against a copy of the same bytes, measured in one run.
+//!
+//! ```text
+//! cargo run --release --example bench                       # CPU, 2^26 items
+//! cargo run --release --example bench -- --size-log2 24 --reps 9 --out my-results.md
+//! cargo run --release --example bench -- --cpu --gpu         # both (the GPU needs CUDA)
+//! ```
+//!
+//! Every case reports GB/s counted as input + output bytes, each ratio to a
+//! `memcpy` of the same bytes and to the sequential loop, all measured in the
+//! same process (the median of several repetitions after a warm-up, the
+//! methods interleaved so that a noisy neighbour slows them alike). The table
+//! goes to stdout and to a file (`bench-results.md` unless `--out` says).
+
+mod cpu;
+mod gpu;
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// What to run, from the command line.
+pub struct Args {
+    pub cpu: bool,
+    pub gpu: bool,
+    /// Items per case: `1 << size_log2`.
+    pub size_log2: u32,
+    /// Timed repetitions per method (after one warm-up).
+    pub reps: usize,
+    pub out: String,
+}
+
+const USAGE: &str = "usage: bench [--cpu] [--gpu] [--size-log2 N] [--reps R] [--out FILE]
+  --cpu           run the CPU cases (the default when neither --cpu nor --gpu is given)
+  --gpu           run the GPU cases
+  --size-log2 N   items per case: 2^N (default 26)
+  --reps R        timed repetitions per method, after one warm-up (default 7)
+  --out FILE      also write the table to FILE (default bench-results.md)";
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args { cpu: false, gpu: false, size_log2: 26, reps: 7, out: "bench-results.md".into() };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            "--cpu" => args.cpu = true,
+            "--gpu" => args.gpu = true,
+            "--size-log2" => {
+                let v = value("--size-log2")?;
+                args.size_log2 = v.parse().ok().filter(|&n| n <= 32).ok_or(format!("--size-log2 {v}: want 0..=32"))?;
+            }
+            "--reps" => {
+                let v = value("--reps")?;
+                args.reps = v.parse().ok().filter(|&n| n > 0).ok_or(format!("--reps {v}: want a positive count"))?;
+            }
+            "--out" => args.out = value("--out")?,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if !args.cpu && !args.gpu {
+        args.cpu = true;
+    }
+    Ok(args)
+}
+
+/// One line of the table.
+pub struct Row {
+    pub case: String,
+    pub method: String,
+    /// Input + output bytes per second, in GB/s (1e9).
+    pub gbps: f64,
+    /// `gbps` over the same case's memcpy figure.
+    pub vs_copy: f64,
+    /// `gbps` over the same case's sequential figure (NaN where there is none).
+    pub vs_sequential: f64,
+}
+
+/// Times each of `methods` `reps` times after one warm-up call each, the
+/// methods interleaved within every round; returns each method's median.
+pub fn median_times(reps: usize, methods: &mut [&mut dyn FnMut()]) -> Vec<Duration> {
+    for m in methods.iter_mut() {
+        m();
+    }
+    let mut times = vec![Vec::with_capacity(reps); methods.len()];
+    for _ in 0..reps {
+        for (m, t) in methods.iter_mut().zip(&mut times) {
+            let start = Instant::now();
+            m();
+            t.push(start.elapsed());
+        }
+    }
+    times
+        .into_iter()
+        .map(|mut t| {
+            t.sort_unstable();
+            t[t.len() / 2]
+        })
+        .collect()
+}
+
+fn table(rows: &[Row], header: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{header}\n");
+    let _ = writeln!(s, "| case | method | GB/s | x memcpy | x sequential |");
+    let _ = writeln!(s, "|---|---|---:|---:|---:|");
+    for r in rows {
+        let seq = if r.vs_sequential.is_nan() { "-".to_string() } else { format!("{:.2}", r.vs_sequential) };
+        let _ = writeln!(s, "| {} | {} | {:.2} | {:.2} | {seq} |", r.case, r.method, r.gbps, r.vs_copy);
+    }
+    s
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("error: {e}");
+            }
+            eprintln!("{USAGE}");
+            return if e.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+        }
+    };
+    let mut rows = Vec::new();
+    let mut header = format!("# scan benchmark: 2^{} items, median of {} reps", args.size_log2, args.reps);
+    if args.cpu {
+        match cpu::run(&args) {
+            Ok((about, r)) => {
+                let _ = write!(header, "\n\n{about}");
+                rows.extend(r);
+            }
+            Err(e) => {
+                eprintln!("error: CPU benchmark failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    if args.gpu {
+        match gpu::run(&args) {
+            Ok((about, r)) => {
+                let _ = write!(header, "\n\n{about}");
+                rows.extend(r);
+            }
+            Err(e) => {
+                eprintln!("error: GPU benchmark failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let text = table(&rows, &header);
+    print!("{text}");
+    if let Err(e) = std::fs::write(&args.out, &text) {
+        eprintln!("error: cannot write {}: {e}", args.out);
+        return ExitCode::FAILURE;
+    }
+    eprintln!("wrote {}", args.out);
+    ExitCode::SUCCESS
+}

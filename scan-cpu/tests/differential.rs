@@ -1,0 +1,343 @@
+//! Every (algorithm, operator, kind, direction, in place or not) against
+//! `scan_core::reference`, on sizes around every boundary of the tiled path
+//! and of the Blelloch blocks, with fresh random data (seed printed; replay
+//! with `SCAN_SEED=...`).
+//!
+//! Integers are compared exactly. Floats are compared two ways:
+//! * data whose every partial result is exactly representable (small
+//!   integers; ±1 decays; signed permutation matrices): any association of
+//!   the operator gives the exact answer, so the result must equal the
+//!   reference bit for bit; this catches any misplaced or missing item;
+//! * general random data, against an f64 evaluation of the same scan, within
+//!   the worst-case rounding of *any* association order (bounds stated at
+//!   each check). NaN never passes.
+
+mod support;
+
+use scan_core::ops::{Add, LinearRecurrence, MatMul2x2, Max, Min, Mul};
+use scan_core::testing::Rng;
+use scan_core::ScanOp;
+
+use support::{for_each_scan, sizes, Check, BIG};
+
+/// `γ_n = n u / (1 - n u)`: the relative error bound of any evaluation in
+/// which every term passes through at most `n` roundings of unit `u`
+/// (Higham, Accuracy and Stability, §3.1). Infinite once `n u >= 1`.
+fn gamma(n: usize, u: f64) -> f64 {
+    let nu = n as f64 * u;
+    if nu >= 1.0 {
+        f64::INFINITY
+    } else {
+        nu / (1.0 - nu)
+    }
+}
+
+const U32: f64 = f32::EPSILON as f64 / 2.0;
+const U64: f64 = f64::EPSILON / 2.0;
+
+/// Sizes for an operator: the boundary sizes, and `BIG` when `big`.
+fn sizes_for<Op: ScanOp>(big: bool) -> Vec<usize> {
+    let mut s = sizes::<Op::Item>();
+    if big {
+        s.push(BIG);
+    }
+    s
+}
+
+// ---------------------------------------------------------------- integers
+
+#[test]
+fn add_i32_wraps_exactly_like_the_reference() {
+    let mut rng = Rng::fresh("add i32");
+    for n in sizes_for::<Add<i32>>(true) {
+        // Full-range values: almost every prefix overflows.
+        let x = rng.vec(n, |r| r.next_u64() as i32);
+        for_each_scan::<Add<i32>>(&x, n == BIG, Check::Exact);
+    }
+}
+
+#[test]
+fn add_u64_wraps_exactly_like_the_reference() {
+    let mut rng = Rng::fresh("add u64");
+    for n in sizes_for::<Add<u64>>(true) {
+        let x = rng.vec(n, |r| r.next_u64());
+        for_each_scan::<Add<u64>>(&x, n == BIG, Check::Exact);
+    }
+}
+
+#[test]
+fn mul_i32_wraps_exactly_like_the_reference() {
+    let mut rng = Rng::fresh("mul i32");
+    for n in sizes_for::<Mul<i32>>(false) {
+        // Mostly odd factors, so that products do not collapse to 0 at once.
+        let x = rng.vec(n, |r| (r.next_u64() as i32) | i32::from(r.below(16) != 0));
+        for_each_scan::<Mul<i32>>(&x, false, Check::Exact);
+    }
+}
+
+#[test]
+fn max_and_min_i64_equal_the_reference() {
+    let mut rng = Rng::fresh("max/min i64");
+    for n in sizes_for::<Max<i64>>(false) {
+        let x = rng.vec(n, |r| r.next_u64() as i64);
+        for_each_scan::<Max<i64>>(&x, false, Check::Exact);
+        for_each_scan::<Min<i64>>(&x, false, Check::Exact);
+    }
+}
+
+#[test]
+fn matmul2x2_i32_wraps_exactly_like_the_reference() {
+    // Non-commutative and exact: any reordering of operands shows.
+    let mut rng = Rng::fresh("matmul2x2 i32");
+    for n in sizes_for::<MatMul2x2<i32>>(true) {
+        let x = rng.vec(n, |r| std::array::from_fn(|_| r.next_u64() as i32));
+        for_each_scan::<MatMul2x2<i32>>(&x, n == BIG, Check::Exact);
+    }
+}
+
+// ---------------------------------------------------------------- float max / min
+
+/// Values with NaNs, infinities and both zeros mixed in.
+fn awkward_f32(r: &mut Rng) -> f32 {
+    match r.below(20) {
+        0 => f32::NAN,
+        1 => f32::INFINITY,
+        2 => f32::NEG_INFINITY,
+        3 => 0.0,
+        4 => -0.0,
+        _ => r.range_f64(-1e3, 1e3) as f32,
+    }
+}
+
+/// The scan with `f32::max` / `f32::min` written out, independently of the
+/// operator definitions: the semantics the operators promise.
+fn std_scan(x: &[f32], spec: scan_core::ScanSpec, f: fn(f32, f32) -> f32, identity: f32) -> Vec<f32> {
+    let mut out = vec![0.0; x.len()];
+    let mut acc = identity;
+    let order: Vec<usize> = if spec.is_reverse() { (0..x.len()).rev().collect() } else { (0..x.len()).collect() };
+    for i in order {
+        let next = f(acc, x[i]);
+        out[i] = if spec.is_inclusive() { next } else { acc };
+        acc = next;
+    }
+    out
+}
+
+#[test]
+fn max_and_min_f32_follow_f32_max_and_min_with_nan_inputs() {
+    let mut rng = Rng::fresh("max/min f32");
+    for n in sizes_for::<Max<f32>>(true) {
+        let x = rng.vec(n, awkward_f32);
+        let same = |want: &[f32], got: &[f32]| {
+            // ±0 compare equal: f32::max may return either zero for (0, -0).
+            want.iter().zip(got).position(|(w, g)| !(w == g || (w.is_nan() && g.is_nan())))
+        };
+        for_each_scan::<Max<f32>>(
+            &x,
+            n == BIG,
+            Check::Custom(&|spec, got| same(&std_scan(&x, spec, f32::max, f32::NEG_INFINITY), got)),
+        );
+        for_each_scan::<Min<f32>>(
+            &x,
+            n == BIG,
+            Check::Custom(&|spec, got| same(&std_scan(&x, spec, f32::min, f32::INFINITY), got)),
+        );
+    }
+}
+
+// ---------------------------------------------------------------- float add
+
+/// Integers in [-4, 4]: every partial sum of up to 2^21 of them is an integer
+/// below 2^24 in magnitude, exact in f32, so every order gives the same result.
+fn small_int_f32(r: &mut Rng) -> f32 {
+    r.below(9) as f32 - 4.0
+}
+
+#[test]
+fn add_f32_is_exact_on_exactly_representable_sums() {
+    let mut rng = Rng::fresh("add f32 exact");
+    for n in sizes_for::<Add<f32>>(true) {
+        let x = rng.vec(n, small_int_f32);
+        for_each_scan::<Add<f32>>(&x, n == BIG, Check::Exact);
+    }
+}
+
+/// The first index where `got` is off the f64 sum of the same items (in scan
+/// order) by more than `γ_{k} · Σ|x|` for the `k` items summed so far: any
+/// order of `k` additions rounds each term at most `k - 1` times. `extra` adds
+/// the f64 evaluation's own error, for f64 data.
+fn bad_sum<T: Copy + Into<f64>>(x: &[T], spec: scan_core::ScanSpec, got: &[T], u: f64, extra: f64) -> Option<usize> {
+    let order: Vec<usize> = if spec.is_reverse() { (0..x.len()).rev().collect() } else { (0..x.len()).collect() };
+    let (mut sum, mut abs) = (0.0f64, 0.0f64);
+    for (k, i) in order.into_iter().enumerate() {
+        let (before, before_abs, terms) = (sum, abs, k);
+        sum += x[i].into();
+        abs += x[i].into().abs();
+        let (want, bound_abs, terms) =
+            if spec.is_inclusive() { (sum, abs, k + 1) } else { (before, before_abs, terms) };
+        let g: f64 = got[i].into();
+        let bound = (gamma(terms, u) + extra * terms as f64) * bound_abs;
+        if g.is_nan() || (g - want).abs() > bound {
+            return Some(i);
+        }
+    }
+    None
+}
+
+#[test]
+fn add_f32_is_within_the_summation_bound_of_an_f64_evaluation() {
+    let mut rng = Rng::fresh("add f32 random");
+    for n in sizes_for::<Add<f32>>(true) {
+        let x = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
+        // Bound: γ_k(2^-24) Σ|x| (see `bad_sum`); the f64 sum's own error is
+        // below 2^-29 of that and is covered by γ's slack.
+        for_each_scan::<Add<f32>>(&x, n == BIG, Check::Custom(&|spec, got| bad_sum(&x, spec, got, U32, 0.0)));
+    }
+}
+
+#[test]
+fn add_f64_is_exact_on_integers_and_within_bound_on_random_data() {
+    let mut rng = Rng::fresh("add f64");
+    for n in sizes_for::<Add<f64>>(true) {
+        let x = rng.vec(n, |r| (r.next_u64() >> 20) as f64 - (1u64 << 43) as f64);
+        for_each_scan::<Add<f64>>(&x, n == BIG, Check::Exact);
+        let x = rng.vec(n, |r| r.range_f64(-1.0, 1.0));
+        // Both our result and the f64 reference are off the real sum by at
+        // most γ_k(2^-53) Σ|x|: allow twice that.
+        for_each_scan::<Add<f64>>(&x, n == BIG, Check::Custom(&|spec, got| bad_sum(&x, spec, got, U64, 2.0 * U64)));
+    }
+}
+
+// ---------------------------------------------------------------- linear recurrence
+
+#[test]
+fn linear_recurrence_is_exact_on_sign_flips_and_small_integers() {
+    // a = ±1, b in [-4, 4]: every combination is an integer pair below 2^24,
+    // exact in f32 and f64, and the operator is still not commutative.
+    let mut rng = Rng::fresh("linear recurrence exact");
+    for n in sizes_for::<LinearRecurrence<f32>>(true) {
+        let x = rng.vec(n, |r| (if r.below(2) == 0 { 1.0f32 } else { -1.0 }, small_int_f32(r)));
+        for_each_scan::<LinearRecurrence<f32>>(&x, n == BIG, Check::Exact);
+        let x: Vec<(f64, f64)> = x.iter().map(|&(a, b)| (f64::from(a), f64::from(b))).collect();
+        for_each_scan::<LinearRecurrence<f64>>(&x, n == BIG, Check::Exact);
+    }
+}
+
+/// The first index where the `(a, b)` scan `got` is off an f64 evaluation by
+/// more than the rounding any association order can make.
+///
+/// Bound: every result is a sum over the items `j` combined so far of
+/// `(Π a_k over the later items k) · b_j`, and in any association each such
+/// term passes through at most `2m` roundings for `m` items (one product and
+/// one sum per combine), so `|err| ≤ γ_{2m} · H` with `H` the same recurrence
+/// run on `|a|`, `|b|`; likewise the `a` product is within `γ_m |Π a|`.
+/// Subnormal products add an absolute error of at most one subnormal unit per
+/// rounding, hence the `tiny` term. `extra` covers the f64 evaluation itself.
+fn bad_recurrence<T: Copy + Into<f64>>(
+    x: &[(T, T)],
+    spec: scan_core::ScanSpec,
+    got: &[(T, T)],
+    u: f64,
+    tiny: f64,
+    extra: f64,
+) -> Option<usize> {
+    let order: Vec<usize> = if spec.is_reverse() { (0..x.len()).rev().collect() } else { (0..x.len()).collect() };
+    let (mut a, mut h, mut h_abs) = (1.0f64, 0.0f64, 0.0f64);
+    for (k, i) in order.into_iter().enumerate() {
+        let before = (a, h, h_abs, k);
+        let (xa, xb): (f64, f64) = (x[i].0.into(), x[i].1.into());
+        a *= xa;
+        h = xa * h + xb;
+        h_abs = xa.abs() * h_abs + xb.abs();
+        let (wa, wh, wh_abs, m) = if spec.is_inclusive() { (a, h, h_abs, k + 1) } else { before };
+        let (ga, gh): (f64, f64) = (got[i].0.into(), got[i].1.into());
+        let slack = tiny * 2.0 * m as f64;
+        let bound_a = (gamma(m, u) + extra * m as f64) * wa.abs() + slack;
+        let bound_h = (gamma(2 * m, u) + 2.0 * extra * m as f64) * wh_abs + slack;
+        if ga.is_nan() || gh.is_nan() || (ga - wa).abs() > bound_a || (gh - wh).abs() > bound_h {
+            return Some(i);
+        }
+    }
+    None
+}
+
+#[test]
+fn linear_recurrence_f32_is_within_bound_of_an_f64_evaluation() {
+    let mut rng = Rng::fresh("linear recurrence f32 random");
+    for n in sizes_for::<LinearRecurrence<f32>>(true) {
+        // |a| in [0.5, 1): products shrink (and reach subnormals on long runs).
+        let x = rng.vec(n, |r| {
+            let a = r.range_f64(0.5, 1.0) as f32;
+            (if r.below(2) == 0 { a } else { -a }, r.range_f64(-1.0, 1.0) as f32)
+        });
+        let tiny = f64::from(f32::from_bits(1)); // the smallest subnormal f32
+        for_each_scan::<LinearRecurrence<f32>>(
+            &x,
+            n == BIG,
+            Check::Custom(&|spec, got| bad_recurrence(&x, spec, got, U32, tiny, 0.0)),
+        );
+    }
+}
+
+#[test]
+fn linear_recurrence_f64_is_within_bound_of_the_reference_evaluation() {
+    let mut rng = Rng::fresh("linear recurrence f64 random");
+    for n in sizes_for::<LinearRecurrence<f64>>(false) {
+        let x = rng.vec(n, |r| (r.range_f64(-1.0, 1.0), r.range_f64(-1.0, 1.0)));
+        let tiny = f64::from_bits(1);
+        // Both sides carry f64 rounding: `extra` doubles the allowance.
+        for_each_scan::<LinearRecurrence<f64>>(
+            &x,
+            false,
+            Check::Custom(&|spec, got| bad_recurrence(&x, spec, got, U64, 2.0 * tiny, U64)),
+        );
+    }
+}
+
+// ---------------------------------------------------------------- 2x2 matrices, f64
+
+/// A random signed permutation matrix: products stay signed permutations, so
+/// every association is exact; the group is not commutative.
+fn signed_permutation(r: &mut Rng) -> [f64; 4] {
+    let s = |r: &mut Rng| if r.below(2) == 0 { 1.0 } else { -1.0 };
+    if r.below(2) == 0 {
+        [s(r), 0.0, 0.0, s(r)]
+    } else {
+        [0.0, s(r), s(r), 0.0]
+    }
+}
+
+#[test]
+fn matmul2x2_f64_is_exact_on_signed_permutations() {
+    let mut rng = Rng::fresh("matmul2x2 f64 exact");
+    for n in sizes_for::<MatMul2x2<f64>>(true) {
+        let x = rng.vec(n, signed_permutation);
+        for_each_scan::<MatMul2x2<f64>>(&x, n == BIG, Check::Exact);
+    }
+}
+
+#[test]
+fn matmul2x2_f64_of_rotations_is_within_bound_of_the_reference() {
+    // Products of rotations stay rotations. One product of two matrices with
+    // errors E_l, E_r has error E_l r + l E_r + (rounding ≤ γ_2 per entry, as
+    // |l0 r0| + |l1 r2| ≤ 1 by Cauchy-Schwarz, so ≤ 2γ_2 in 2-norm), and
+    // orthogonal factors do not amplify E: after the m - 1 products behind a
+    // result, ‖E‖ ≤ 2γ_2 m, for ours and for the reference alike. Allowed:
+    // 8γ_2 m, twice their sum, for the rounded (not exactly orthogonal) inputs.
+    let mut rng = Rng::fresh("matmul2x2 f64 rotations");
+    for n in sizes_for::<MatMul2x2<f64>>(false) {
+        let x = rng.vec(n, |r| {
+            let t = r.range_f64(-3.2, 3.2);
+            [t.cos(), -t.sin(), t.sin(), t.cos()]
+        });
+        let check = |spec: scan_core::ScanSpec, got: &[[f64; 4]]| {
+            let want = scan_core::reference::scan::<MatMul2x2<f64>>(&x, spec);
+            (0..n).find(|&i| {
+                let m = if spec.is_reverse() { n - i } else { i + 1 };
+                let bound = 8.0 * gamma(2, U64) * m as f64;
+                (0..4).any(|e| got[i][e].is_nan() || (got[i][e] - want[i][e]).abs() > bound)
+            })
+        };
+        for_each_scan::<MatMul2x2<f64>>(&x, false, Check::Custom(&check));
+    }
+}
