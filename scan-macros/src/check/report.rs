@@ -46,6 +46,9 @@ impl Printer<'_> {
         if p.0.is_empty() {
             return "0".into();
         }
+        if let Some(a) = p.as_atom() {
+            return self.atom(a, false);
+        }
         let mut out = String::new();
         // Variables first in their order, the constant last: `a - b + 1`.
         let konst = p.0.get(&Mono::default());
@@ -113,6 +116,12 @@ impl Printer<'_> {
         if b.0.is_empty() {
             return "0".into();
         }
+        // `a | b` is `a ^ b ^ a & b` in the normal form: print it as written.
+        let atoms = b.atoms();
+        let all_ones = b.0.iter().all(|(xs, m)| !xs.is_empty() && (*m == -1 || *m == 1));
+        if atoms.len() > 1 && atoms.len() < 16 && all_ones && b.0.len() == (1usize << atoms.len()) - 1 {
+            return atoms.iter().map(|a| self.atom(a, true)).collect::<Vec<_>>().join(" | ");
+        }
         let terms: Vec<String> =
             b.0.iter()
                 .map(|(atoms, mask)| {
@@ -120,7 +129,9 @@ impl Printer<'_> {
                     let boolean = !atoms.is_empty()
                         && atoms.iter().all(|a| matches!(a, Atom::Var(Var { kind: VarKind::Bool, .. })));
                     if atoms.is_empty() || !(*mask == -1 || (boolean && *mask == 1)) {
-                        parts.insert(0, mask.to_string());
+                        // `!1` reads better than `-2` for all bits but one.
+                        let m = if *mask < -1 { format!("!{}", !mask) } else { mask.to_string() };
+                        parts.insert(0, m);
                     }
                     parts.join(" & ")
                 })
@@ -212,6 +223,8 @@ mod tests {
         let var = |id| BitForm::atom(Atom::Var(Var { id, kind: VarKind::Unsigned }));
         assert_eq!(p.bits(&var(0).xor(&var(1))), "a ^ b");
         assert_eq!(p.bits(&var(0).and(&BitForm::constant(0xff))), "255 & a");
+        assert_eq!(p.bits(&var(0).or(&var(1)).or(&var(2))), "a | b | c");
+        assert_eq!(p.bits(&var(0).and(&BitForm::constant(-2))), "!1 & a");
         let mut g = Guard::new();
         g.insert(Atom::NonZero(Box::new(var(2))), false);
         assert_eq!(p.guard(&g), "c == 0");

@@ -13,7 +13,11 @@ fn accepted(src: &str, identity: &str) {
 fn rejected(src: &str, identity: &str) -> String {
     match op(src, identity).check() {
         Ok(()) => panic!("accepted `{src}` with identity `{identity}`"),
-        Err(msg) => msg,
+        Err(msg) => {
+            // Visible with `--nocapture`: read the messages, not only the asserts.
+            eprintln!("{msg}");
+            msg
+        }
     }
 }
 
