@@ -273,3 +273,27 @@ fn checker_cost_per_built_in_is_under_50_ms() {
         assert!(each < Duration::from_millis(50), "{name}: {each:?}");
     }
 }
+
+/// The sampled path (bodies outside the fragment, with the opt-in) costs more:
+/// a few thousand evaluations. Printed for the record; bounded loosely.
+#[test]
+fn checker_cost_of_sampled_operators() {
+    let cases = [
+        ("log_add_exp", "fn log_add_exp(a: f64, b: f64) -> f64 { (a.exp() + b.exp()).ln() }", "f64::NEG_INFINITY"),
+        ("harmonic", "fn harmonic(a: f64, b: f64) -> f64 { a * b / (a + b) }", "f64::INFINITY"),
+        (
+            "count_sum",
+            "fn count_sum(l: Tally, r: Tally) -> Tally { Tally { count: l.count + r.count, sum: l.sum + r.sum } }",
+            "Tally { sum: 0.0, count: 0 }",
+        ),
+    ];
+    for (name, src, identity) in cases {
+        let mut o = op(src, identity);
+        o.assume = true;
+        let start = Instant::now();
+        assert_eq!(o.check(), Ok(()), "{name}");
+        let t = start.elapsed();
+        eprintln!("checker cost {name:>18}: {:>8.3} ms", t.as_secs_f64() * 1e3);
+        assert!(t < Duration::from_millis(500), "{name}: {t:?}");
+    }
+}
