@@ -2,7 +2,7 @@
 
 use std::borrow::BorrowMut;
 
-use crate::{Result, ScanOp, ScanSpec};
+use crate::{Error, Result, ScanOp, ScanSpec};
 
 /// What a backend provides so that [`scan_in_place`] can run on it.
 ///
@@ -25,7 +25,13 @@ pub trait BlockBackend<Op: ScanOp> {
     /// Scans each block of the first `len` items of `data` in place, as `spec`
     /// says, and when `totals` is given writes the combination of block `b`'s
     /// items to `totals[b]`.
-    fn scan_blocks(&self, data: &mut Self::Buf, len: usize, spec: ScanSpec, totals: Option<&mut Self::Buf>) -> Result<()>;
+    fn scan_blocks(
+        &self,
+        data: &mut Self::Buf,
+        len: usize,
+        spec: ScanSpec,
+        totals: Option<&mut Self::Buf>,
+    ) -> Result<()>;
 
     /// Replaces every item `x` of block `b` of the first `len` items of `data`
     /// with `combine(prefixes[b], x)`.
@@ -55,6 +61,13 @@ where
     let block = backend.block_len().max(1);
     if len <= block {
         return backend.scan_blocks(data, len, spec, None);
+    }
+    // Blocks of one item would hand the recursion as many totals as items,
+    // forever (a stack overflow): such a backend cannot run this driver.
+    if block < 2 {
+        return Err(Error::Other(format!(
+            "a Blelloch backend's blocks must hold at least 2 items to scan {len} items; this one holds {block}"
+        )));
     }
     let blocks = len.div_ceil(block);
     let mut totals = backend.alloc(blocks)?;
