@@ -46,7 +46,8 @@ pub trait CudaType: Copy + 'static {
 /// A numeric scalar: what a type parameter `T` of a generic operator stands for.
 ///
 /// Integer arithmetic wraps (as on the GPU, in every build profile); float
-/// `max`/`min` ignore NaN like `f32::max` and CUDA's `fmaxf`. `LOWEST` and
+/// `max`/`min` ignore NaN like `f32::max` and CUDA's `fmaxf`, and order
+/// `-0 < +0` like `fmaxf`/`fminf` (where `f32::max` may return either zero). `LOWEST` and
 /// `HIGHEST` are the identities of max and min: `-inf`/`+inf` for floats,
 /// `MIN`/`MAX` for integers.
 ///
@@ -184,10 +185,22 @@ macro_rules! float_scalar {
                 -self
             }
             fn max(self, other: Self) -> Self {
-                <$t>::max(self, other)
+                // `f32::max` ignores NaN like CUDA's `fmaxf`, but may return
+                // either zero for (-0, +0); `fmaxf` returns +0. Equal operands
+                // are merged bitwise so both sides agree: +0 wins max.
+                if self == other {
+                    <$t>::from_bits(self.to_bits() & other.to_bits())
+                } else {
+                    <$t>::max(self, other)
+                }
             }
             fn min(self, other: Self) -> Self {
-                <$t>::min(self, other)
+                // As `max`: -0 wins min, like `fminf`.
+                if self == other {
+                    <$t>::from_bits(self.to_bits() | other.to_bits())
+                } else {
+                    <$t>::min(self, other)
+                }
             }
         }
         impl CudaFloat for $t {}
@@ -407,6 +420,16 @@ mod tests {
         assert_eq!(1.0f64.c_literal(), "1.0");
         assert_eq!(f32::NEG_INFINITY.c_literal(), "__int_as_float((int)0xff800000u)");
         assert_eq!(f64::INFINITY.c_literal(), "__longlong_as_double((long long)0x7ff0000000000000ull)");
+    }
+
+    #[test]
+    fn float_max_min_order_signed_zeros_like_cuda() {
+        assert!(CudaScalar::max(-0.0f32, 0.0).is_sign_positive());
+        assert!(CudaScalar::max(0.0f64, -0.0).is_sign_positive());
+        assert!(CudaScalar::min(0.0f32, -0.0).is_sign_negative());
+        assert!(CudaScalar::min(-0.0f64, 0.0).is_sign_negative());
+        assert_eq!(CudaScalar::max(f32::NAN, -1.0), -1.0);
+        assert!(CudaScalar::min(f64::NAN, f64::NAN).is_nan());
     }
 
     #[test]
