@@ -571,6 +571,9 @@ fn binary(op: BinOp, a: &Lattice, b: &Lattice, ty: &Ty, span: Span) -> R<Lattice
         BinOp::Eq | BinOp::Ne => {
             let ne = if float || matches!(ty, Ty::Param(_)) {
                 prop(Atom::Cmp(CmpOp::Ne, Box::new(lat(a.sub(b))?)))
+            } else if *ty == BOOL {
+                // On booleans `!=` is `^`: the value itself, not a proposition about it.
+                from_bits(to_bits(a, ty, span)?.xor(&to_bits(b, ty, span)?), 1)
             } else {
                 let d = to_bits(a, ty, span)?.xor(&to_bits(b, ty, span)?);
                 prop(Atom::NonZero(Box::new(d)))

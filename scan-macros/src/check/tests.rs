@@ -69,6 +69,18 @@ fn accepts_concrete_scalar_operators() {
     accepted("fn and(a: u32, b: u32) -> u32 { a & b }", "u32::MAX");
     accepted("fn and(a: bool, b: bool) -> bool { a && b }", "true");
     accepted("fn or(a: bool, b: bool) -> bool { a || b }", "false");
+    accepted("fn ne(a: bool, b: bool) -> bool { a != b }", "false");
+    accepted("fn eq(a: bool, b: bool) -> bool { a == b }", "true");
+    // Complex multiplication.
+    accepted(
+        "fn cmul(l: (f64, f64), r: (f64, f64)) -> (f64, f64) { (l.0 * r.0 - l.1 * r.1, l.0 * r.1 + l.1 * r.0) }",
+        "(1.0, 0.0)",
+    );
+    // Min-plus best suffix, with the min written as a method on an expression.
+    accepted(
+        "fn ms(l: (f64, f64), r: (f64, f64)) -> (f64, f64) { ((l.0 + r.1).min(r.0), l.1 + r.1) }",
+        "(f64::INFINITY, 0.0)",
+    );
     accepted("fn xor(a: u64, b: u64) -> u64 { a ^ b }", "0");
 }
 
