@@ -108,8 +108,10 @@ fn hand_written_struct_tuple_and_large_items_match_exactly() {
         |r| Stats { count: 1 + r.below(3) as u32, last: r.next_u64() as i32, sum: small_int(r) },
         exact,
     );
-    // The hand-written CUDA item assumes rustc puts the u64 first.
-    assert_eq!((std::mem::offset_of!((u8, u64), 1), std::mem::size_of::<(u8, u64)>()), (0, 16));
+    // The hand-written CUDA item assumes this layout of the Rust tuple.
+    let layout =
+        (std::mem::offset_of!((u8, u64), 0), std::mem::offset_of!((u8, u64), 1), std::mem::size_of::<(u8, u64)>());
+    assert_eq!(layout, (0, 8, 16), "rustc laid out (u8, u64) differently: fix SegSumU64's CUDA item");
     check_op::<SegSumU64>(&cuda, "segmented sum (u8, u64)", |r| ((r.below(10) == 0) as u8, r.next_u64()), exact);
     check_op::<AddF64x8>(&cuda, "[f64; 8]", |r| std::array::from_fn(|_| small_int(r)), exact);
 }

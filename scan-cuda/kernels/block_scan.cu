@@ -21,11 +21,24 @@ typedef unsigned long long u64;
 // (the sweeps' `2 * d * k` pattern and the K-strided runs) hit distinct banks.
 __device__ __forceinline__ unsigned conflict_free(unsigned i) { return i + (i >> 5); }
 
-// Buffer index of scan-order position `pos`: a reverse scan is the forward
-// scan of the reversed sequence (scan_core::Direction), so only indexing changes.
-__device__ __forceinline__ u64 buffer_index(u64 pos, u64 len, int reverse) {
-    return reverse ? len - 1 - pos : pos;
-}
+// A tile's items in scan order. A reverse scan is the forward scan of the
+// reversed sequence (scan_core::Direction), so only the addressing changes:
+// item p of a tile lives at `base[p]` or `base[-p]`. The direction is a
+// template parameter so that the unrolled loops address `base` plus constant
+// offsets (one register, not one 64-bit address per item); the one 64-bit
+// computation is the base.
+template <class Item, bool REVERSE>
+struct TileView {
+    Item* base;
+    unsigned valid;  // items of this tile inside [0, len)
+
+    __device__ __forceinline__ TileView(Item* data, u64 len, u64 start, unsigned tile) {
+        const u64 left = len - start;
+        valid = left < tile ? (unsigned)left : tile;
+        base = REVERSE ? data + (len - 1 - start) : data + start;
+    }
+    __device__ __forceinline__ Item& operator[](unsigned p) const { return REVERSE ? base[-(int)p] : base[p]; }
+};
 
 // Block layer: exclusive Blelloch scan of `n = 2 * THREADS` slots in place
 // (`slots` padded by conflict_free); returns the combination of all slots to
@@ -79,9 +92,8 @@ __device__ __forceinline__ typename Op::Item blelloch_exclusive(typename Op::Ite
 // Shared memory (dynamic): the tile, staged so that global loads and stores
 // are coalesced (striped) while each thread works on consecutive items
 // (blocked), then the 2 * THREADS run totals.
-template <class Op, int THREADS, int K>
-__device__ __forceinline__ void scan_tile(typename Op::Item* data, u64 len, typename Op::Item* totals,
-                                          int inclusive, int reverse) {
+template <class Op, int THREADS, int K, bool REVERSE>
+__device__ __forceinline__ void scan_tile(typename Op::Item* data, u64 len, typename Op::Item* totals, int inclusive) {
     typedef typename Op::Item Item;
     const unsigned TILE = 2 * THREADS * K;
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -89,14 +101,18 @@ __device__ __forceinline__ void scan_tile(typename Op::Item* data, u64 len, type
     Item* slots = tile + conflict_free(TILE);
 
     const unsigned tid = threadIdx.x;
-    const u64 start = (u64)blockIdx.x * TILE;
+    const TileView<Item, REVERSE> view(data, len, (u64)blockIdx.x * TILE, TILE);
 
-    // Load striped (coalesced), padding past the end with the identity.
+    // Load striped (coalesced) into registers, padding past the end with the
+    // identity, then stage in shared memory.
+    Item v[2 * K];
+#pragma unroll
     for (unsigned j = 0; j < 2 * K; ++j) {
         const unsigned p = j * THREADS + tid;
-        const u64 pos = start + p;
-        tile[conflict_free(p)] = pos < len ? data[buffer_index(pos, len, reverse)] : Op::identity();
+        v[j] = p < view.valid ? view[p] : Op::identity();
     }
+#pragma unroll
+    for (unsigned j = 0; j < 2 * K; ++j) tile[conflict_free(j * THREADS + tid)] = v[j];
     __syncthreads();
 
     // Thread layer: reduce each of this thread's two runs of K items.
@@ -124,10 +140,10 @@ __device__ __forceinline__ void scan_tile(typename Op::Item* data, u64 len, type
     __syncthreads();
 
     // Store striped (coalesced).
+#pragma unroll
     for (unsigned j = 0; j < 2 * K; ++j) {
         const unsigned p = j * THREADS + tid;
-        const u64 pos = start + p;
-        if (pos < len) data[buffer_index(pos, len, reverse)] = tile[conflict_free(p)];
+        if (p < view.valid) view[p] = tile[conflict_free(p)];
     }
     if (totals != 0 && tid == 0) totals[blockIdx.x] = total;
 }

@@ -89,10 +89,10 @@ impl<Op: ScanOp> BlockBackend<Op> for GpuBackend<'_> {
             }
             None => 0,
         };
-        let (len64, inclusive, reverse) = (len as u64, spec.is_inclusive() as i32, spec.is_reverse() as i32);
+        let (len64, inclusive) = (len as u64, spec.is_inclusive() as i32);
         let stream = self.cuda.stream();
-        let mut launch = stream.launch_builder(&self.module.scan_blocks);
-        launch.arg(&data.ptr).arg(&len64).arg(&totals_ptr).arg(&inclusive).arg(&reverse);
+        let mut launch = stream.launch_builder(&self.module.scan_blocks[spec.is_reverse() as usize]);
+        launch.arg(&data.ptr).arg(&len64).arg(&totals_ptr).arg(&inclusive);
         // SAFETY: `data` addresses at least `len` items and `totals` (if not
         // null) `blocks` items of this module's item type, live until the
         // stream has run the kernel; the kernel reads and writes only those.
@@ -108,10 +108,10 @@ impl<Op: ScanOp> BlockBackend<Op> for GpuBackend<'_> {
         }
         debug_assert!(len <= data.len && prefixes.len >= blocks);
         let cfg = self.config(blocks - 1, 0)?;
-        let (len64, reverse) = (len as u64, spec.is_reverse() as i32);
+        let len64 = len as u64;
         let stream = self.cuda.stream();
-        let mut launch = stream.launch_builder(&self.module.add_prefixes);
-        launch.arg(&data.ptr).arg(&len64).arg(&prefixes.ptr).arg(&reverse);
+        let mut launch = stream.launch_builder(&self.module.add_prefixes[spec.is_reverse() as usize]);
+        launch.arg(&data.ptr).arg(&len64).arg(&prefixes.ptr);
         // SAFETY: as in scan_blocks; `prefixes` holds one item per tile.
         unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of add_prefixes", e))?;
         Ok(())

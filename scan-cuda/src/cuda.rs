@@ -21,8 +21,10 @@ use crate::source::{ModuleSource, ADD_PREFIXES, SCAN_BLOCKS};
 /// One operator's loaded kernels.
 pub(crate) struct Module {
     _module: Arc<CudaModule>,
-    pub(crate) scan_blocks: CudaFunction,
-    pub(crate) add_prefixes: CudaFunction,
+    /// Pass 1, indexed by `spec.is_reverse()`.
+    pub(crate) scan_blocks: [CudaFunction; 2],
+    /// Pass 2, indexed by `spec.is_reverse()`.
+    pub(crate) add_prefixes: [CudaFunction; 2],
     pub(crate) policy: Policy,
     pub(crate) item_size: usize,
     pub(crate) shared_bytes: u32,
@@ -397,8 +399,8 @@ impl Cuda {
         let function = |name: &str| module.load_function(name).map_err(|e| driver_error("kernel lookup", e));
         let shared_bytes = source.policy.shared_bytes(source.item_size);
         Ok(Module {
-            scan_blocks: function(SCAN_BLOCKS)?,
-            add_prefixes: function(ADD_PREFIXES)?,
+            scan_blocks: [function(SCAN_BLOCKS[0])?, function(SCAN_BLOCKS[1])?],
+            add_prefixes: [function(ADD_PREFIXES[0])?, function(ADD_PREFIXES[1])?],
             _module: module,
             policy: source.policy,
             item_size: source.item_size,

@@ -22,8 +22,14 @@ pub struct Policy {
 
 impl Policy {
     /// The policy for items of `size` bytes.
+    ///
+    /// For tuning experiments only, `SCAN_CUDA_POLICY=THREADSxITEMS` (e.g.
+    /// `256x8`) overrides the choice for every item size whose tile fits.
     pub fn for_item_size(size: usize) -> Result<Policy> {
         let size = size.max(1);
+        if let Some(p) = Self::from_env().filter(|p| p.shared_bytes(size) <= SHARED_LIMIT) {
+            return Ok(p);
+        }
         let mut threads = 256u32;
         let items_per_run = match size {
             0..=4 => 8,
@@ -45,6 +51,14 @@ impl Policy {
             policy = Policy { threads, items_per_run };
         }
         Ok(policy)
+    }
+
+    fn from_env() -> Option<Policy> {
+        let v = std::env::var("SCAN_CUDA_POLICY").ok()?;
+        let (t, k) = v.split_once('x')?;
+        let (threads, items_per_run): (u32, u32) = (t.trim().parse().ok()?, k.trim().parse().ok()?);
+        let ok = threads.is_power_of_two() && (32..=1024).contains(&threads) && (1..=32).contains(&items_per_run);
+        ok.then_some(Policy { threads, items_per_run })
     }
 
     /// Items one block scans: the driver's `block_len`.

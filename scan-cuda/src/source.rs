@@ -10,9 +10,11 @@ pub(crate) const BLOCK_SCAN_CU: &str = include_str!("../kernels/block_scan.cu");
 /// Pass 2 of the multi-block scan.
 pub(crate) const PROPAGATE_CU: &str = include_str!("../kernels/propagate.cu");
 
-/// Names of the instantiated kernels inside every module.
-pub(crate) const SCAN_BLOCKS: &str = "scan_blocks";
-pub(crate) const ADD_PREFIXES: &str = "add_prefixes";
+/// Names of the instantiated kernels inside every module: pass 1 and pass 2
+/// of the multi-block scan, each forward and reverse (the direction is a
+/// template parameter: it decides the addressing of every load and store).
+pub(crate) const SCAN_BLOCKS: [&str; 2] = ["scan_blocks_forward", "scan_blocks_reverse"];
+pub(crate) const ADD_PREFIXES: [&str; 2] = ["add_prefixes_forward", "add_prefixes_reverse"];
 
 /// Everything the compiler sees for one operator, and what the host needs to
 /// launch it.
@@ -42,23 +44,30 @@ impl ModuleSource {
     fn assemble(op: &CudaSource, size: usize, align: usize, policy: Policy) -> ModuleSource {
         let name = &op.name;
         let (threads, k) = (policy.threads, policy.items_per_run);
-        let code = format!(
+        // At least 1024 resident threads per SM: caps registers at 64 so that
+        // enough loads are in flight to keep memory busy.
+        let min_blocks = (1024 / threads).max(1);
+        let mut code = format!(
             "// ---- operator `{name}` ----\n{op_code}\n\n// ---- kernels/block_scan.cu ----\n{BLOCK_SCAN_CU}\n\
              // ---- kernels/propagate.cu ----\n{PROPAGATE_CU}\n\
              // ---- instantiations ----\n\
              // The Rust item and the CUDA item must have one layout: bytes move unchanged.\n\
              static_assert(sizeof({name}::Item) == {size}, \"the CUDA item of `{name}` is not {size} bytes like the Rust item\");\n\
-             static_assert(alignof({name}::Item) <= {align}, \"the CUDA item of `{name}` is more aligned than the Rust item\");\n\
-             extern \"C\" __global__ void __launch_bounds__({threads}) {SCAN_BLOCKS}(\n\
-             \x20   {name}::Item* data, unsigned long long len, {name}::Item* totals, int inclusive, int reverse) {{\n\
-             \x20 scan::scan_tile<{name}, {threads}, {k}>(data, len, totals, inclusive, reverse);\n\
-             }}\n\
-             extern \"C\" __global__ void __launch_bounds__({threads}) {ADD_PREFIXES}(\n\
-             \x20   {name}::Item* data, unsigned long long len, const {name}::Item* prefixes, int reverse) {{\n\
-             \x20 scan::add_prefixes<{name}, {threads}, {k}>(data, len, prefixes, reverse);\n\
-             }}\n",
+             static_assert(alignof({name}::Item) <= {align}, \"the CUDA item of `{name}` is more aligned than the Rust item\");\n",
             op_code = op.code,
         );
+        for (reverse, (scan, add)) in [false, true].into_iter().zip(SCAN_BLOCKS.into_iter().zip(ADD_PREFIXES)) {
+            code.push_str(&format!(
+                "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {scan}(\n\
+                 \x20   {name}::Item* data, unsigned long long len, {name}::Item* totals, int inclusive) {{\n\
+                 \x20 scan::scan_tile<{name}, {threads}, {k}, {reverse}>(data, len, totals, inclusive);\n\
+                 }}\n\
+                 extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {add}(\n\
+                 \x20   {name}::Item* data, unsigned long long len, const {name}::Item* prefixes) {{\n\
+                 \x20 scan::add_prefixes<{name}, {threads}, {k}, {reverse}>(data, len, prefixes);\n\
+                 }}\n"
+            ));
+        }
         ModuleSource { op_name: name.clone(), code, policy, item_size: size }
     }
 }

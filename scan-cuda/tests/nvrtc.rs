@@ -66,7 +66,7 @@ fn every_template_instantiates_for_every_hand_written_test_operator() {
 #[ignore = "needs libnvrtc"]
 fn the_module_source_holds_the_operator_both_kernels_and_layout_checks() {
     let code = scan_cuda::module_source::<LinRecF32>().unwrap();
-    for needle in ["struct LinRecF32", "scan_blocks(", "add_prefixes(", "static_assert(sizeof(LinRecF32::Item) == 8"] {
+    for needle in ["struct LinRecF32", "scan_blocks_forward(", "add_prefixes_reverse(", "static_assert(sizeof(LinRecF32::Item) == 8"] {
         assert!(code.contains(needle), "missing {needle:?} in\n{code}");
     }
 }

@@ -177,13 +177,15 @@ op!(
 );
 
 // A user-defined tuple operator mixing widths: (u8 flag, u64 value), a
-// segmented sum (a set flag starts a new segment). 16 bytes with padding.
+// segmented sum (a set flag starts a new segment). 16 bytes with padding;
+// the CUDA struct assumes rustc's layout (u8 at 0, u64 at 8), which the
+// GPU test asserts.
 op!(
     SegSumU64,
     (u8, u64),
     (0, 0),
     |l, r| (l.0 | r.0, if r.0 != 0 { r.1 } else { l.1.wrapping_add(r.1) }),
-    "struct Item { unsigned long long f1; unsigned char f0; };
+    "struct Item { unsigned char f0; unsigned long long f1; };
   static __device__ __forceinline__ Item identity() { Item x; x.f0 = 0; x.f1 = 0; return x; }
   static __device__ __forceinline__ Item combine(Item l, Item r) {
     Item x; x.f0 = l.f0 | r.f0; x.f1 = r.f0 != 0 ? r.f1 : l.f1 + r.f1; return x; }"
