@@ -191,7 +191,7 @@ fn sampled(op: &OpDef, law: Law, spans: (Span, Span), bad: &str, unproven: &str,
     // cannot be rechecked exactly.
     let approximate = normal::transcendental(op.body);
     let tol = if approximate { 1e-6 } else { 1e-9 };
-    let (found, evaluated) = search::<f64>(op.item, law, !approximate, &close_or_exact(law, tol));
+    let (found, evaluated) = search::<f64>(op.item, law, !approximate, &close_or_exact(law, tol, approximate));
     if let Some(found) = found {
         let msg = format!(
             "{bad}: e.g. {}{INDENT}(found on sampled inputs; the body uses {why}, outside what the checker proves symbolically)",

@@ -741,3 +741,94 @@ pub fn first_difference<'a>(l: &'a Guarded, r: &'a Guarded) -> Option<(Guard, &'
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::testing::body;
+
+    fn var(id: u16, kind: VarKind) -> Atom {
+        Atom::Var(Var { id, kind })
+    }
+    fn nonzero(b: BitForm) -> Atom {
+        Atom::NonZero(Box::new(b))
+    }
+    fn bits(a: &Atom) -> BitForm {
+        let mut f = BitForm::default();
+        f.0.insert(vec![a.clone()], -1);
+        f
+    }
+
+    #[test]
+    fn integer_flags_are_vectors_of_bits() {
+        let (b, c) = (var(1, VarKind::Unsigned), var(2, VarKind::Unsigned));
+        let or = bits(&b).or(&bits(&c));
+        // b != 0 and (b | c) == 0: impossible.
+        let g = Guard::from([(nonzero(bits(&b)), true), (nonzero(or.clone()), false)]);
+        assert!(!feasible(&g));
+        // (b | c) != 0 and c == 0: b != 0, possible.
+        let g = Guard::from([(nonzero(or), true), (nonzero(bits(&c)), false)]);
+        assert!(feasible(&g));
+        // b & c == 0 with b != 0 and c != 0: different bits, possible.
+        let and = bits(&b).and(&bits(&c));
+        let g = Guard::from([(nonzero(and), false), (nonzero(bits(&b)), true), (nonzero(bits(&c)), true)]);
+        assert!(feasible(&g));
+    }
+
+    #[test]
+    fn boolean_flags_are_single_bits() {
+        let (b, c) = (var(1, VarKind::Bool), var(2, VarKind::Bool));
+        let mut and = BitForm::default();
+        and.0.insert(vec![b.clone(), c.clone()], 1);
+        // b && c is false, but b and c are both true: impossible for one bit.
+        let g = Guard::from([(nonzero(and), false), (b, true), (c, true)]);
+        assert!(!feasible(&g));
+    }
+
+    #[test]
+    fn the_segmented_sum_splits_into_feasible_cases_only() {
+        let (item, body) = body("fn seg(l: (u32, f32), r: (u32, f32)) -> (u32, f32) { (l.0 | r.0, if r.0 != 0 { r.1 } else { l.1 + r.1 }) }");
+        let mut vars = Vars::default();
+        let (a, b, c) = (vars.operand("a", &item), vars.operand("b", &item), vars.operand("c", &item));
+        let ab = eval(&body, &[a.clone(), b.clone()]).unwrap();
+        let left = eval(&body, &[ab, c.clone()]).unwrap();
+        let bc = eval(&body, &[b, c]).unwrap();
+        let right = eval(&body, &[a, bc]).unwrap();
+        let (l, r) = (left.leaves(), right.leaves());
+        assert_eq!(l.len(), 2);
+        // (a∘b)∘c: c.0 set -> c.1; else b.0 set -> b.1 + c.1; else a.1 + b.1 + c.1.
+        assert_eq!(l[1].1.len(), 3);
+        assert!(first_difference(l[0].1, r[0].1).is_none());
+        assert!(first_difference(l[1].1, r[1].1).is_none());
+    }
+
+    #[test]
+    fn struct_fields_come_from_the_body_sorted_by_name() {
+        let ty = Ty::Struct { name: "Tally".into(), fields: Vec::new() };
+        let (_, plain) = body("fn f(l: (f64, f64), r: (f64, f64)) -> (f64, f64) { (l.0 + r.0, l.1) }");
+        assert_eq!(resolve_item(&ty, &plain), ty, "no struct in the body: nothing to add");
+        assert!(!transcendental(&plain));
+        let (_, exp) = body("fn f(a: f64, b: f64) -> f64 { (a.exp() + b).max(0.0) }");
+        assert!(transcendental(&exp));
+        let (_, tally) = body("fn f(l: Tally, r: Tally) -> Tally { Tally { sum: l.sum + r.sum, count: l.count } }");
+        let Ty::Struct { fields, .. } = resolve_item(&ty, &tally) else { panic!("a struct") };
+        let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["count", "sum"]);
+    }
+
+    #[test]
+    fn constants_follow_the_type() {
+        let i = Ty::Scalar(Scalar::I32);
+        let u = Ty::Scalar(Scalar::U32);
+        let f = Ty::Scalar(Scalar::F32);
+        assert_eq!(const_value("i32::MIN", &Some(Lit::Int(i32::MIN as i128)), &i), Ok(ConstVal::NegInf));
+        assert_eq!(const_value("u32::MIN", &Some(Lit::Int(0)), &u), Ok(ConstVal::Lit(Lit::Int(0))));
+        assert_eq!(const_value("u32::MAX", &Some(Lit::Int(u32::MAX as i128)), &u), Ok(ConstVal::PosInf));
+        assert_eq!(
+            const_value("f32::MAX", &Some(Lit::Float(f32::MAX as f64)), &f),
+            Ok(ConstVal::Lit(Lit::Float(f32::MAX as f64)))
+        );
+        assert_eq!(const_value("T::LOWEST", &None, &Ty::Param("T".into())), Ok(ConstVal::NegInf));
+        assert!(const_value("f32::NAN", &Some(Lit::Float(f64::NAN)), &f).is_err());
+    }
+}
