@@ -13,4 +13,8 @@ pub use scan_cuda::{CompileStats, Cuda, DeviceBuffer};
 mod device;
 pub use device::Device;
 pub use scan_core::{CudaFloat, CudaScalar, CudaType};
-pub use scan_macros::{scan_item, scan_op};
+// The facade's `scan_op`/`scan_item` generate code that names `::scan::__core`,
+// so a user crate needs only `scan` as a dependency.
+#[doc(hidden)]
+pub use scan_core as __core;
+pub use scan_macros::{facade_scan_item as scan_item, facade_scan_op as scan_op};

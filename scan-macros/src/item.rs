@@ -4,12 +4,17 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::{Error, ItemStruct, Result};
 
-pub fn scan_item(args: TokenStream, input: TokenStream) -> TokenStream {
+use crate::root::Root;
+
+pub fn scan_item(args: TokenStream, input: TokenStream, root: Root) -> TokenStream {
     let result = syn::parse2::<ItemStruct>(input.clone())
         .map_err(|e| Error::new(e.span(), "#[scan_item] applies to a #[repr(C)] struct with named fields"))
-        .and_then(|s| expand(args, &s));
+        .and_then(|s| expand(args, &s).map(|generated| (s, generated)));
     match result {
-        Ok(t) => t,
+        Ok((s, generated)) => {
+            let generated = root.apply(generated);
+            quote!(#s #generated)
+        }
         Err(e) => {
             let e = e.to_compile_error();
             quote!(#e #input)
@@ -52,8 +57,6 @@ fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
     let tys: Vec<_> = fields.named.iter().map(|f| &f.ty).collect();
     let field_names: Vec<String> = idents.iter().map(|i| i.to_string()).collect();
     Ok(quote! {
-        #s
-
         impl ::scan_core::CudaType for #name {
             fn c_name() -> ::std::string::String {
                 ::std::string::String::from(#c_name)
