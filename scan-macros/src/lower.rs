@@ -940,3 +940,75 @@ pub fn show(t: &Ty) -> String {
         Ty::Struct { name, .. } => name.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lower_fn(src: &str) -> Result<Expr> {
+        let f: syn::ItemFn = syn::parse_str(src).expect("test fn parses");
+        let tps: Vec<String> = f
+            .sig
+            .generics
+            .params
+            .iter()
+            .filter_map(|p| match p {
+                syn::GenericParam::Type(t) => Some(t.ident.to_string()),
+                _ => None,
+            })
+            .collect();
+        let syn::FnArg::Typed(first) = &f.sig.inputs[0] else { panic!("typed") };
+        let item = ty(&first.ty, &tps)?;
+        body(&f.block, ["l".into(), "r".into()], &item, &tps)
+    }
+
+    #[test]
+    fn unsuffixed_literals_take_the_other_operands_type() {
+        let e = lower_fn("fn f(l: f32, r: f32) -> f32 { 2.0 * l + r }").expect("lowers");
+        let ExprKind::Binary(BinOp::Add, lhs, _) = &e.kind else { panic!("{e:?}") };
+        let ExprKind::Binary(BinOp::Mul, two, _) = &lhs.kind else { panic!("{lhs:?}") };
+        assert_eq!(two.ty, Ty::Scalar(Scalar::F32));
+        assert!(matches!(two.kind, ExprKind::Lit(Lit::Float(v)) if v == 2.0));
+    }
+
+    #[test]
+    fn wrapping_methods_become_plain_arithmetic() {
+        let e = lower_fn("fn f(l: u64, r: u64) -> u64 { l.wrapping_mul(r) }").expect("lowers");
+        assert!(matches!(e.kind, ExprKind::Binary(BinOp::Mul, _, _)), "{e:?}");
+    }
+
+    #[test]
+    fn shadowing_lets_get_unique_names_and_tuples_destructure() {
+        let e = lower_fn(
+            "fn f(l: (i32, i32), r: (i32, i32)) -> (i32, i32) { let (a, b) = l; let a = a + r.0; (a, b + r.1) }",
+        )
+        .expect("lowers");
+        let mut names = Vec::new();
+        let mut cur = &e;
+        while let ExprKind::Let { name, body, .. } = &cur.kind {
+            names.push(name.clone());
+            cur = body;
+        }
+        assert_eq!(names, ["tuple", "a", "b", "a_1"]);
+        assert_eq!(cur.ty, Ty::Tuple(vec![Ty::Scalar(Scalar::I32); 2]));
+    }
+
+    #[test]
+    fn generic_consts_and_params_are_typed_by_the_parameter() {
+        let f: syn::Expr = syn::parse_str("(T::ONE, T::LOWEST)").expect("parses");
+        let item = Ty::Tuple(vec![Ty::Param("T".into()); 2]);
+        let e = identity(&f, &item, &["T".to_string()]).expect("lowers");
+        let ExprKind::Tuple(xs) = &e.kind else { panic!("{e:?}") };
+        assert!(matches!(&xs[0].kind, ExprKind::Const { value: Some(Lit::Int(1)), .. }));
+        assert!(matches!(&xs[1].kind, ExprKind::Const { value: None, .. }));
+    }
+
+    #[test]
+    fn unsupported_forms_are_rejected_with_the_supported_list() {
+        for body in ["loop { }", "&l", "l.powi(2)", "{ let f = |x: f32| x; f(l) }", "match l { _ => r }", "l << 1"] {
+            let src = format!("fn f(l: f32, r: f32) -> f32 {{ {body} }}");
+            let err = lower_fn(&src).expect_err(body).to_string();
+            assert!(err.contains("not supported") && err.contains("supported:"), "{body}: {err}");
+        }
+    }
+}
