@@ -103,6 +103,7 @@ pub fn laws_test(op: &OpDef) -> TokenStream {
                 <__Op as ::scan_core::ScanOp>::combine(l, r)
             }
             /// Within `tol` relative to the larger magnitude; `None` for NaN.
+            #[allow(dead_code)]
             fn __close(l: f64, r: f64, tol: f64) -> Option<bool> {
                 if l.is_nan() || r.is_nan() {
                     return None;
