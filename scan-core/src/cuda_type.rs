@@ -122,21 +122,27 @@ macro_rules! int_scalar {
             const ONE: Self = 1;
             const LOWEST: Self = <$t>::MIN;
             const HIGHEST: Self = <$t>::MAX;
+            #[inline]
             fn wrapping_add(self, other: Self) -> Self {
                 <$t>::wrapping_add(self, other)
             }
+            #[inline]
             fn wrapping_sub(self, other: Self) -> Self {
                 <$t>::wrapping_sub(self, other)
             }
+            #[inline]
             fn wrapping_mul(self, other: Self) -> Self {
                 <$t>::wrapping_mul(self, other)
             }
+            #[inline]
             fn wrapping_neg(self) -> Self {
                 <$t>::wrapping_neg(self)
             }
+            #[inline]
             fn max(self, other: Self) -> Self {
                 Ord::max(self, other)
             }
+            #[inline]
             fn min(self, other: Self) -> Self {
                 Ord::min(self, other)
             }
@@ -172,18 +178,23 @@ macro_rules! float_scalar {
             const ONE: Self = 1.0;
             const LOWEST: Self = <$t>::NEG_INFINITY;
             const HIGHEST: Self = <$t>::INFINITY;
+            #[inline]
             fn wrapping_add(self, other: Self) -> Self {
                 self + other
             }
+            #[inline]
             fn wrapping_sub(self, other: Self) -> Self {
                 self - other
             }
+            #[inline]
             fn wrapping_mul(self, other: Self) -> Self {
                 self * other
             }
+            #[inline]
             fn wrapping_neg(self) -> Self {
                 -self
             }
+            #[inline]
             fn max(self, other: Self) -> Self {
                 // `f32::max` ignores NaN like CUDA's `fmaxf`, but may return
                 // either zero for (-0, +0); `fmaxf` returns +0. Equal operands
@@ -194,6 +205,7 @@ macro_rules! float_scalar {
                     <$t>::max(self, other)
                 }
             }
+            #[inline]
             fn min(self, other: Self) -> Self {
                 // As `max`: -0 wins min, like `fminf`.
                 if self == other {
