@@ -170,17 +170,23 @@ impl Poly {
     /// constant plus positive multiples of monomials that cannot be negative
     /// (even powers, unsigned variables). Sufficient, not necessary.
     pub fn provably_nonneg(&self) -> bool {
-        self.0.iter().all(|(m, c)| {
-            if m.0.is_empty() {
-                return c.signum() >= 0;
-            }
-            c.signum() > 0
-                && m.0.iter().all(|(a, e)| {
-                    e % 2 == 0 || matches!(a, Atom::Var(Var { kind: VarKind::Unsigned | VarKind::Bool, .. }))
-                })
-        })
+        self.0.iter().all(|(m, c)| term_nonneg(m, *c))
     }
 }
+
+/// `c·m >= 0` for every input: a nonnegative constant, or a positive multiple
+/// of a monomial that cannot be negative.
+pub fn term_nonneg(m: &Mono, c: Rat) -> bool {
+    if m.0.is_empty() || c.is_zero() {
+        return c.signum() >= 0;
+    }
+    c.signum() > 0
+        && m.0
+            .iter()
+            .all(|(a, e)| e % 2 == 0 || matches!(a, Atom::Var(Var { kind: VarKind::Unsigned | VarKind::Bool, .. })))
+}
+
+impl Poly {}
 
 #[cfg(test)]
 mod tests {

@@ -309,3 +309,41 @@ fn checker_cost_of_sampled_operators() {
         assert!(t < Duration::from_millis(500), "{name}: {t:?}");
     }
 }
+
+/// Larger items stay cheap: the 3x3 max-plus (tropical) matrix product, and the
+/// 3x3 ordinary one, 27 variables each.
+#[test]
+fn three_by_three_matrix_products_are_proven_quickly() {
+    let entry = |i: usize, j: usize, tropical: bool| {
+        let terms: Vec<String> = (0..3)
+            .map(|k| {
+                if tropical {
+                    format!("(l[{}] + r[{}])", 3 * i + k, 3 * k + j)
+                } else {
+                    format!("l[{}] * r[{}]", 3 * i + k, 3 * k + j)
+                }
+            })
+            .collect();
+        if tropical {
+            format!("{}.max({}).max({})", terms[0], terms[1], terms[2])
+        } else {
+            terms.join(" + ")
+        }
+    };
+    for tropical in [true, false] {
+        let entries: Vec<String> = (0..9).map(|n| entry(n / 3, n % 3, tropical)).collect();
+        let src = format!("fn m(l: [f64; 9], r: [f64; 9]) -> [f64; 9] {{ [{}] }}", entries.join(", "));
+        let (one, zero) = if tropical { ("0.0", "f64::NEG_INFINITY") } else { ("1.0", "0.0") };
+        let identity: Vec<&str> = (0..9).map(|n| if n % 4 == 0 { one } else { zero }).collect();
+        let o = op(&src, &format!("[{}]", identity.join(", ")));
+        let start = Instant::now();
+        assert_eq!(o.check(), Ok(()), "tropical: {tropical}");
+        let t = start.elapsed();
+        eprintln!(
+            "checker cost 3x3 {}: {:.3} ms",
+            if tropical { "max-plus" } else { "ordinary" },
+            t.as_secs_f64() * 1e3
+        );
+        assert!(t < Duration::from_millis(50), "{t:?}");
+    }
+}
