@@ -136,6 +136,7 @@ impl Poly {
         Poly(self.0.iter().map(|(m, c)| (m.clone(), c.neg())).collect())
     }
 
+    #[cfg(test)]
     pub fn sub(&self, o: &Poly) -> Result<Poly, Overflow> {
         self.add(&o.neg())
     }
@@ -169,6 +170,7 @@ impl Poly {
     /// True when the polynomial is `>= 0` for every input: a nonnegative
     /// constant plus positive multiples of monomials that cannot be negative
     /// (even powers, unsigned variables). Sufficient, not necessary.
+    #[cfg(test)]
     pub fn provably_nonneg(&self) -> bool {
         self.0.iter().all(|(m, c)| term_nonneg(m, *c))
     }
