@@ -41,6 +41,13 @@ fn run() -> Result<(), String> {
     let (out, time) = timed_scan::<LinearRecurrence<f32>>(&device, &ab)?;
     let (worst, bound) = check_recurrence(&ab, &out)?;
     report("linear recurrence h_t = a_t h_(t-1) + b_t", &ab, time, worst, bound);
+
+    // Kernels are compiled once per operator and cached on disk: a second
+    // start reads the cache instead of running NVRTC.
+    if let Some(cuda) = device.as_cuda() {
+        let cache = cuda.cache_dir().map_or("none".into(), |d| d.display().to_string());
+        println!("GPU kernels: {} (disk cache: {cache})", cuda.compile_stats());
+    }
     Ok(())
 }
 
