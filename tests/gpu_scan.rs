@@ -11,7 +11,7 @@ use scan_core::testing::Rng;
 use scan_core::{reference, ScanSpec};
 use support::gpu::{check_op, cuda, exact, small_int};
 use support::ops::{AddF64x8, SegSumU64, Stats, StatsOp};
-use support::user_ops::CountAndSum;
+use support::user_ops::{Affine, Compose, CountAndSum};
 
 type AddF32 = Add<f32>;
 type AddF64 = Add<f64>;
@@ -93,9 +93,16 @@ fn non_commutative_operators_match_exactly() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn user_tuple_operator_matches_exactly() {
+fn user_tuple_and_struct_operators_match_exactly() {
     let cuda = cuda();
     check_op::<CountAndSum>(&cuda, "user tuple (u32, i64)", |r| (r.below(4) as u32, r.next_u64() as i64), exact);
+    // scale in {-1, 0, 1}, small integer shifts: exact, non-commutative.
+    check_op::<Compose>(
+        &cuda,
+        "user struct Affine",
+        |r| Affine { scale: r.below(3) as f64 - 1.0, shift: small_int(r) },
+        exact,
+    );
 }
 
 #[test]

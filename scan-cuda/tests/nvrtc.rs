@@ -9,7 +9,7 @@ mod support;
 use scan_core::ops::*;
 use scan_core::{CudaOp, CudaSource, Error, ScanOp};
 use support::ops::*;
-use support::user_ops::CountAndSum;
+use support::user_ops::{Compose, CountAndSum};
 
 /// The architectures the kernels must build for: Hopper (the H200) and one
 /// older generation, so that nothing Hopper-only slips in unnoticed.
@@ -39,8 +39,9 @@ fn every_template_instantiates_for_every_built_in_operator() {
 
 #[test]
 #[ignore = "needs libnvrtc"]
-fn every_template_instantiates_for_a_user_tuple_operator() {
+fn every_template_instantiates_for_user_tuple_and_struct_operators() {
     assert_compiles::<CountAndSum>();
+    assert_compiles::<Compose>();
 }
 
 #[test]
@@ -66,7 +67,12 @@ fn every_template_instantiates_for_every_hand_written_test_operator() {
 #[ignore = "needs libnvrtc"]
 fn the_module_source_holds_the_operator_both_kernels_and_layout_checks() {
     let code = scan_cuda::module_source::<LinRecF32>().unwrap();
-    for needle in ["struct LinRecF32", "scan_blocks_forward(", "add_prefixes_reverse(", "static_assert(sizeof(LinRecF32::Item) == 8"] {
+    for needle in [
+        "struct LinRecF32",
+        "scan_blocks_forward(",
+        "add_prefixes_reverse(",
+        "static_assert(sizeof(LinRecF32::Item) == 8",
+    ] {
         assert!(code.contains(needle), "missing {needle:?} in\n{code}");
     }
 }
