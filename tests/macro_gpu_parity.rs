@@ -178,33 +178,34 @@ fn close(got: &f64, want: &f64) -> bool {
 fn generated_cuda_computes_what_the_cpu_computes() {
     let gpu = Gpu::new();
     let mut rng = Rng::fresh("gpu_parity");
-    let mut results = Vec::new();
-    // Built-ins: wrapping integers, NaN-ignoring max/min, non-contracted floats.
-    results.push(gpu.check::<Add<i32>>(&mut rng, same));
-    results.push(gpu.check::<Add<u64>>(&mut rng, same));
-    results.push(gpu.check::<Mul<i64>>(&mut rng, same));
-    results.push(gpu.check::<Add<f32>>(&mut rng, same));
-    results.push(gpu.check::<Mul<f64>>(&mut rng, same));
-    results.push(gpu.check::<Max<f32>>(&mut rng, same));
-    results.push(gpu.check::<Min<f64>>(&mut rng, same));
-    results.push(gpu.check::<Max<i64>>(&mut rng, same));
-    results.push(gpu.check::<Lr<f32>>(&mut rng, same));
-    results.push(gpu.check::<MatMul2x2<f32>>(&mut rng, same));
-    results.push(gpu.check::<MatMul2x2<i32>>(&mut rng, same));
-    results.push(gpu.check::<SegmentedAdd<i32>>(&mut rng, same));
-    results.push(gpu.check::<BestPrefix<f64>>(&mut rng, same));
-    // Operators of the tests: casts, lets, branches, struct items, generics, fma.
-    results.push(gpu.check::<CountMax>(&mut rng, same));
-    results.push(gpu.check::<Min3>(&mut rng, same));
-    results.push(gpu.check::<CountSum>(&mut rng, same));
-    results.push(gpu.check::<PairSum<u32>>(&mut rng, same));
-    results.push(gpu.check::<FusedRecurrence>(&mut rng, same));
-    results.push(gpu.check::<AddInF64>(&mut rng, same));
-    results.push(gpu.check::<MaxClamped>(&mut rng, same));
-    results.push(gpu.check::<SumI32>(&mut rng, same));
-    // exp/log1p are not correctly rounded on either side (CUDA documents
-    // 1-2 ulp for double exp/log1p): compared with `close`.
-    results.push(gpu.check::<op_logaddexp::LogAddExp>(&mut rng, close));
+    let results = vec![
+        // Built-ins: wrapping integers, NaN-ignoring max/min, non-contracted floats.
+        gpu.check::<Add<i32>>(&mut rng, same),
+        gpu.check::<Add<u64>>(&mut rng, same),
+        gpu.check::<Mul<i64>>(&mut rng, same),
+        gpu.check::<Add<f32>>(&mut rng, same),
+        gpu.check::<Mul<f64>>(&mut rng, same),
+        gpu.check::<Max<f32>>(&mut rng, same),
+        gpu.check::<Min<f64>>(&mut rng, same),
+        gpu.check::<Max<i64>>(&mut rng, same),
+        gpu.check::<Lr<f32>>(&mut rng, same),
+        gpu.check::<MatMul2x2<f32>>(&mut rng, same),
+        gpu.check::<MatMul2x2<i32>>(&mut rng, same),
+        gpu.check::<SegmentedAdd<i32>>(&mut rng, same),
+        gpu.check::<BestPrefix<f64>>(&mut rng, same),
+        // Operators of the tests: casts, lets, branches, struct items, generics, fma.
+        gpu.check::<CountMax>(&mut rng, same),
+        gpu.check::<Min3>(&mut rng, same),
+        gpu.check::<CountSum>(&mut rng, same),
+        gpu.check::<PairSum<u32>>(&mut rng, same),
+        gpu.check::<FusedRecurrence>(&mut rng, same),
+        gpu.check::<AddInF64>(&mut rng, same),
+        gpu.check::<MaxClamped>(&mut rng, same),
+        gpu.check::<SumI32>(&mut rng, same),
+        // exp/log1p are not correctly rounded on either side (CUDA documents
+        // 1-2 ulp for double exp/log1p): compared with `close`.
+        gpu.check::<op_logaddexp::LogAddExp>(&mut rng, close),
+    ];
     let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
     assert!(failures.is_empty(), "CPU/GPU parity failures:\n{}", failures.join("\n"));
 }
