@@ -9,6 +9,8 @@
 pub use scan_core::{blelloch, ops, reference, CudaOp, CudaSource, Direction, Error, Kind, Result, ScanOp, ScanSpec};
 pub use scan_cpu::{Algorithm, Cpu};
 pub use scan_cuda::{CompileStats, Cuda, DeviceBuffer};
+/// The CUDA backend crate (its `cudarc` re-export included).
+pub use scan_cuda as cuda;
 
 mod device;
 pub use device::Device;
