@@ -318,6 +318,7 @@ impl Cuda {
         spec: ScanSpec,
     ) -> Result<()> {
         self.check_buffer(input)?;
+        self.check_buffer(output)?;
         output.copy_from(input)?;
         self.scan_device::<Op>(output, spec)
     }

@@ -34,3 +34,10 @@ pub use policy::Policy;
 
 /// The cudarc this crate is built with, for scanning your own `CudaSlice`s.
 pub use cudarc;
+
+// One executor can be shared between threads (launches go to its one stream).
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Cuda>();
+    send_sync::<DeviceBuffer<(f32, f32)>>();
+};
