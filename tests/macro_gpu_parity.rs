@@ -202,6 +202,8 @@ fn generated_cuda_computes_what_the_cpu_computes() {
         gpu.check::<AddInF64>(&mut rng, same),
         gpu.check::<MaxClamped>(&mut rng, same),
         gpu.check::<SumI32>(&mut rng, same),
+        gpu.check::<ScaledTally>(&mut rng, same),
+        gpu.check::<CountedSegments>(&mut rng, same),
         // exp/log1p are not correctly rounded on either side (CUDA documents
         // 1-2 ulp for double exp/log1p): compared with `close`.
         gpu.check::<op_logaddexp::LogAddExp>(&mut rng, close),

@@ -159,7 +159,9 @@ fn generic_operators_have_one_source_per_type_argument() {
 fn struct_items_are_declared_with_the_rust_layout() {
     let code = CountSum::cuda_source().code;
     let size = std::mem::size_of::<Tally>();
-    assert!(code.contains(&format!("static_assert(sizeof(Tally) == {size}")), "{code}");
+    let c_name = <Tally as scan::CudaType>::c_name();
+    assert!(c_name.ends_with("macro_ops_Tally"), "named after the Rust path: {c_name}");
+    assert!(code.contains(&format!("static_assert(sizeof({c_name}) == {size}")), "{code}");
     // repr(C): `sum` (f64) at 0, `count` (u32) at 8, then tail padding.
     let (sum, count) = (code.find("  double sum;"), code.find("  unsigned int count;"));
     assert!(sum.is_some() && count.is_some() && sum < count, "{code}");

@@ -52,14 +52,17 @@ fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
         return Err(Error::new(s.ident.span(), "#[scan_item] structs need named fields"));
     };
     let name = &s.ident;
-    let c_name = name.to_string();
+    let name_str = name.to_string();
+    // The C++ name is the Rust path, so that structs of one name in two
+    // modules can share an NVRTC program (`my_crate_stats_Stats`).
+    let c_name = quote!(::scan_core::__private::op_name(::core::concat!(::core::module_path!(), "::", #name_str), &[]));
     let idents: Vec<_> = fields.named.iter().filter_map(|f| f.ident.as_ref()).collect();
     let tys: Vec<_> = fields.named.iter().map(|f| &f.ty).collect();
     let field_names: Vec<String> = idents.iter().map(|i| i.to_string()).collect();
     Ok(quote! {
         impl ::scan_core::CudaType for #name {
             fn c_name() -> ::std::string::String {
-                ::std::string::String::from(#c_name)
+                #c_name
             }
             fn c_decls(out: &mut ::std::string::String) {
                 #(<#tys as ::scan_core::CudaType>::c_decls(out);)*
@@ -71,7 +74,7 @@ fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
                 }),*];
                 ::scan_core::__private::c_struct(
                     out,
-                    #c_name,
+                    &Self::c_name(),
                     &fields,
                     ::core::mem::size_of::<#name>(),
                     ::core::mem::align_of::<#name>(),
@@ -80,7 +83,7 @@ fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
             fn c_literal(&self) -> ::std::string::String {
                 let parts: ::std::vec::Vec<::std::string::String> =
                     ::std::vec![#(::scan_core::CudaType::c_literal(&self.#idents)),*];
-                ::std::format!("{}::make({})", #c_name, parts.join(", "))
+                ::std::format!("{}::make({})", Self::c_name(), parts.join(", "))
             }
         }
     })

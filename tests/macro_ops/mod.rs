@@ -98,6 +98,27 @@ pub fn max_clamped(a: u32, b: u32) -> u32 {
     }
 }
 
+/// Struct fields next to unsuffixed literals (their type is invisible to the
+/// macro: the CUDA side casts the literal to `decltype` of the field).
+#[scan_op(identity = Tally { sum: 0.0, count: 0 }, assume_associative)]
+pub fn scaled_tally(l: Tally, r: Tally) -> Tally {
+    Tally { sum: l.sum * 1.0 + r.sum, count: l.count + r.count * 1 }
+}
+
+/// `let` inside an `if` branch (an immediately invoked lambda in CUDA, so
+/// the branch not taken is not evaluated): a segmented f64 sum whose flag is
+/// a count of segment starts.
+#[scan_op(identity = (0, 0.0), assume_associative)]
+pub fn counted_segments(l: (u32, f64), r: (u32, f64)) -> (u32, f64) {
+    if r.0 > 0 {
+        let n = l.0 + r.0;
+        (n, r.1)
+    } else {
+        let n = l.0;
+        (n, l.1 + r.1)
+    }
+}
+
 /// Every operator above, as (name, CUDA source), for the NVRTC test.
 pub fn cuda_sources() -> Vec<scan::CudaSource> {
     vec![
@@ -115,5 +136,7 @@ pub fn cuda_sources() -> Vec<scan::CudaSource> {
         FusedRecurrence::cuda_source(),
         AddInF64::cuda_source(),
         MaxClamped::cuda_source(),
+        ScaledTally::cuda_source(),
+        CountedSegments::cuda_source(),
     ]
 }
