@@ -46,51 +46,90 @@ fn ineq(p: &Poly, sign: i128, strict: bool) -> Option<Ineq> {
 /// The cap on constraints during elimination.
 const MAX_CONSTRAINTS: usize = 400;
 
-/// Whether comparisons `(op, d, holds)` (`d < 0`, `d <= 0`, `d != 0`, or their
-/// negations when `holds` is false) can all hold at once over the reals, with
-/// unsigned variables nonnegative. Non-linear ones are ignored.
-pub fn feasible(lits: &[(CmpOp, &Lattice, bool)]) -> bool {
-    let mut base: Vec<Ineq> = Vec::new();
-    let mut disjunctions: Vec<&Poly> = Vec::new();
-    for (op, d, holds) in lits {
-        let Some(p) = d.as_plain() else { continue };
-        let cs = match (op, holds) {
-            (CmpOp::Lt, true) => vec![ineq(p, -1, true)],
-            (CmpOp::Lt, false) => vec![ineq(p, 1, false)],
-            (CmpOp::Le, true) => vec![ineq(p, -1, false)],
-            (CmpOp::Le, false) => vec![ineq(p, 1, true)],
-            (CmpOp::Ne, false) => vec![ineq(p, 1, false), ineq(p, -1, false)],
-            (CmpOp::Ne, true) => {
-                disjunctions.push(p);
-                continue;
-            }
-        };
-        base.extend(cs.into_iter().flatten());
-    }
-    // Unsigned variables are nonnegative.
-    let mut unsigned: Vec<Atom> = Vec::new();
-    for c in &base {
-        for a in c.coeffs.keys() {
-            if matches!(a, Atom::Var(Var { kind: VarKind::Unsigned | VarKind::Bool, .. })) && !unsigned.contains(a) {
-                unsigned.push(a.clone());
+/// Alternatives (a disjunction) of conjunctions of linear constraints.
+type Dnf = Vec<Vec<Ineq>>;
+
+/// The cap on alternatives, to bound compile time; past it, "feasible".
+const MAX_ALTERNATIVES: usize = 256;
+
+/// A constraint on one piece; a non-linear piece is no constraint (dropping
+/// constraints only makes a path look feasible, which is safe).
+fn piece(p: &Poly, sign: i128, strict: bool) -> Vec<Ineq> {
+    ineq(p, sign, strict).into_iter().collect()
+}
+
+/// `d < 0` (strict) or `d <= 0`, for `d = max_i min_j p_ij`: every `i` has a
+/// `j` with `p_ij < 0`: one alternative per choice of `j`s.
+fn below(d: &Lattice, strict: bool) -> Option<Dnf> {
+    let mut alts: Dnf = vec![Vec::new()];
+    for term in &d.0 {
+        let mut next = Vec::new();
+        for alt in &alts {
+            for p in term {
+                let mut a = alt.clone();
+                a.extend(piece(p, -1, strict));
+                next.push(a);
             }
         }
+        if next.len() > MAX_ALTERNATIVES {
+            return None;
+        }
+        alts = next;
     }
-    for a in unsigned {
-        base.push(Ineq { coeffs: BTreeMap::from([(a, Rat::ONE)]), konst: Rat::ZERO, strict: false });
+    Some(alts)
+}
+
+/// `d > 0` (strict) or `d >= 0`: some `i` has every `p_ij > 0`.
+fn above(d: &Lattice, strict: bool) -> Dnf {
+    d.0.iter().map(|term| term.iter().flat_map(|p| piece(p, 1, strict)).collect()).collect()
+}
+
+fn and(a: Dnf, b: Dnf) -> Option<Dnf> {
+    if a.len() * b.len() > MAX_ALTERNATIVES {
+        return None;
     }
-    // `d != 0` is `d > 0` or `d < 0`: feasible if some choice is.
-    if disjunctions.len() > 6 {
-        return true;
+    Some(a.iter().flat_map(|x| b.iter().map(move |y| x.iter().chain(y).cloned().collect())).collect())
+}
+
+/// The literal as alternatives of linear constraints.
+fn literal(op: CmpOp, d: &Lattice, holds: bool) -> Option<Dnf> {
+    match (op, holds) {
+        (CmpOp::Lt, true) => below(d, true),
+        (CmpOp::Lt, false) => Some(above(d, false)),
+        (CmpOp::Le, true) => below(d, false),
+        (CmpOp::Le, false) => Some(above(d, true)),
+        (CmpOp::Ne, false) => and(below(d, false)?, above(d, false)),
+        (CmpOp::Ne, true) => {
+            let mut alts = below(d, true)?;
+            alts.extend(above(d, true));
+            Some(alts)
+        }
     }
-    (0..1u32 << disjunctions.len()).any(|mask| {
-        let mut cs = base.clone();
-        for (i, p) in disjunctions.iter().enumerate() {
-            let sign = if mask >> i & 1 == 1 { 1 } else { -1 };
-            match ineq(p, sign, true) {
-                Some(c) => cs.push(c),
-                None => return true,
+}
+
+/// Whether comparisons `(op, d, holds)` (`d < 0`, `d <= 0`, `d != 0`, or their
+/// negations when `holds` is false) can all hold at once over the reals, with
+/// unsigned variables nonnegative. `d` may hold `max`/`min` of linear pieces;
+/// non-linear pieces are ignored.
+pub fn feasible(lits: &[(CmpOp, &Lattice, bool)]) -> bool {
+    let mut alts: Dnf = vec![Vec::new()];
+    for (op, d, holds) in lits {
+        let Some(next) = literal(*op, d, *holds).and_then(|l| and(alts.clone(), l)) else { return true };
+        alts = next;
+    }
+    alts.into_iter().any(|mut cs| {
+        // Unsigned variables are nonnegative.
+        let mut unsigned: Vec<Atom> = Vec::new();
+        for c in &cs {
+            for a in c.coeffs.keys() {
+                if matches!(a, Atom::Var(Var { kind: VarKind::Unsigned | VarKind::Bool, .. })) && !unsigned.contains(a)
+                {
+                    unsigned.push(a.clone());
+                }
             }
+        }
+        for a in unsigned {
+            cs.push(Ineq { coeffs: BTreeMap::from([(a, Rat::ONE)]), konst: Rat::ZERO, strict: false });
         }
         eliminate(cs)
     })
@@ -156,15 +195,28 @@ fn combine(p: &Ineq, kp: Rat, n: &Ineq, kn: Rat) -> Option<Ineq> {
 /// The equalities `x = q` implied by `d == 0` literals with linear `d`, each
 /// solved for its last variable.
 pub fn equalities(lits: &[(CmpOp, &Lattice, bool)]) -> Vec<(Atom, Poly)> {
-    let mut out = Vec::new();
+    // `d == 0` literals, and pairs `p >= 0`, `-p >= 0` of non-strict ones.
+    let mut zero: Vec<Poly> = Vec::new();
+    let mut nonneg: Vec<Poly> = Vec::new();
     for (op, d, holds) in lits {
-        if *op != CmpOp::Ne || *holds {
-            continue;
-        }
-        let Some((coeffs, _)) = d.as_plain().and_then(linear) else { continue };
-        let Some((x, c)) = coeffs.iter().next_back() else { continue };
-        // d = c·x + rest = 0  =>  x = -rest / c
         let Some(p) = d.as_plain() else { continue };
+        match (op, holds) {
+            (CmpOp::Ne, false) => zero.push(p.clone()),
+            (CmpOp::Lt, false) => nonneg.push(p.clone()),
+            (CmpOp::Le, true) => nonneg.push(p.neg()),
+            _ => {}
+        }
+    }
+    for p in &nonneg {
+        if nonneg.contains(&p.neg()) && !zero.contains(&p.neg()) {
+            zero.push(p.clone());
+        }
+    }
+    let mut out = Vec::new();
+    for p in &zero {
+        let Some((coeffs, _)) = linear(p) else { continue };
+        let Some((x, c)) = coeffs.iter().next_back() else { continue };
+        // p = c·x + rest = 0  =>  x = -rest / c
         let mut rest = p.clone();
         rest.0.remove(&Mono(vec![(x.clone(), 1)]));
         let Some(Ok(inv)) = Rat::ONE.div(*c) else { continue };
@@ -213,6 +265,30 @@ mod tests {
         let ac = a.sub(&c).unwrap();
         let lits = [(CmpOp::Le, &ab, true), (CmpOp::Le, &bc, true), (CmpOp::Le, &ca, true), (CmpOp::Ne, &ac, true)];
         assert!(!feasible(&lits));
+    }
+
+    #[test]
+    fn comparisons_of_max_and_min_split_into_cases() {
+        let (a, b, c) = (v(0, VarKind::Real), v(1, VarKind::Real), v(2, VarKind::Real));
+        // max(a - c, b - c) < 0 (a < c and b < c) with a - c >= 0: impossible.
+        let m = a.sub(&c).unwrap().maximum(&b.sub(&c).unwrap());
+        let ac = a.sub(&c).unwrap();
+        assert!(!feasible(&[(CmpOp::Lt, &m, true), (CmpOp::Lt, &ac, false)]));
+        // max(a - c, b - c) >= 0 (a >= c or b >= c) with a - c < 0: b >= c, possible.
+        assert!(feasible(&[(CmpOp::Lt, &m, false), (CmpOp::Lt, &ac, true)]));
+        // min(a - c, b - c) > 0 with b <= c: impossible.
+        let n = a.sub(&c).unwrap().minimum(&b.sub(&c).unwrap()).unwrap();
+        let bc = b.sub(&c).unwrap();
+        assert!(!feasible(&[(CmpOp::Le, &n, false), (CmpOp::Le, &bc, true)]));
+    }
+
+    #[test]
+    fn opposite_inequalities_give_an_equality() {
+        let (a, b) = (v(0, VarKind::Real), v(1, VarKind::Real));
+        let ab = a.sub(&b).unwrap();
+        // a - b >= 0 (not a - b < 0) and a - b <= 0: a == b.
+        let eqs = equalities(&[(CmpOp::Lt, &ab, false), (CmpOp::Le, &ab, true)]);
+        assert_eq!(eqs.len(), 1);
     }
 
     #[test]

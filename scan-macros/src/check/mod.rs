@@ -71,6 +71,7 @@ pub struct OpDef<'a> {
 pub fn check(op: &OpDef) -> syn::Result<()> {
     let item = normal::resolve_item(op.item, op.body);
     let op = &OpDef { item: &item, ..*op };
+    normal::forget_guards();
     let errors: Vec<syn::Error> = [associativity(op), identity(op)].into_iter().filter_map(Result::err).collect();
     match errors.into_iter().reduce(|mut a, b| {
         a.combine(b);

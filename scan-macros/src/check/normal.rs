@@ -7,7 +7,8 @@
 //! Two components are equal when, for every combination of guards that can
 //! hold at once ([`feasible`]), the forms are equal.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 
 use proc_macro2::Span;
 
@@ -637,6 +638,31 @@ fn select(cases: &[(Guard, bool)], t: &Sym, f: &Sym, span: Span) -> R<Sym> {
 /// comparisons ([`linear::feasible`]). Anything else is assumed feasible, which
 /// can only make a proof fail, never a wrong proof.
 pub fn feasible(g: &Guard) -> bool {
+    // The same guards recur across the cases of both sides: decide each once.
+    if let Some(known) = FEASIBLE.with(|c| c.borrow().get(g).copied()) {
+        return known;
+    }
+    let v = decide(g);
+    FEASIBLE.with(|c| {
+        let mut cache = c.borrow_mut();
+        if cache.len() > 100_000 {
+            cache.clear();
+        }
+        cache.insert(g.clone(), v);
+    });
+    v
+}
+
+thread_local! {
+    static FEASIBLE: RefCell<HashMap<Guard, bool>> = RefCell::new(HashMap::new());
+}
+
+/// Forgets decided guards (between operators, to bound memory).
+pub fn forget_guards() {
+    FEASIBLE.with(|c| c.borrow_mut().clear());
+}
+
+fn decide(g: &Guard) -> bool {
     let cmps = comparisons(g);
     if !cmps.is_empty() && !linear::feasible(&cmps) {
         return false;

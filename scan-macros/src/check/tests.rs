@@ -134,6 +134,17 @@ fn accepts_branches_on_linear_comparisons() {
         }",
         "0",
     );
+    // The same with `max` on the tie.
+    let t = Instant::now();
+    accepted(
+        "fn max_clamped(a: u32, b: u32) -> u32 {
+            let fa = a as f64;
+            let fb = b as f64;
+            if fa.abs() > fb.abs() { a } else if fa < fb { b } else { a.max(b) }
+        }",
+        "0",
+    );
+    eprintln!("checker cost max_clamped: {:.3} ms", t.elapsed().as_secs_f64() * 1e3);
     // argmax on (value, index) pairs, the later index on ties.
     accepted(
         "fn argmax(l: (f32, u32), r: (f32, u32)) -> (f32, u32) { if r.0 >= l.0 { r } else { l } }",
