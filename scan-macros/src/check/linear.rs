@@ -13,7 +13,7 @@ use super::rational::Rat;
 use super::tropical::Lattice;
 
 /// `sum coeffs·atom + konst > 0` (strict) or `>= 0`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Ineq {
     coeffs: BTreeMap<Atom, Rat>,
     konst: Rat,
@@ -148,7 +148,27 @@ fn eliminate(mut cs: Vec<Ineq>) -> bool {
             }
         }
         cs.retain(|c| !c.coeffs.is_empty());
-        let Some(x) = cs.iter().find_map(|c| c.coeffs.keys().next().cloned()) else { return true };
+        // Scaled so that the first coefficient is ±1, equal constraints are
+        // equal values: drop the duplicates elimination keeps producing.
+        let Some(mut scaled) = cs.iter().map(normalized).collect::<Option<Vec<_>>>() else { return true };
+        scaled.sort();
+        scaled.dedup();
+        cs = scaled;
+        // Eliminate the variable that creates the fewest new constraints.
+        let mut best: Option<(usize, &Atom)> = None;
+        for c in &cs {
+            for a in c.coeffs.keys() {
+                let (p, n) = cs.iter().fold((0, 0), |(p, n), d| match d.coeffs.get(a).map(|k| k.signum()) {
+                    Some(1) => (p + 1, n),
+                    Some(_) => (p, n + 1),
+                    None => (p, n),
+                });
+                if best.map_or(true, |(cost, _)| p * n < cost) {
+                    best = Some((p * n, a));
+                }
+            }
+        }
+        let Some(x) = best.map(|(_, a)| a.clone()) else { return true };
         let (mut pos, mut neg, mut rest) = (Vec::new(), Vec::new(), Vec::new());
         for c in cs {
             match c.coeffs.get(&x).map(|k| k.signum()) {
@@ -170,6 +190,14 @@ fn eliminate(mut cs: Vec<Ineq>) -> bool {
         }
         cs = rest;
     }
+}
+
+/// The constraint divided by the magnitude of its first coefficient.
+fn normalized(c: &Ineq) -> Option<Ineq> {
+    let k = c.coeffs.values().next()?;
+    let inv = Rat::ONE.div(if k.signum() < 0 { k.neg() } else { *k })?.ok()?;
+    let coeffs = c.coeffs.iter().map(|(a, v)| Some((a.clone(), v.mul(inv).ok()?))).collect::<Option<_>>()?;
+    Some(Ineq { coeffs, konst: c.konst.mul(inv).ok()?, strict: c.strict })
 }
 
 fn combine(p: &Ineq, kp: Rat, n: &Ineq, kn: Rat) -> Option<Ineq> {
