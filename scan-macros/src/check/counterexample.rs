@@ -11,7 +11,7 @@ use super::sample::{eval, scalar, Ext, Num, Value};
 use crate::ir::{Expr, Scalar, Ty};
 
 /// Inputs per phase; bounds the search's compile time.
-const BUDGET: usize = 2048;
+const BUDGET: usize = 1024;
 
 /// The inputs (one value per operand) and the two sides that differ.
 pub struct Found<N> {
