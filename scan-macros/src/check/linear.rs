@@ -236,7 +236,10 @@ pub fn equalities(lits: &[(CmpOp, &Lattice, bool)]) -> Vec<(Atom, Poly)> {
         }
     }
     for p in &nonneg {
-        if nonneg.contains(&p.neg()) && !zero.contains(&p.neg()) {
+        // `p >= 0` with `-p >= 0` from another literal, or always (`-u >= 0`
+        // for an unsigned `u` makes `u = 0`).
+        let opposite = p.neg();
+        if (nonneg.contains(&opposite) || opposite.provably_nonneg()) && !zero.contains(&opposite) {
             zero.push(p.clone());
         }
     }
@@ -317,6 +320,10 @@ mod tests {
         // a - b >= 0 (not a - b < 0) and a - b <= 0: a == b.
         let eqs = equalities(&[(CmpOp::Lt, &ab, false), (CmpOp::Le, &ab, true)]);
         assert_eq!(eqs.len(), 1);
+        // An unsigned u with u <= 0 is 0.
+        let u = v(2, VarKind::Unsigned);
+        let eqs = equalities(&[(CmpOp::Le, &u, true)]);
+        assert_eq!(eqs, [(Atom::Var(Var { id: 2, kind: VarKind::Unsigned }), Poly::default())]);
     }
 
     #[test]

@@ -170,7 +170,6 @@ impl Poly {
     /// True when the polynomial is `>= 0` for every input: a nonnegative
     /// constant plus positive multiples of monomials that cannot be negative
     /// (even powers, unsigned variables). Sufficient, not necessary.
-    #[cfg(test)]
     pub fn provably_nonneg(&self) -> bool {
         self.0.iter().all(|(m, c)| term_nonneg(m, *c))
     }

@@ -157,6 +157,15 @@ fn accepts_branches_on_linear_comparisons() {
         "0",
     );
     eprintln!("checker cost max_clamped: {:.3} ms", cost(&o).as_secs_f64() * 1e3);
+    // A segmented sum whose flag counts segment starts; lets in both branches.
+    let o = op(
+        "fn counted_segments(l: (u32, f64), r: (u32, f64)) -> (u32, f64) {
+            if r.0 > 0 { let n = l.0 + r.0; (n, r.1) } else { let n = l.0; (n, l.1 + r.1) }
+        }",
+        "(0, 0.0)",
+    );
+    eprintln!("checker cost counted_segments: {:.3} ms", cost(&o).as_secs_f64() * 1e3);
+
     // argmax on (value, index) pairs, the later index on ties.
     accepted(
         "fn argmax(l: (f32, u32), r: (f32, u32)) -> (f32, u32) { if r.0 >= l.0 { r } else { l } }",
