@@ -15,7 +15,8 @@
 //!    variable per scalar component) into normal forms: polynomials with exact
 //!    rational coefficients ([`poly`]), `max`/`min` with `+` distributing over
 //!    them and `±inf` ([`tropical`]), the Boolean-ring form of `& | ^ !` ([`bits`]),
-//!    case splits on flag conditions. Equal forms for every component: proven.
+//!    case splits on flag tests and linear comparisons, impossible cases
+//!    dropped ([`linear`]). Equal forms for every component: proven.
 //! 2. Different forms: [`counterexample`] searches small exact inputs
 //!    ([`sample`], over the rationals). Found: a compile error showing both
 //!    forms and the inputs.
