@@ -16,9 +16,8 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
     let n = 1usize << args.size_log2;
     let cpu = Cpu::new();
     // Other processes skew every figure (the ratios less than the GB/s): say how busy the machine was.
-    let load = std::fs::read_to_string("/proc/loadavg").map_or("unknown".into(), |l| {
-        l.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
-    });
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .map_or("unknown".into(), |l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
     let about = format!(
         "CPU: {} threads available, load average {load} at start; tiled tile = {} f32 items; \
          memcpy = one thread, `copy_from_slice`; GB/s count input + output bytes.",
