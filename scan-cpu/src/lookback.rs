@@ -93,6 +93,24 @@ pub(crate) fn exclusive_prefix<T: Copy>(
     unreachable!("look-back walked past tile 0")
 }
 
+/// The combination of every tile before `tile` (> 0) if every tile it needs
+/// has published already; `None` (at once, without waiting) otherwise.
+pub(crate) fn ready_prefix<T: Copy>(
+    slots: &[Slot<T>],
+    tile: usize,
+    combine: impl Fn(T, T) -> T,
+    identity: T,
+) -> Option<T> {
+    let mut later = identity;
+    for slot in slots[..tile].iter().rev() {
+        match slot.poll()? {
+            Published::Inclusive(prefix) => return Some(combine(prefix, later)),
+            Published::Aggregate(aggregate) => later = combine(aggregate, later),
+        }
+    }
+    unreachable!("look-back walked past tile 0")
+}
+
 /// Spins briefly, then yields, until `slot` has published something.
 fn wait_for<T: Copy>(slot: &Slot<T>, abort: &AtomicBool) -> Option<Published<T>> {
     let mut spins = 0u32;
@@ -154,6 +172,17 @@ mod tests {
         slots[1].publish_inclusive(mul(M[0], M[1]));
         assert_eq!(exclusive_prefix(&slots, 3, &abort, mul, ONE), Some(mul(mul(M[0], M[1]), M[2])));
         assert_eq!(exclusive_prefix(&slots, 2, &abort, mul, ONE), Some(mul(M[0], M[1])));
+    }
+
+    #[test]
+    fn the_non_blocking_walk_answers_only_when_every_needed_tile_has_published() {
+        let slots: Vec<Slot<[i64; 4]>> = (0..4).map(|_| Slot::new()).collect();
+        slots[0].publish_inclusive(M[0]);
+        slots[2].publish_aggregate(M[2]);
+        assert_eq!(ready_prefix(&slots, 3, mul, ONE), None, "tile 1 has published nothing");
+        assert_eq!(ready_prefix(&slots, 1, mul, ONE), Some(M[0]));
+        slots[1].publish_aggregate(M[1]);
+        assert_eq!(ready_prefix(&slots, 3, mul, ONE), Some(mul(mul(M[0], M[1]), M[2])));
     }
 
     #[test]

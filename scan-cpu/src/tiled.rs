@@ -13,11 +13,12 @@
 //! So the input is read once and the output written once, without the
 //! read-for-ownership of ordinary stores: the bytes a `memcpy` moves.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use scan_core::{ScanOp, ScanSpec};
 
-use crate::kernel;
+use crate::kernel::{self, Chunks};
 use crate::lookback::{self, AbortOnUnwind, Slot};
 use crate::stream;
 
@@ -36,6 +37,10 @@ const CHUNK_BYTES: usize = 8192 - 448;
 /// cache anyway, and skipping the read-for-ownership saves a third of the
 /// traffic. Smaller outputs stay in cache for whoever reads them next.
 pub const STREAM_MIN_BYTES: usize = 8 << 20;
+
+/// Tiles a worker may have scanned but not finished (waiting for their
+/// prefix), each in its own staging buffer when streaming.
+const LOOKAHEAD: usize = 4;
 
 /// A worker takes at least this many tiles on average; below that, starting a
 /// thread costs more than it saves.
@@ -100,11 +105,10 @@ unsafe fn scan_with<Op: ScanOp, const REV: bool, const INCL: bool>(
         let mut buf = staging::<Op>(stream, tile.min(bufs.len));
         let mut carry: Option<Op::Item> = None;
         for b in 0..tiles {
-            scan_tile::<Op, REV, INCL>(bufs, b, &mut buf, stream, |total| {
-                let prefix = carry;
-                carry = Some(prefix.map_or(total, |p| Op::combine(p, total)));
-                Some(prefix)
-            });
+            let started = start_tile::<Op, REV, INCL>(bufs, b, &mut buf, stream);
+            let prefix = carry;
+            carry = Some(prefix.map_or(started.chunks.total, |p| Op::combine(p, started.chunks.total)));
+            finish_tile::<Op, REV>(bufs, &started, &mut buf, stream, prefix);
         }
         return;
     }
@@ -114,27 +118,59 @@ unsafe fn scan_with<Op: ScanOp, const REV: bool, const INCL: bool>(
     let abort = AtomicBool::new(false);
     let work = || {
         let _raise_on_unwind = AbortOnUnwind(&abort);
-        let mut buf = staging::<Op>(stream, tile);
+        // A worker keeps up to LOOKAHEAD tiles scanned but not yet finished,
+        // oldest first: when a predecessor is late (its thread descheduled,
+        // say) it scans further tiles instead of waiting, so the workers stay
+        // busy on a machine that is not all theirs.
+        let mut buffers: Vec<Vec<Op::Item>> = (0..LOOKAHEAD).map(|_| staging::<Op>(stream, tile)).collect();
+        let mut pending: Pending<Op::Item> = VecDeque::with_capacity(LOOKAHEAD);
+        let mut claiming = true;
         loop {
-            // Tiles are claimed in order, so every tile a worker waits on has
-            // been claimed by a running worker: the look-back cannot deadlock.
-            let b = next_tile.fetch_add(1, Ordering::Relaxed);
-            if b >= tiles {
-                return;
+            // Finish every pending tile whose prefix is known, oldest first.
+            while let Some((started, _)) = pending.front() {
+                let Some(prefix) = lookback::ready_prefix(&slots, started.b, Op::combine, Op::identity()) else {
+                    break;
+                };
+                let Some((started, mut buf)) = pending.pop_front() else { break };
+                slots[started.b].publish_inclusive(Op::combine(prefix, started.chunks.total));
+                finish_tile::<Op, REV>(bufs, &started, &mut buf, stream, Some(prefix));
+                buffers.push(buf);
             }
-            let finished = scan_tile::<Op, REV, INCL>(bufs, b, &mut buf, stream, |total| {
-                if b == 0 {
-                    slots[0].publish_inclusive(total);
-                    return Some(None);
+            // Scan a new tile while there is room. Tiles are claimed in order,
+            // so every tile a worker waits on has been claimed by a running
+            // worker, which publishes its aggregate without waiting on
+            // anything: the look-back cannot deadlock.
+            if claiming {
+                if let Some(mut buf) = buffers.pop() {
+                    let b = next_tile.fetch_add(1, Ordering::Relaxed);
+                    if b >= tiles {
+                        claiming = false;
+                        buffers.push(buf);
+                        continue;
+                    }
+                    let started = start_tile::<Op, REV, INCL>(bufs, b, &mut buf, stream);
+                    if b == 0 {
+                        slots[0].publish_inclusive(started.chunks.total);
+                        finish_tile::<Op, REV>(bufs, &started, &mut buf, stream, None);
+                        buffers.push(buf);
+                    } else {
+                        slots[b].publish_aggregate(started.chunks.total);
+                        pending.push_back((started, buf));
+                    }
+                    continue;
                 }
-                slots[b].publish_aggregate(total);
-                let prefix = lookback::exclusive_prefix(&slots, b, &abort, Op::combine, Op::identity())?;
-                slots[b].publish_inclusive(Op::combine(prefix, total));
-                Some(Some(prefix))
-            });
-            if !finished {
-                return;
             }
+            // No room or no tiles left: wait for the oldest pending tile.
+            let Some((started, mut buf)) = pending.pop_front() else {
+                return;
+            };
+            let Some(prefix) = lookback::exclusive_prefix(&slots, started.b, &abort, Op::combine, Op::identity())
+            else {
+                return;
+            };
+            slots[started.b].publish_inclusive(Op::combine(prefix, started.chunks.total));
+            finish_tile::<Op, REV>(bufs, &started, &mut buf, stream, Some(prefix));
+            buffers.push(buf);
         }
     };
     std::thread::scope(|s| {
@@ -159,49 +195,65 @@ fn staging<Op: ScanOp>(stream: bool, len: usize) -> Vec<Op::Item> {
     }
 }
 
-/// Scans tile `b` (in scan order) of `bufs`, through `buf` when streaming. `prefix_of` gets the
-/// tile's total and returns the combination of all earlier tiles (`Some(None)`
-/// for the first tile), or `None` to give up (the tile is left unwritten and
-/// `false` returned).
+/// A tile scanned chunk by chunk, waiting for its prefix.
+struct Started<T> {
+    /// The tile's number in scan order.
+    b: usize,
+    /// Its first buffer index.
+    lo: usize,
+    chunks: Chunks<T>,
+}
+
+/// A worker's started tiles, oldest first, each with the buffer it is in.
+type Pending<T> = VecDeque<(Started<T>, Vec<T>)>;
+
+/// Scans tile `b` (in scan order) of `bufs` chunk by chunk: into the output
+/// when not streaming, else into `buf` (at least a tile long).
 ///
 /// # Safety
 /// As [`scan`]; tile `b` is owned by the caller.
 #[inline]
-unsafe fn scan_tile<Op: ScanOp, const REV: bool, const INCL: bool>(
+unsafe fn start_tile<Op: ScanOp, const REV: bool, const INCL: bool>(
     bufs: Buffers<Op::Item>,
     b: usize,
     buf: &mut [Op::Item],
     stream: bool,
-    prefix_of: impl FnOnce(Op::Item) -> Option<Option<Op::Item>>,
-) -> bool {
+) -> Started<Op::Item> {
     let tile = tile_len::<Op::Item>();
     let start = b * tile;
     let end = (start + tile).min(bufs.len);
     let (lo, n) = if REV { (bufs.len - end, end - start) } else { (start, end - start) };
+    // SAFETY: [lo, lo + n) of both buffers is inside them and owned by this
+    // tile; src == dst (in place) is allowed by `local_scan`; `buf` is the
+    // worker's own allocation, distinct from both buffers.
+    let out = if stream { buf[..n].as_mut_ptr() } else { bufs.dst.add(lo) };
+    let chunks = kernel::local_scan::<Op, REV, INCL>(bufs.src.add(lo), out, n);
+    Started { b, lo, chunks }
+}
 
-    let src = bufs.src.add(lo);
-    let dst = bufs.dst.add(lo);
-    if !stream {
-        // Scan straight into the output and fix it up there while it is in
-        // cache. SAFETY: [lo, lo + n) of both buffers is inside them and owned
-        // by this tile; src == dst (in place) is allowed by `local_scan`.
-        let chunks = kernel::local_scan::<Op, REV, INCL>(src, dst, n);
-        let Some(prefix) = prefix_of(chunks.total) else {
-            return false;
-        };
-        // SAFETY: `local_scan` initialized the n items; nothing else views them.
-        kernel::finish_tile::<Op, REV>(std::slice::from_raw_parts_mut(dst, n), &chunks, prefix);
-        return true;
+/// Given the combination of every tile before it (`None` for the first
+/// tile), completes a started tile: fixes its chunks up in cache and, when
+/// streaming, copies `buf` to the output with non-temporal stores.
+///
+/// # Safety
+/// As [`scan`]; `started` came from [`start_tile`] with the same `buf`.
+#[inline]
+unsafe fn finish_tile<Op: ScanOp, const REV: bool>(
+    bufs: Buffers<Op::Item>,
+    started: &Started<Op::Item>,
+    buf: &mut [Op::Item],
+    stream: bool,
+    prefix: Option<Op::Item>,
+) {
+    let n = started.chunks.len;
+    let dst = bufs.dst.add(started.lo);
+    if stream {
+        kernel::finish_tile::<Op, REV>(&mut buf[..n], &started.chunks, prefix);
+        // SAFETY: the tile's n items of dst are writable and owned by it.
+        stream::copy_streaming(&buf[..n], dst);
+    } else {
+        // SAFETY: `start_tile` initialized the tile's n items of the output;
+        // nothing else views them.
+        kernel::finish_tile::<Op, REV>(std::slice::from_raw_parts_mut(dst, n), &started.chunks, prefix);
     }
-    // Scan into this worker's buffer, fix it up there, and stream it out.
-    // SAFETY: as above, and `buf` is this worker's own allocation of n items,
-    // distinct from both buffers.
-    let buf = &mut buf[..n];
-    let chunks = kernel::local_scan::<Op, REV, INCL>(src, buf.as_mut_ptr(), n);
-    let Some(prefix) = prefix_of(chunks.total) else {
-        return false;
-    };
-    kernel::finish_tile::<Op, REV>(buf, &chunks, prefix);
-    stream::copy_streaming(buf, dst);
-    true
 }
