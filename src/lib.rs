@@ -8,9 +8,9 @@
 
 pub use scan_core::{blelloch, ops, reference, CudaOp, CudaSource, Direction, Error, Kind, Result, ScanOp, ScanSpec};
 pub use scan_cpu::{Algorithm, Cpu};
-pub use scan_cuda::{CompileStats, Cuda, DeviceBuffer};
 /// The CUDA backend crate (its `cudarc` re-export included).
 pub use scan_cuda as cuda;
+pub use scan_cuda::{CompileStats, Cuda, DeviceBuffer};
 
 mod device;
 pub use device::Device;

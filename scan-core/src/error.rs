@@ -11,11 +11,15 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// Input and output lengths differ.
-    #[error("length mismatch: the input has {input} items but the output has {output}; pass an output of the same length")]
+    #[error(
+        "length mismatch: the input has {input} items but the output has {output}; pass an output of the same length"
+    )]
     LengthMismatch { input: usize, output: usize },
 
     /// A batched scan's buffer is not `rows` whole rows.
-    #[error("bad shape: {len} items cannot be split into {rows} rows of equal length; pass rows > 0 that divide the length")]
+    #[error(
+        "bad shape: {len} items cannot be split into {rows} rows of equal length; pass rows > 0 that divide the length"
+    )]
     BadShape { len: usize, rows: usize },
 
     /// A size does not fit what the backend can address or allocate.

@@ -48,7 +48,13 @@ impl<Op: ScanOp> BlockBackend<Op> for SliceBackend<Op::Item> {
         Ok(v)
     }
 
-    fn scan_blocks(&self, data: &mut [Op::Item], len: usize, spec: ScanSpec, mut totals: Option<&mut [Op::Item]>) -> Result<()> {
+    fn scan_blocks(
+        &self,
+        data: &mut [Op::Item],
+        len: usize,
+        spec: ScanSpec,
+        mut totals: Option<&mut [Op::Item]>,
+    ) -> Result<()> {
         let mut scratch = self.scratch.borrow_mut();
         for b in 0..len.div_ceil(self.block_len) {
             let range = block_range(b, self.block_len, len, spec);
