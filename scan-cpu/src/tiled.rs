@@ -1,17 +1,20 @@
 //! The fast path: threads over cache-sized tiles, chained by a look-back.
 //!
 //! Per tile (claimed in scan order from an atomic counter), a worker
-//! 1. scans the tile from the input into its own cache-resident buffer as
-//!    [`CHAINS`](crate::kernel::CHAINS) independent chains ([`kernel::local_scan`]),
-//!    reading the input exactly once;
+//! 1. scans the tile from the input as [`CHAINS`](crate::kernel::CHAINS)
+//!    independent chains ([`kernel::local_scan`]), reading the input exactly
+//!    once, into the output (or, when streaming, into a staging buffer);
 //! 2. publishes the tile's aggregate, looks back for the tile's prefix
 //!    ([`lookback`]) and publishes its inclusive prefix;
-//! 3. combines each chunk of the buffer with its prefix, in cache;
-//! 4. copies the buffer to the output, with non-temporal stores when the output
-//!    is too large to stay in cache ([`stream`]).
+//! 3. combines each chunk with its prefix, in cache;
+//! 4. when the output is too large to stay in cache, copies the staging
+//!    buffer out with non-temporal stores ([`stream`]).
 //!
 //! So the input is read once and the output written once, without the
-//! read-for-ownership of ordinary stores: the bytes a `memcpy` moves.
+//! read-for-ownership of ordinary stores: the bytes a `memcpy` moves. A worker
+//! whose predecessor is late (another thread descheduled, on a busy machine)
+//! does not wait: it keeps up to [`LOOKAHEAD`] scanned tiles pending and goes
+//! on scanning, and waits only when they are all pending.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
