@@ -68,3 +68,17 @@ pub fn boundary_sizes(tile: usize) -> Vec<usize> {
     sizes.dedup();
     sizes
 }
+
+/// True when `got` is within `bound` of `want`. NaN anywhere (or an infinite
+/// difference) is never within: a comparison written `err > bound` would let
+/// NaN pass, this one cannot.
+///
+/// ```
+/// use scan_core::testing::within;
+/// assert!(within(1.0, 1.0 + 1e-9, 1e-6));
+/// assert!(!within(f64::NAN, 1.0, 1e-6));
+/// assert!(!within(1.0, 2.0, 1e-6));
+/// ```
+pub fn within(got: f64, want: f64, bound: f64) -> bool {
+    (got - want).abs() <= bound
+}

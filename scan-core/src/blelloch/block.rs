@@ -21,8 +21,11 @@
 use crate::{ScanOp, ScanSpec};
 
 /// Builds the tree of partial combinations in place; the last slot ends up
-/// holding the combination of the whole slice. `tree.len()` must be a power of
-/// two (or zero).
+/// holding the combination of the whole slice.
+///
+/// # Panics
+/// If `tree.len()` is neither zero nor a power of two (a caller's bug:
+/// [`scan_block`] pads any length for you).
 pub fn up_sweep<Op: ScanOp>(tree: &mut [Op::Item]) {
     let n = tree.len();
     assert!(n == 0 || n.is_power_of_two(), "Blelloch tree length {n} is not a power of two");
@@ -38,6 +41,9 @@ pub fn up_sweep<Op: ScanOp>(tree: &mut [Op::Item]) {
 /// Clears the root to the identity and hands the prefixes down the tree built by
 /// [`up_sweep`], leaving the exclusive scan. The left child receives its
 /// parent's prefix; the right child `prefix ∘ left subtree`, in that order.
+///
+/// # Panics
+/// If `tree.len()` is neither zero nor a power of two.
 pub fn down_sweep<Op: ScanOp>(tree: &mut [Op::Item]) {
     let n = tree.len();
     assert!(n == 0 || n.is_power_of_two(), "Blelloch tree length {n} is not a power of two");

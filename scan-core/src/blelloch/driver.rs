@@ -4,14 +4,14 @@ use std::borrow::BorrowMut;
 
 use crate::{Error, Result, ScanOp, ScanSpec};
 
-/// What a backend provides so that [`scan_in_place`] can run on it.
+/// What a backend provides so that [`scan_in_place`] and [`scan_into`] can run on it.
 ///
 /// Blocks are numbered in *scan order*: for a reverse scan, block 0 holds the
 /// last `block_len()` items of the buffer. Totals and prefixes are indexed by
 /// that number, so the driver itself never looks at the direction.
 pub trait BlockBackend<Op: ScanOp> {
     /// A buffer of items the backend works on (`[T]` on the host, a device
-    /// slice on the GPU).
+    /// span on the GPU).
     type Buf: ?Sized;
     /// An owned scratch buffer, for the block totals.
     type Scratch: BorrowMut<Self::Buf>;
@@ -19,30 +19,38 @@ pub trait BlockBackend<Op: ScanOp> {
     /// How many items one block scans.
     fn block_len(&self) -> usize;
 
+    /// How many items `buf` holds.
+    fn buf_len(&self, buf: &Self::Buf) -> usize;
+
     /// Allocates a scratch buffer of `len` items (contents unspecified).
     fn alloc(&self, len: usize) -> Result<Self::Scratch>;
 
-    /// Scans each block of the first `len` items of `data` in place, as `spec`
-    /// says, and when `totals` is given writes the combination of block `b`'s
-    /// items to `totals[b]`.
+    /// Scans each block of the first `len` items as `spec` says, reading them
+    /// from `src` (or, when `src` is `None`, from `dst` itself: in place) and
+    /// writing the results to `dst`; when `totals` is given, writes the
+    /// combination of block `b`'s items to `totals[b]`. The driver has checked
+    /// that every buffer holds at least `len` items.
     fn scan_blocks(
         &self,
-        data: &mut Self::Buf,
+        src: Option<&Self::Buf>,
+        dst: &mut Self::Buf,
         len: usize,
         spec: ScanSpec,
         totals: Option<&mut Self::Buf>,
     ) -> Result<()>;
 
     /// Replaces every item `x` of block `b` of the first `len` items of `data`
-    /// with `combine(prefixes[b], x)`.
+    /// with `combine(prefixes[b], x)`. `prefixes[0]` is the identity, so a
+    /// backend may skip block 0.
     fn add_prefixes(&self, data: &mut Self::Buf, len: usize, spec: ScanSpec, prefixes: &Self::Buf) -> Result<()>;
 }
 
 /// Scans the first `len` items of `data` in place, any length, on any backend.
 ///
 /// One block is scanned directly. Otherwise: scan every block and collect the
-/// block totals; exclusive-scan the totals with this same function (so the
+/// block totals; exclusive-scan the totals with this same driver (so the
 /// recursion is `log_block(len)` deep); combine each block with its prefix.
+/// `len` past the end of `data` is an [`Error::LengthMismatch`].
 ///
 /// ```
 /// use scan_core::{blelloch::{scan_in_place, SliceBackend}, ops::Add, reference, ScanSpec};
@@ -58,9 +66,47 @@ where
     Op: ScanOp,
     B: BlockBackend<Op>,
 {
-    let block = backend.block_len().max(1);
+    check_len(len, backend.buf_len(data))?;
+    run::<Op, B>(backend, None, data, len, spec)
+}
+
+/// Scans the first `len` items of `input` into `output`; `input` is not
+/// modified, and every one of the first `len` items of `output` is written.
+///
+/// ```
+/// use scan_core::{blelloch::{scan_into, SliceBackend}, ops::Add, reference, ScanSpec};
+///
+/// let backend = SliceBackend::new(4);
+/// let x: Vec<i64> = (1..=50).collect();
+/// let mut out = vec![-1; 50];
+/// scan_into::<Add<i64>, _>(&backend, &x[..], &mut out[..], 50, ScanSpec::exclusive().reversed()).unwrap();
+/// assert_eq!(out, reference::scan::<Add<i64>>(&x, ScanSpec::exclusive().reversed()));
+/// ```
+pub fn scan_into<Op, B>(backend: &B, input: &B::Buf, output: &mut B::Buf, len: usize, spec: ScanSpec) -> Result<()>
+where
+    Op: ScanOp,
+    B: BlockBackend<Op>,
+{
+    check_len(len, backend.buf_len(input))?;
+    check_len(len, backend.buf_len(output))?;
+    run::<Op, B>(backend, Some(input), output, len, spec)
+}
+
+fn check_len(len: usize, buf_len: usize) -> Result<()> {
+    if len > buf_len {
+        return Err(Error::LengthMismatch { input: len, output: buf_len });
+    }
+    Ok(())
+}
+
+fn run<Op, B>(backend: &B, src: Option<&B::Buf>, dst: &mut B::Buf, len: usize, spec: ScanSpec) -> Result<()>
+where
+    Op: ScanOp,
+    B: BlockBackend<Op>,
+{
+    let block = backend.block_len();
     if len <= block {
-        return backend.scan_blocks(data, len, spec, None);
+        return backend.scan_blocks(src, dst, len, spec, None);
     }
     // Blocks of one item would hand the recursion as many totals as items,
     // forever (a stack overflow): such a backend cannot run this driver.
@@ -71,7 +117,7 @@ where
     }
     let blocks = len.div_ceil(block);
     let mut totals = backend.alloc(blocks)?;
-    backend.scan_blocks(data, len, spec, Some(totals.borrow_mut()))?;
-    scan_in_place::<Op, B>(backend, totals.borrow_mut(), blocks, ScanSpec::exclusive())?;
-    backend.add_prefixes(data, len, spec, totals.borrow_mut())
+    backend.scan_blocks(src, dst, len, spec, Some(totals.borrow_mut()))?;
+    run::<Op, B>(backend, None, totals.borrow_mut(), blocks, ScanSpec::exclusive())?;
+    backend.add_prefixes(dst, len, spec, totals.borrow_mut())
 }

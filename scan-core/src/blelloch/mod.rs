@@ -13,5 +13,5 @@ pub mod block;
 pub mod driver;
 mod slice_backend;
 
-pub use driver::{scan_in_place, BlockBackend};
-pub use slice_backend::SliceBackend;
+pub use driver::{scan_in_place, scan_into, BlockBackend};
+pub use slice_backend::{block_range, host_scratch, SliceBackend};

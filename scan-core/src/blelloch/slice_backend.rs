@@ -21,8 +21,19 @@ impl<T> SliceBackend<T> {
     }
 }
 
-/// Block `b` of `data[..len]` in scan order, as a range of buffer indices.
-pub(crate) fn block_range(b: usize, block_len: usize, len: usize, spec: ScanSpec) -> std::ops::Range<usize> {
+/// A host scratch buffer of `len` identities, or [`Error::TooLarge`] when the
+/// allocation fails (instead of aborting the process).
+pub fn host_scratch<Op: ScanOp>(len: usize) -> Result<Vec<Op::Item>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| Error::TooLarge { what: format!("cannot allocate {len} items of scratch on the host") })?;
+    v.resize(len, Op::identity());
+    Ok(v)
+}
+
+/// Block `b` of `data[..len]` in scan order, as a range of buffer indices:
+/// for a reverse scan, block 0 is the last `block_len` items.
+pub fn block_range(b: usize, block_len: usize, len: usize, spec: ScanSpec) -> std::ops::Range<usize> {
     let start = b * block_len;
     let end = (start + block_len).min(len);
     if spec.is_reverse() {
@@ -40,17 +51,18 @@ impl<Op: ScanOp> BlockBackend<Op> for SliceBackend<Op::Item> {
         self.block_len
     }
 
+    fn buf_len(&self, buf: &[Op::Item]) -> usize {
+        buf.len()
+    }
+
     fn alloc(&self, len: usize) -> Result<Vec<Op::Item>> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(len)
-            .map_err(|_| Error::TooLarge { what: format!("cannot allocate {len} items of scratch on the host") })?;
-        v.resize(len, Op::identity());
-        Ok(v)
+        host_scratch::<Op>(len)
     }
 
     fn scan_blocks(
         &self,
-        data: &mut [Op::Item],
+        src: Option<&[Op::Item]>,
+        dst: &mut [Op::Item],
         len: usize,
         spec: ScanSpec,
         mut totals: Option<&mut [Op::Item]>,
@@ -58,7 +70,10 @@ impl<Op: ScanOp> BlockBackend<Op> for SliceBackend<Op::Item> {
         let mut scratch = self.scratch.borrow_mut();
         for b in 0..len.div_ceil(self.block_len) {
             let range = block_range(b, self.block_len, len, spec);
-            let total = block::scan_block::<Op>(&mut data[range], spec, &mut scratch);
+            if let Some(src) = src {
+                dst[range.clone()].copy_from_slice(&src[range.clone()]);
+            }
+            let total = block::scan_block::<Op>(&mut dst[range], spec, &mut scratch);
             if let Some(totals) = totals.as_deref_mut() {
                 totals[b] = total;
             }
