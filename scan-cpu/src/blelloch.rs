@@ -3,8 +3,8 @@
 
 use std::marker::PhantomData;
 
-use scan_core::blelloch::{block, BlockBackend};
-use scan_core::{Error, Result, ScanOp, ScanSpec};
+use scan_core::blelloch::{block, block_range, host_scratch, BlockBackend};
+use scan_core::{Result, ScanOp, ScanSpec};
 
 use crate::parallel;
 
@@ -27,7 +27,8 @@ impl<T> ThreadedBlocks<T> {
 }
 
 /// The first `len` items of `data` cut into blocks in scan order: for a
-/// reverse scan, block 0 is the last `BLOCK_LEN` items (the driver's convention).
+/// reverse scan, block 0 is the last `BLOCK_LEN` items (the driver's convention,
+/// `scan_core::blelloch::block_range`).
 fn blocks<T>(data: &mut [T], len: usize, spec: ScanSpec) -> Vec<&mut [T]> {
     let data = &mut data[..len];
     if spec.is_reverse() {
@@ -45,30 +46,36 @@ impl<Op: ScanOp> BlockBackend<Op> for ThreadedBlocks<Op::Item> {
         BLOCK_LEN
     }
 
+    fn buf_len(&self, buf: &[Op::Item]) -> usize {
+        buf.len()
+    }
+
     fn alloc(&self, len: usize) -> Result<Vec<Op::Item>> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(len)
-            .map_err(|_| Error::TooLarge { what: format!("cannot allocate {len} items of scratch on the host") })?;
-        v.resize(len, Op::identity());
-        Ok(v)
+        host_scratch::<Op>(len)
     }
 
     fn scan_blocks(
         &self,
-        data: &mut [Op::Item],
+        src: Option<&[Op::Item]>,
+        dst: &mut [Op::Item],
         len: usize,
         spec: ScanSpec,
         totals: Option<&mut [Op::Item]>,
     ) -> Result<()> {
-        // (block, where its total goes)
-        type Work<'a, T> = Vec<(&'a mut [T], Option<&'a mut T>)>;
+        // (block, where its total goes, block index in scan order)
+        type Work<'a, T> = Vec<(&'a mut [T], Option<&'a mut T>, usize)>;
+        let with_index = blocks(dst, len, spec).into_iter().enumerate();
         let mut work: Work<'_, Op::Item> = match totals {
-            Some(totals) => blocks(data, len, spec).into_iter().zip(totals.iter_mut().map(Some)).collect(),
-            None => blocks(data, len, spec).into_iter().map(|b| (b, None)).collect(),
+            Some(totals) => with_index.zip(totals.iter_mut()).map(|((b, blk), t)| (blk, Some(t), b)).collect(),
+            None => with_index.map(|(b, blk)| (blk, None, b)).collect(),
         };
         parallel::for_each_part(&mut work, self.threads, |part| {
             let mut scratch = Vec::with_capacity(BLOCK_LEN);
-            for (block, total) in part {
+            for (block, total, b) in part {
+                if let Some(src) = src {
+                    // Copy this block's input in while it is hot in cache.
+                    block.copy_from_slice(&src[block_range(*b, BLOCK_LEN, len, spec)]);
+                }
                 let t = block::scan_block::<Op>(block, spec, &mut scratch);
                 if let Some(slot) = total {
                     **slot = t;
