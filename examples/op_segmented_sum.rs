@@ -1,8 +1,8 @@
 //! Segmented sum on `(starts_segment, value)` pairs: one scan sums many
 //! variable-length segments at once (the flag restarts the sum).
 //!
-//! The body branches on the flag, which is outside the symbolic checker's
-//! fragment: hence `assume_associative` (sampled, with a property test).
+//! The body branches on the flag; the checker splits cases on the flags and
+//! proves both laws at compile time, so no `assume_associative` is needed.
 //!
 //! Prints the generated CUDA, scans random segments on the CPU and checks each
 //! running sum against a direct per-segment loop.
@@ -13,7 +13,7 @@ use scan::{scan_op, Cpu, CudaOp, ScanSpec};
 use scan_core::testing::Rng;
 
 /// A set flag on the right starts a new segment: keep only its value.
-#[scan_op(identity = (false, 0), assume_associative)]
+#[scan_op(identity = (false, 0))]
 pub fn segmented_sum(l: (bool, i64), r: (bool, i64)) -> (bool, i64) {
     (l.0 || r.0, if r.0 { r.1 } else { l.1 + r.1 })
 }

@@ -84,8 +84,8 @@ pub fn mat_mul_2x2<T: CudaScalar>(l: [T; 4], r: [T; 4]) -> [T; 4] {
 
 /// Segmented sum on `(starts_segment, value)` pairs: the sum restarts at every
 /// element whose flag is set. Identity `(false, 0)`. Not commutative.
-/// (A branch: outside the symbolic checker's fragment, hence `assume_associative`.)
-#[scan_op(identity = (false, T::ZERO), assume_associative)]
+/// (The checker proves both laws: it splits cases on the flags.)
+#[scan_op(identity = (false, T::ZERO))]
 pub fn segmented_add<T: CudaScalar>(l: (bool, T), r: (bool, T)) -> (bool, T) {
     (l.0 | r.0, if r.0 { r.1 } else { l.1 + r.1 })
 }

@@ -99,6 +99,23 @@ pub enum Method {
     MulAdd,
 }
 
+impl Method {
+    /// The Rust method name (`ln_1p`), as written in a body and in the generated Rust.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Max => "max",
+            Method::Min => "min",
+            Method::Abs => "abs",
+            Method::Exp => "exp",
+            Method::Ln => "ln",
+            Method::Ln1p => "ln_1p",
+            Method::ExpM1 => "exp_m1",
+            Method::Sqrt => "sqrt",
+            Method::MulAdd => "mul_add",
+        }
+    }
+}
+
 /// One field step: `.0` or `.name` or `[k]`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Member {

@@ -15,7 +15,7 @@ use syn::{Error, Result};
 use crate::ir::{BinOp, Expr, ExprKind, Lit, Member, Method, Scalar, Ty, UnOp};
 
 /// What an operator body may contain; appended to every "not supported" error.
-pub const SUPPORTED: &str = "supported: `let` bindings, arithmetic (+ - * / %), comparison, bitwise \
+pub const SUPPORTED: &str = "supported: `let` bindings, arithmetic (+ - *, and / % on floats), comparison, bitwise \
      (& | ^ !) and logical (&& ||) operators, `if`/`else`, tuple/array/struct construction, field \
      and constant-index access, literals, the consts of f32/f64/i32/u32/i64/u64 (MIN, MAX, INFINITY, \
      NEG_INFINITY, ...), `as` casts, and the methods max, min, abs, exp, ln, ln_1p, exp_m1, sqrt, \
@@ -601,6 +601,20 @@ impl Lowerer {
         };
         if !ok {
             return Err(Error::new(b.op.span(), format!("this operator does not apply to `{}`", show(&t))));
+        }
+        // Integer `/` and `%` panic in Rust on a zero divisor and on `MIN / -1`,
+        // where CUDA's are undefined: no one result both sides would give. A
+        // type parameter may be an integer, so it is refused too.
+        if matches!(op, BinOp::Div | BinOp::Rem) && !matches!(&t, Ty::Scalar(s) if s.is_float()) {
+            let sym = if op == BinOp::Div { "/" } else { "%" };
+            return Err(Error::new(
+                b.op.span(),
+                format!(
+                    "integer `{sym}` is not supported in a #[scan_op] body (on `{}`): it panics in Rust when the \
+                     divisor is 0 or on MIN / -1, and CUDA's is undefined there; `{sym}` applies to f32 and f64",
+                    show(&t)
+                ),
+            ));
         }
         let ty = if comparison || logical { Ty::Scalar(Scalar::Bool) } else { t };
         Ok(self.mk(ExprKind::Binary(op, Box::new(x), Box::new(y)), ty, span))

@@ -72,7 +72,7 @@ pub fn expr(e: &Expr, names: &[Ident; 2]) -> TokenStream {
                 Method::Max => quote_spanned!(sp=> #scalar::max(#r, #(#args),*)),
                 Method::Min => quote_spanned!(sp=> #scalar::min(#r, #(#args),*)),
                 _ => {
-                    let name = format_ident!("{}", method_name(*m), span = sp);
+                    let name = format_ident!("{}", m.name(), span = sp);
                     quote_spanned!(sp=> (#r).#name(#(#args),*))
                 }
             }
@@ -108,20 +108,6 @@ pub fn expr(e: &Expr, names: &[Ident; 2]) -> TokenStream {
             });
             quote_spanned!(sp=> #path { #(#fs),* })
         }
-    }
-}
-
-pub fn method_name(m: Method) -> &'static str {
-    match m {
-        Method::Max => "max",
-        Method::Min => "min",
-        Method::Abs => "abs",
-        Method::Exp => "exp",
-        Method::Ln => "ln",
-        Method::Ln1p => "ln_1p",
-        Method::ExpM1 => "exp_m1",
-        Method::Sqrt => "sqrt",
-        Method::MulAdd => "mul_add",
     }
 }
 

@@ -35,9 +35,9 @@ pub fn affine_f64(l: (f64, f64), r: (f64, f64)) -> (f64, f64) {
     (a, a2 * b1 + b2)
 }
 
-/// Count and maximum, with an if/else and a comparison (a branch: outside
-/// the checker's symbolic fragment, hence `assume_associative`).
-#[scan_op(identity = (0, i64::MIN), assume_associative)]
+/// Count and maximum, with an if/else and a comparison (a case split on a
+/// linear comparison: proven by the checker).
+#[scan_op(identity = (0, i64::MIN))]
 pub fn count_max(l: (u32, i64), r: (u32, i64)) -> (u32, i64) {
     (l.0 + r.0, if l.1 > r.1 { l.1 } else { r.1 })
 }
@@ -58,8 +58,8 @@ pub struct Tally {
     pub count: u32,
 }
 
-// The macro cannot see the struct's field types: the checker samples it.
-#[scan_op(identity = Tally { sum: 0.0, count: 0 }, assume_associative)]
+// Field-wise sums of a struct item: proven by the checker.
+#[scan_op(identity = Tally { sum: 0.0, count: 0 })]
 pub fn count_sum(l: Tally, r: Tally) -> Tally {
     Tally { count: l.count + r.count, sum: l.sum + r.sum }
 }
@@ -84,8 +84,8 @@ pub fn add_in_f64(a: f32, b: f32) -> f32 {
 }
 
 /// The maximum of two `u32`s, decided through `f64` casts, `abs` and a
-/// nested `if` (a branch: sampled, hence `assume_associative`).
-#[scan_op(identity = 0, assume_associative)]
+/// nested `if`.
+#[scan_op(identity = 0)]
 pub fn max_clamped(a: u32, b: u32) -> u32 {
     let fa = a as f64;
     let fb = b as f64;
@@ -108,7 +108,7 @@ pub fn scaled_tally(l: Tally, r: Tally) -> Tally {
 /// `let` inside an `if` branch (an immediately invoked lambda in CUDA, so
 /// the branch not taken is not evaluated): a segmented f64 sum whose flag is
 /// a count of segment starts.
-#[scan_op(identity = (0, 0.0), assume_associative)]
+#[scan_op(identity = (0, 0.0))]
 pub fn counted_segments(l: (u32, f64), r: (u32, f64)) -> (u32, f64) {
     if r.0 > 0 {
         let n = l.0 + r.0;

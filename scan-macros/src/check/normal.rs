@@ -440,7 +440,7 @@ impl Eval<'_> {
                     (Method::Max | Method::Min | Method::Abs | Method::MulAdd, _) => {
                         return outside("a method call with the wrong number of arguments", span)
                     }
-                    (other, _) => return outside(format!("`{}`", method_name(*other)), span),
+                    (other, _) => return outside(format!("`{}`", other.name()), span),
                 }
             }
             ExprKind::Cast(x, to) => {
@@ -503,20 +503,6 @@ impl Eval<'_> {
 fn widens(from: Scalar, to: Scalar) -> bool {
     use Scalar::*;
     from == to || matches!((from, to), (I32, I64) | (U32, U64) | (U32, I64))
-}
-
-pub fn method_name(m: Method) -> &'static str {
-    match m {
-        Method::Max => "max",
-        Method::Min => "min",
-        Method::Abs => "abs",
-        Method::Exp => "exp",
-        Method::Ln => "ln",
-        Method::Ln1p => "ln_1p",
-        Method::ExpM1 => "exp_m1",
-        Method::Sqrt => "sqrt",
-        Method::MulAdd => "mul_add",
-    }
 }
 
 fn lit(l: &Lit, span: Span) -> R<Lattice> {

@@ -187,8 +187,6 @@ pub fn term_nonneg(m: &Mono, c: Rat) -> bool {
             .all(|(a, e)| e % 2 == 0 || matches!(a, Atom::Var(Var { kind: VarKind::Unsigned | VarKind::Bool, .. })))
 }
 
-impl Poly {}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,9 +3,13 @@
 //! generated type's `::scan_core::ScanOp` impl.
 //!
 //! Floats are compared with a relative tolerance (rounding is not a
-//! violation); integers and booleans exactly. Inputs where a side is NaN (out
-//! of the body's domain, say `ln` of a negative) are skipped, but most inputs
-//! must be evaluable, so an operator that is NaN everywhere fails.
+//! violation); integers and booleans exactly. Inputs where both sides are NaN
+//! (out of the body's domain, say `ln` of a negative) are skipped, but most
+//! inputs must be evaluable, so an operator that is NaN everywhere fails. NaN
+//! on one side only fails: one grouping gave a number and the other did not.
+//!
+//! A generic operator (`fn f<T>(..)`) gets no generated test: there is no
+//! concrete `T` to draw inputs for, and the bounds it needs are the user's.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -102,24 +106,39 @@ pub fn laws_test(op: &OpDef) -> TokenStream {
             fn __combine(l: __Item, r: __Item) -> __Item {
                 <__Op as ::scan_core::ScanOp>::combine(l, r)
             }
-            /// Within `tol` relative to the larger magnitude; `None` for NaN.
+            /// Within `tol` relative to the larger magnitude. `None` when both
+            /// sides are NaN (an input out of the body's domain); NaN on one
+            /// side only is a violation: one grouping gave a number.
             #[allow(dead_code)]
             fn __close(l: f64, r: f64, tol: f64) -> Option<bool> {
-                if l.is_nan() || r.is_nan() {
-                    return None;
+                match (l.is_nan(), r.is_nan()) {
+                    (true, true) => return None,
+                    (true, false) | (false, true) => return Some(false),
+                    (false, false) => {}
                 }
                 if l.is_infinite() || r.is_infinite() {
                     return Some(l == r);
                 }
                 Some((l - r).abs() <= tol * l.abs().max(r.abs()).max(1.0))
             }
-            /// `Some(true)`: equal up to rounding; `None`: out of the domain.
+            /// `Some(true)`: equal up to rounding; `Some(false)`: a component
+            /// differs (a violation even if another is NaN on both sides);
+            /// `None`: out of the domain.
             fn __same(l: __Item, r: __Item) -> Option<bool> {
-                let mut all = true;
+                let (mut differs, mut undefined) = (false, false);
                 for s in [#(#same),*] {
-                    all &= s?;
+                    match s {
+                        Some(ok) => differs |= !ok,
+                        None => undefined = true,
+                    }
                 }
-                Some(all)
+                if differs {
+                    Some(false)
+                } else if undefined {
+                    None
+                } else {
+                    Some(true)
+                }
             }
             /// A small nonnegative integer of any scalar type.
             #[allow(dead_code)]
