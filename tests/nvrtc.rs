@@ -1,6 +1,12 @@
 //! Every operator of the workspace (built-ins, the `op_*` examples, the
-//! operators of the tests) has its generated CUDA compiled by NVRTC for sm_90,
-//! together with a kernel that calls `identity` and `combine`.
+//! operators of the tests) through NVRTC, twice:
+//!
+//! * its whole scan module, the real kernel templates instantiated for it
+//!   (`scan::cuda::compile_for_arch`, as the backend builds it), to an sm_90
+//!   CUBIN;
+//! * its generated source alone, with a small probe kernel that calls
+//!   `identity` and `combine`, to compute_90 PTX: one program per operator,
+//!   then all of them in one program (the declarations are guarded).
 //!
 //! Needs libnvrtc, not a GPU:
 //! `LD_LIBRARY_PATH=.../nvidia/cuda_nvrtc/lib cargo test --test nvrtc -- --ignored`.
@@ -23,13 +29,15 @@ mod op_matmul2x2;
 mod op_segmented_sum;
 
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileError, CompileOptions};
+use macro_ops::EachOp;
 use scan::ops::*;
 use scan::{CudaOp, CudaSource};
 
-fn builtins() -> Vec<CudaSource> {
-    let mut v = Vec::new();
+/// Calls `f.op::<Op>()` for every operator of the workspace: the built-ins at
+/// every type they take, the operators of the tests and of the examples.
+fn each_op(f: &mut impl EachOp) {
     macro_rules! each {
-        ($($op:ident: $($t:ty),*;)*) => {$($(v.push(<$op<$t> as CudaOp>::cuda_source());)*)*};
+        ($($op:ident: $($t:ty),*;)*) => {$($(f.op::<$op<$t>>();)*)*};
     }
     each! {
         Add: i32, u32, i64, u64, f32, f64;
@@ -44,17 +52,23 @@ fn builtins() -> Vec<CudaSource> {
         SegmentedAdd: i32, u32, i64, u64, f32, f64;
         BestPrefix: f32, f64;
     }
-    v
+    macro_ops::each_op(f);
+    f.op::<op_linear_recurrence::LinearRecurrence>();
+    f.op::<op_logaddexp::LogAddExp>();
+    f.op::<op_matmul2x2::MatMul2x2>();
+    f.op::<op_segmented_sum::SegmentedSum>();
 }
 
 fn everything() -> Vec<CudaSource> {
-    let mut v = builtins();
-    v.extend(macro_ops::cuda_sources());
-    v.push(op_linear_recurrence::LinearRecurrence::cuda_source());
-    v.push(op_logaddexp::LogAddExp::cuda_source());
-    v.push(op_matmul2x2::MatMul2x2::cuda_source());
-    v.push(op_segmented_sum::SegmentedSum::cuda_source());
-    v
+    struct Sources(Vec<CudaSource>);
+    impl EachOp for Sources {
+        fn op<Op: CudaOp>(&mut self) {
+            self.0.push(Op::cuda_source());
+        }
+    }
+    let mut v = Sources(Vec::new());
+    each_op(&mut v);
+    v.0
 }
 
 const PROBE: &str = r#"
@@ -79,7 +93,7 @@ fn kernel(op: &CudaSource) -> String {
     )
 }
 
-fn compile(src: &str) -> Result<(), String> {
+fn compile_ptx(src: &str) -> Result<(), String> {
     let opts = CompileOptions { arch: Some("compute_90"), ..Default::default() };
     match compile_ptx_with_opts(src, opts) {
         Ok(ptx) if ptx.to_src().contains(".entry") => Ok(()),
@@ -99,15 +113,53 @@ fn require_nvrtc() {
     );
 }
 
+/// The module the backend loads (operator + `kernels/*.cu` + the `extern "C"`
+/// instantiations) compiles to an sm_90 CUBIN for every operator.
 #[test]
 #[ignore = "needs libnvrtc"]
-fn every_operator_compiles_for_sm_90() {
+fn every_operator_module_compiles_to_an_sm_90_cubin() {
+    require_nvrtc();
+    struct Modules {
+        compiled: usize,
+        bytes: usize,
+        failures: Vec<String>,
+    }
+    impl EachOp for Modules {
+        fn op<Op: CudaOp>(&mut self) {
+            match scan::cuda::compile_for_arch::<Op>("sm_90") {
+                Ok(cubin) if !cubin.is_empty() => {
+                    self.compiled += 1;
+                    self.bytes += cubin.len();
+                }
+                Ok(_) => self.failures.push(format!("{}: NVRTC returned an empty CUBIN", Op::cuda_source().name)),
+                Err(e) => self.failures.push(format!("{}: {e}", Op::cuda_source().name)),
+            }
+        }
+    }
+    let mut m = Modules { compiled: 0, bytes: 0, failures: Vec::new() };
+    each_op(&mut m);
+    assert!(
+        m.failures.is_empty(),
+        "{} of {} operator modules failed to compile:\n{}",
+        m.failures.len(),
+        m.compiled + m.failures.len(),
+        m.failures.join("\n")
+    );
+    assert_eq!(m.compiled, everything().len());
+    eprintln!("{} operator modules compiled to sm_90 CUBINs ({} bytes in all)", m.compiled, m.bytes);
+}
+
+/// The generated source alone, in a probe kernel, compiles to compute_90 PTX
+/// with a kernel entry for every operator.
+#[test]
+#[ignore = "needs libnvrtc"]
+fn every_operator_source_compiles_to_compute_90_ptx() {
     require_nvrtc();
     let ops = everything();
     let mut failures = Vec::new();
     for op in &ops {
         let src = kernel(op);
-        if let Err(log) = compile(&src) {
+        if let Err(log) = compile_ptx(&src) {
             failures.push(format!("== {} ==\n{log}\n-- source --\n{src}", op.name));
         }
     }
@@ -118,7 +170,7 @@ fn every_operator_compiles_for_sm_90() {
         ops.len(),
         failures.join("\n")
     );
-    eprintln!("{} operators compiled for compute_90", ops.len());
+    eprintln!("{} operator sources compiled to compute_90 PTX", ops.len());
 }
 
 /// Declarations are guarded, so several operators (sharing the prelude and
@@ -128,7 +180,7 @@ fn every_operator_compiles_for_sm_90() {
 fn all_operators_compile_together_in_one_program() {
     require_nvrtc();
     let all: String = everything().iter().map(kernel).collect();
-    if let Err(log) = compile(&all) {
+    if let Err(log) = compile_ptx(&all) {
         panic!("{log}");
     }
 }
@@ -151,6 +203,6 @@ fn operator_names_are_unique() {
 fn broken_source_is_reported_with_the_log() {
     require_nvrtc();
     let bad = CudaSource { name: "Bad".into(), code: "struct Bad { typedef float Item; };".into() };
-    let err = compile(&kernel(&bad)).expect_err("a source without identity/combine must not compile");
+    let err = compile_ptx(&kernel(&bad)).expect_err("a source without identity/combine must not compile");
     assert!(err.contains("identity") || err.contains("combine"), "{err}");
 }

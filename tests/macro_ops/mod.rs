@@ -119,24 +119,41 @@ pub fn counted_segments(l: (u32, f64), r: (u32, f64)) -> (u32, f64) {
     }
 }
 
-/// Every operator above, as (name, CUDA source), for the NVRTC test.
+/// Something done once per operator type (a generic fn cannot be passed as a
+/// value, so the list below calls this for each type).
+pub trait EachOp {
+    fn op<Op: CudaOp>(&mut self);
+}
+
+/// Calls `f.op::<Op>()` for every operator above (each generic one at a few types).
+pub fn each_op(f: &mut impl EachOp) {
+    f.op::<LinearRecurrence>();
+    f.op::<MaxF32>();
+    f.op::<SumI32>();
+    f.op::<ProductU64>();
+    f.op::<AffineF64>();
+    f.op::<CountMax>();
+    f.op::<Min3>();
+    f.op::<CountSum>();
+    f.op::<PairSum<f32>>();
+    f.op::<PairSum<i64>>();
+    f.op::<PairSum<u32>>();
+    f.op::<FusedRecurrence>();
+    f.op::<AddInF64>();
+    f.op::<MaxClamped>();
+    f.op::<ScaledTally>();
+    f.op::<CountedSegments>();
+}
+
+/// Every operator above, as its CUDA source, for the NVRTC test.
 pub fn cuda_sources() -> Vec<scan::CudaSource> {
-    vec![
-        LinearRecurrence::cuda_source(),
-        MaxF32::cuda_source(),
-        SumI32::cuda_source(),
-        ProductU64::cuda_source(),
-        AffineF64::cuda_source(),
-        CountMax::cuda_source(),
-        Min3::cuda_source(),
-        CountSum::cuda_source(),
-        PairSum::<f32>::cuda_source(),
-        PairSum::<i64>::cuda_source(),
-        PairSum::<u32>::cuda_source(),
-        FusedRecurrence::cuda_source(),
-        AddInF64::cuda_source(),
-        MaxClamped::cuda_source(),
-        ScaledTally::cuda_source(),
-        CountedSegments::cuda_source(),
-    ]
+    struct Sources(Vec<scan::CudaSource>);
+    impl EachOp for Sources {
+        fn op<Op: CudaOp>(&mut self) {
+            self.0.push(Op::cuda_source());
+        }
+    }
+    let mut v = Sources(Vec::new());
+    each_op(&mut v);
+    v.0
 }
