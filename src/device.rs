@@ -92,6 +92,51 @@ impl Device {
             Backend::Cpu(cpu) => cpu.scan_in_place::<Op>(data, spec),
         }
     }
+
+    /// Scans each row of a row-major `[rows, input.len() / rows]` buffer from
+    /// `input` into `output` (same length). Errors: [`Error::LengthMismatch`](crate::Error::LengthMismatch),
+    /// and [`Error::BadShape`](crate::Error::BadShape) when `rows` is 0 or does
+    /// not divide the length.
+    ///
+    /// ```
+    /// use scan::{ops::Add, Device, ScanSpec};
+    /// # fn main() -> scan::Result<()> {
+    /// let mut out = [0; 6];
+    /// Device::cpu().scan_rows::<Add<i32>>(&[1, 2, 3, 4, 5, 6], &mut out, 2, ScanSpec::inclusive())?;
+    /// assert_eq!(out, [1, 3, 6, 4, 9, 15]);
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_rows<Op: CudaOp>(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        rows: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        match &self.backend {
+            Backend::Cuda(cuda) => cuda.scan_rows::<Op>(input, output, rows, spec),
+            Backend::Cpu(cpu) => cpu.scan_rows::<Op>(input, output, rows, spec),
+        }
+    }
+
+    /// Scans each row of a row-major `[rows, data.len() / rows]` buffer in
+    /// place. [`Error::BadShape`](crate::Error::BadShape) when `rows` is 0 or
+    /// does not divide the length.
+    ///
+    /// ```
+    /// use scan::{ops::Add, Device, ScanSpec};
+    /// # fn main() -> scan::Result<()> {
+    /// let mut x = [1, 2, 3, 4, 5, 6];
+    /// Device::cpu().scan_rows_in_place::<Add<i32>>(&mut x, 3, ScanSpec::exclusive())?;
+    /// assert_eq!(x, [0, 1, 0, 3, 0, 5]);
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_rows_in_place<Op: CudaOp>(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
+        match &self.backend {
+            Backend::Cuda(cuda) => cuda.scan_rows_in_place::<Op>(data, rows, spec),
+            Backend::Cpu(cpu) => cpu.scan_rows_in_place::<Op>(data, rows, spec),
+        }
+    }
 }
 
 impl std::fmt::Display for Device {

@@ -3,8 +3,9 @@
 #[path = "../scan-cuda/tests/support/mod.rs"]
 mod support;
 
-use scan::ops::LinearRecurrence;
+use scan::ops::{LinearRecurrence, MatMul2x2};
 use scan::{Device, ScanSpec};
+use scan_core::testing::Rng;
 type LinRecF32 = LinearRecurrence<f32>;
 
 /// Runs everywhere: opening CUDA never panics; without it the error says why.
@@ -37,4 +38,39 @@ fn auto_picks_cuda_on_a_gpu_machine() {
         device.scan_in_place::<LinRecF32>(&mut y, spec).unwrap();
         assert_eq!(y, scan::reference::scan::<LinRecF32>(&x, spec), "{spec:?}");
     }
+}
+
+/// Batched rows through `Device`, against `reference::scan_rows`, with a
+/// non-commutative operator; bad shapes are errors.
+fn rows_match_the_reference(device: &Device) {
+    let mut rng = Rng::fresh("device rows");
+    for (rows, row_len) in [(1, 0), (4, 1), (3, 1000), (5, 4099)] {
+        let x: Vec<[i64; 4]> = rng.vec(rows * row_len, |r| std::array::from_fn(|_| r.next_u64() as i64));
+        for spec in ScanSpec::ALL {
+            let want = scan::reference::scan_rows::<MatMul2x2<i64>>(&x, rows, spec).unwrap();
+            let mut out = vec![[i64::MIN; 4]; x.len()];
+            device.scan_rows::<MatMul2x2<i64>>(&x, &mut out, rows, spec).unwrap();
+            assert!(out == want, "{device}: {rows} x {row_len}, {spec:?}, scan_rows");
+            let mut y = x.clone();
+            device.scan_rows_in_place::<MatMul2x2<i64>>(&mut y, rows, spec).unwrap();
+            assert!(y == want, "{device}: {rows} x {row_len}, {spec:?}, scan_rows_in_place");
+        }
+    }
+    let mut y = [[1i64; 4]; 6];
+    for rows in [0, 4] {
+        let bad = device.scan_rows_in_place::<MatMul2x2<i64>>(&mut y, rows, ScanSpec::inclusive());
+        assert!(matches!(bad, Err(scan::Error::BadShape { len: 6, rows: r }) if r == rows), "{bad:?}");
+    }
+}
+
+#[test]
+fn cpu_rows_match_the_reference() {
+    rows_match_the_reference(&Device::cpu());
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_rows_match_the_reference() {
+    let device = Device::cuda().unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
+    rows_match_the_reference(&device);
 }

@@ -1,5 +1,6 @@
 //! Past 2^31 items: 64-bit indexing end to end (u32 add, 2^31 + 123 items,
-//! 8.6 GB on the device twice: input and poisoned output).
+//! 8.6 GB on the device twice: input and a poisoned output that the
+//! out-of-place scan must overwrite item by item; the input must not change).
 
 #[path = "../scan-cuda/tests/support/mod.rs"]
 mod support;
@@ -27,7 +28,8 @@ fn u32_add_past_two_to_the_31_items_matches_the_reference() {
     let dev_in = cuda.upload(&input).unwrap();
     let mut dev_out = cuda.alloc::<u32>(n).unwrap();
     for spec in [ScanSpec::inclusive(), ScanSpec::exclusive().reversed()] {
-        dev_out.poison(0x5A).unwrap();
+        // SAFETY: any bytes are a valid u32.
+        unsafe { dev_out.poison(0x5A) }.unwrap();
         let ((), ms) = cuda.time(|| cuda.scan_device_into::<AddU32>(&dev_in, &mut dev_out, spec)).unwrap();
         eprintln!("{spec:?}: {n} items in {ms:.2} ms on the device");
         let got = dev_out.download().unwrap();
@@ -44,5 +46,9 @@ fn u32_add_past_two_to_the_31_items_matches_the_reference() {
         } else {
             (0..n).for_each(&mut check);
         }
+    }
+    let kept = dev_in.download().unwrap();
+    if let Some(i) = (0..n).find(|&i| kept[i] != input[i]) {
+        panic!("the input buffer changed at item {i}: {} != {}", kept[i], input[i]);
     }
 }

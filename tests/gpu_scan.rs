@@ -1,7 +1,10 @@
 //! Differential GPU tests: every operator shape, every (kind, direction), in
 //! place and not, on sizes around every tile boundary and past `tile^2`
-//! (three driver levels), outputs poisoned first, against the sequential
-//! reference. Run on a GPU machine: `cargo test --test gpu_scan -- --ignored`.
+//! (three driver levels), against the sequential reference item by item. The
+//! out-of-place device scan writes into an output poisoned first (nothing is
+//! copied over it), so an item the kernels skip fails; its input must come
+//! back unchanged. Batched rows too. Run on a GPU machine:
+//! `cargo test --test gpu_scan -- --ignored`.
 
 #[path = "../scan-cuda/tests/support/mod.rs"]
 mod support;
@@ -9,7 +12,7 @@ mod support;
 use scan::ops::{Add, BestPrefix, LinearRecurrence, MatMul2x2, Max, Min, Mul, SegmentedAdd, Xor};
 use scan_core::testing::Rng;
 use scan_core::{reference, ScanSpec};
-use support::gpu::{check_op, cuda, exact, small_int};
+use support::gpu::{check_op, check_rows, cuda, exact, small_int};
 use support::ops::{AddF64x8, SegSumU64, Stats, StatsOp};
 use support::user_ops::{Affine, Compose, CountAndSum};
 
@@ -202,4 +205,57 @@ fn bad_sizes_are_errors_not_panics() {
     let mut empty = cuda.upload::<u32>(&[]).unwrap();
     cuda.scan_device::<AddU32>(&mut empty, ScanSpec::inclusive()).unwrap();
     assert!(empty.download().unwrap().is_empty());
+    let (dev_in, mut dev_out) = (cuda.upload(&[1u32, 2]).unwrap(), cuda.alloc::<u32>(3).unwrap());
+    assert!(matches!(
+        cuda.scan_device_into::<AddU32>(&dev_in, &mut dev_out, ScanSpec::inclusive()),
+        Err(scan_core::Error::LengthMismatch { input: 2, output: 3 })
+    ));
+    let mut six = [1u32, 2, 3, 4, 5, 6];
+    let mut out = [0u32; 6];
+    for rows in [0, 4, 7] {
+        assert!(matches!(
+            cuda.scan_rows::<AddU32>(&six, &mut out, rows, ScanSpec::inclusive()),
+            Err(scan_core::Error::BadShape { len: 6, rows: r }) if r == rows
+        ));
+        assert!(matches!(
+            cuda.scan_rows_in_place::<AddU32>(&mut six, rows, ScanSpec::inclusive()),
+            Err(scan_core::Error::BadShape { len: 6, rows: r }) if r == rows
+        ));
+    }
+    assert_eq!(six, [1, 2, 3, 4, 5, 6], "a rejected shape left the data alone");
+    assert!(matches!(
+        cuda.scan_rows::<AddU32>(&six, &mut out[..5], 2, ScanSpec::inclusive()),
+        Err(scan_core::Error::LengthMismatch { input: 6, output: 5 })
+    ));
+}
+
+/// `alloc` zero-fills: a fresh buffer downloads as all-zero items, bools included.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_fresh_buffer_is_zero_filled() {
+    let cuda = cuda();
+    for n in [1, 1000, (1 << 20) + 3] {
+        let buf = cuda.alloc::<(bool, f32, u64)>(n).unwrap();
+        let got = buf.download().unwrap();
+        assert_eq!(got.len(), n);
+        assert!(got.iter().all(|&x| x == (false, 0.0, 0)), "n = {n}: a non-zero item");
+    }
+}
+
+/// Batched rows: every row scanned on its own, against `reference::scan_rows`,
+/// with non-commutative operators.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn batched_rows_match_the_reference() {
+    let cuda = cuda();
+    check_rows::<Add<u32>>(&cuda, "rows add u32", 0xDEAD_BEEF, |r| r.next_u64() as u32, exact);
+    let lr = |r: &mut Rng| (r.below(3) as f64 - 1.0, small_int(r));
+    check_rows::<LinRecF64>(&cuda, "rows linear recurrence f64", (f64::NAN, f64::NAN), lr, exact);
+    check_rows::<MatMul2x2<i32>>(
+        &cuda,
+        "rows matmul2x2 i32",
+        [i32::MIN; 4],
+        |r| std::array::from_fn(|_| r.next_u64() as i32),
+        exact,
+    );
 }

@@ -9,6 +9,7 @@ use scan::ops::{Add, LinearRecurrence, Max};
 use scan::{Algorithm, Cpu, ScanOp, ScanSpec};
 use scan_core::testing::Rng;
 
+use crate::check::{bad_recurrence, bad_sum};
 use crate::{median_times, Args, Row};
 
 /// Runs every CPU case; returns a line about the machine and the table rows.
@@ -35,7 +36,8 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
             *o = acc;
         }
     };
-    rows.extend(case::<Add<f32>>("f32 add", &x, args.reps, seq, |got| bad_sum(&x, got))?);
+    // Any order of summation: item i passes through at most i + 1 roundings.
+    rows.extend(case::<Add<f32>>("f32 add", &x, args.reps, seq, |got| bad_sum(&x, got, |i| i as f64 + 1.0))?);
     drop(x);
 
     let x = rng.vec(n, |r| r.next_u64() as i32);
@@ -64,7 +66,6 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
 
     // Decays in (0.9, 1) keep h bounded and the check meaningful.
     let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32));
-    let exact = recurrence_f64(&x);
     let seq = |x: &[(f32, f32)], out: &mut [(f32, f32)]| {
         let (mut a, mut h) = (1.0f32, 0.0f32);
         for (o, &(xa, xb)) in out.iter_mut().zip(x) {
@@ -73,7 +74,7 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
         }
     };
     rows.extend(case::<LinearRecurrence<f32>>("linear recurrence (f32 pairs)", &x, args.reps, seq, |got| {
-        (0..n).find(|&i| (f64::from(got[i].1) - exact[i].0).abs() > exact[i].1)
+        bad_recurrence(&x, got)
     })?);
     Ok((about, rows))
 }
@@ -142,31 +143,4 @@ fn case<Op: ScanOp>(
         rows.push(row(format!("{} ({} threads)", cpu.algorithm(), cpu.threads()), g));
     }
     Ok(rows)
-}
-
-/// The first index where `got` is not the inclusive sum of `x` within the
-/// rounding any summation order can make: `(i + 1) * eps32 * sum |x[..=i]|`,
-/// against an f64 evaluation.
-fn bad_sum(x: &[f32], got: &[f32]) -> Option<usize> {
-    let (mut sum, mut abs) = (0.0f64, 0.0f64);
-    (0..x.len()).find(|&i| {
-        sum += f64::from(x[i]);
-        abs += f64::from(x[i]).abs();
-        (f64::from(got[i]) - sum).abs() > (i as f64 + 1.0) * f64::from(f32::EPSILON) * abs
-    })
-}
-
-/// h_t and a rounding bound for it, in f64: `2 (t + 1) eps32 |h|_t`, where
-/// `|h|` runs the recurrence on |a|, |b| (every product and sum of the
-/// evaluation, whatever its order, is bounded by it).
-fn recurrence_f64(x: &[(f32, f32)]) -> Vec<(f64, f64)> {
-    let (mut h, mut habs) = (0.0f64, 0.0f64);
-    x.iter()
-        .enumerate()
-        .map(|(t, &(a, b))| {
-            h = f64::from(a) * h + f64::from(b);
-            habs = f64::from(a).abs() * habs + f64::from(b).abs();
-            (h, 2.0 * (t as f64 + 1.0) * f64::from(f32::EPSILON) * habs)
-        })
-        .collect()
 }

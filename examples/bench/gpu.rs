@@ -2,16 +2,19 @@
 //! device-to-device copy of the same bytes, timed with CUDA events in the
 //! same run. Sizes 2^24 and 2^28 (and `--size-log2` if it differs).
 //!
-//! Every scan is inclusive, forward and in place on a device buffer that is
-//! refilled from the input (untimed) before each repetition; the timed region
-//! is one `Cuda::scan_device` call, launches and scratch allocation included.
-//! GB/s count the bytes a scan must read and write: input + output items
-//! (for the recurrence, the whole (a, b) pair in and out: 16 B per item).
+//! Every scan is inclusive, forward and out of place between two device
+//! buffers (`Cuda::scan_device_into`: the input is read, every output item is
+//! written, nothing is copied first); the timed region is one such call,
+//! launches and scratch allocation included. GB/s count the bytes a scan must
+//! read and write: input + output items (for the recurrence, the whole (a, b)
+//! pair in and out: 16 B per item). Before timing, each case scans into a
+//! poisoned output and checks every item, and that the input is unchanged.
 
 use scan::{CudaOp, ScanSpec};
 use scan_core::testing::Rng;
-use scan_cuda::{Cuda, DeviceBuffer};
+use scan_cuda::{Cuda, DeviceBuffer, Policy};
 
+use crate::check::{bad_recurrence, bad_sum};
 use crate::{Args, Row};
 
 use scan::ops::{Add, LinearRecurrence, Max};
@@ -28,7 +31,10 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
     for &log in &logs {
         let n = 1usize << log;
         let x = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
-        rows.extend(case::<Add<f32>>(&cuda, &format!("f32 add 2^{log}"), &x, args.reps, |got| bad_sum(&x, got))?);
+        let depth = tree_depth(n)?;
+        rows.extend(case::<Add<f32>>(&cuda, &format!("f32 add 2^{log}"), &x, args.reps, |got| {
+            bad_sum(&x, got, |_| depth)
+        })?);
         drop(x);
         let x = rng.vec(n, |r| r.range_f64(-1e6, 1e6) as f32);
         let want = scan::reference::scan::<Max<f32>>(&x, ScanSpec::inclusive());
@@ -37,18 +43,17 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
         })?);
         drop((x, want));
         let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32));
-        let want = recurrence_f64(&x);
         rows.extend(case::<LinearRecurrence<f32>>(
             &cuda,
             &format!("linear recurrence f32 2^{log}"),
             &x,
             args.reps,
-            |got| (0..n).find(|&i| (f64::from(got[i].1) - want[i].0).abs() > want[i].1),
+            |got| bad_recurrence(&x, got),
         )?);
     }
     let about = format!(
         "GPU: {cuda}, NVRTC {}.{}; Blelloch multi-block (scan tiles + totals, scan totals, add prefixes), \
-         inclusive forward in place; copy = device-to-device memcpy of the same bytes; CUDA events; {}",
+         inclusive forward, out of place; copy = device-to-device memcpy of the same bytes; CUDA events; {}",
         cuda.nvrtc_version().0,
         cuda.nvrtc_version().1,
         cuda.compile_stats()
@@ -67,26 +72,34 @@ fn case<Op: CudaOp>(
     input: &[Op::Item],
     reps: usize,
     bad: impl Fn(&[Op::Item]) -> Option<usize>,
-) -> Result<Vec<Row>, String> {
+) -> Result<Vec<Row>, String>
+where
+    Op::Item: PartialEq,
+{
     let err = |e: scan::Error| format!("{name}: {e}");
     cuda.prepare::<Op>().map_err(err)?;
     let pristine = cuda.upload(input).map_err(err)?;
-    let mut work: DeviceBuffer<Op::Item> = cuda.alloc(input.len()).map_err(err)?;
+    // A buffer of the right length whatever the item type; poisoned below.
+    let mut work: DeviceBuffer<Op::Item> = cuda.upload(input).map_err(err)?;
     let spec = ScanSpec::inclusive();
 
-    // Warm-up and check.
-    work.poison(0xA5).map_err(err)?;
-    work.copy_from(&pristine).map_err(err)?;
-    cuda.scan_device::<Op>(&mut work, spec).map_err(err)?;
+    // Warm-up and check: every output item must be written by the scan.
+    // SAFETY: 0xA5 repeated is a valid f32 (every case's items are f32s).
+    unsafe { work.poison(0xA5) }.map_err(err)?;
+    cuda.scan_device_into::<Op>(&pristine, &mut work, spec).map_err(err)?;
     if let Some(i) = bad(&work.download().map_err(err)?) {
         return Err(format!("{name}: the GPU scan is wrong at index {i}"));
+    }
+    // The inputs hold no NaN (drawn from ranges), so `!=` sees any change.
+    if pristine.download().map_err(err)? != input {
+        return Err(format!("{name}: the GPU scan changed its input"));
     }
 
     let (mut copy_ms, mut scan_ms) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
     for _ in 0..reps {
         let ((), ms) = cuda.time(|| work.copy_from(&pristine)).map_err(err)?;
         copy_ms.push(ms);
-        let ((), ms) = cuda.time(|| cuda.scan_device::<Op>(&mut work, spec)).map_err(err)?;
+        let ((), ms) = cuda.time(|| cuda.scan_device_into::<Op>(&pristine, &mut work, spec)).map_err(err)?;
         scan_ms.push(ms);
     }
     let bytes = 2.0 * std::mem::size_of_val(input) as f64;
@@ -104,30 +117,17 @@ fn case<Op: CudaOp>(
     ])
 }
 
-/// The first index where `got` is not the inclusive sum of `x` within
-/// `64 * eps32 * sum |x[..=i]|` (the GPU's combination tree is far shallower
-/// than 64 levels at these sizes), against an f64 evaluation.
-fn bad_sum(x: &[f32], got: &[f32]) -> Option<usize> {
-    let (mut sum, mut abs) = (0.0f64, 0.0f64);
-    (0..x.len()).find(|&i| {
-        sum += f64::from(x[i]);
-        abs += f64::from(x[i]).abs();
-        let err = (f64::from(got[i]) - sum).abs();
-        // NaN never passes.
-        err.is_nan() || err > 64.0 * f64::from(f32::EPSILON) * abs
-    })
-}
-
-/// h_t and a rounding bound for it, in f64: `2 (t + 1) eps32 |h|_t`, where
-/// `|h|` runs the recurrence on |a|, |b|.
-fn recurrence_f64(x: &[(f32, f32)]) -> Vec<(f64, f64)> {
-    let (mut h, mut habs) = (0.0f64, 0.0f64);
-    x.iter()
-        .enumerate()
-        .map(|(t, &(a, b))| {
-            h = f64::from(a) * h + f64::from(b);
-            habs = f64::from(a).abs() * habs + f64::from(b).abs();
-            (h, 2.0 * (t as f64 + 1.0) * f64::from(f32::EPSILON) * habs)
-        })
-        .collect()
+/// How many f32 additions an item's result passes through at most in the
+/// GPU scan of `n` f32 items: per driver level, the run reduce and rescan
+/// (2K) and the up- and down-sweep of the block's `2 * threads` run totals
+/// (2 log2(2 threads)), plus one for that level's `add_prefixes`.
+fn tree_depth(n: usize) -> Result<f64, String> {
+    let policy = Policy::for_item_size(4).map_err(|e| e.to_string())?;
+    let (tile, mut levels, mut len) = (policy.tile(), 1u32, n);
+    while len > tile {
+        len = len.div_ceil(tile);
+        levels += 1;
+    }
+    let per_level = 2 * policy.items_per_run + 2 * (2 * policy.threads).ilog2() + 1;
+    Ok(f64::from(levels * per_level))
 }

@@ -8,8 +8,8 @@
 //           shared memory, with bank-conflict-free padding.
 //
 // A tile holds 2 * THREADS * K items; the host driver (scan_core::blelloch::
-// scan_in_place) numbers tiles in scan order and handles any length by scanning
-// the tile totals recursively and calling add_prefixes below.
+// scan_into / scan_in_place) numbers tiles in scan order and handles any length
+// by scanning the tile totals recursively and calling add_prefixes below.
 //
 // Indices are 64-bit everywhere: lengths past 2^31 items are supported.
 
@@ -26,7 +26,7 @@ __device__ __forceinline__ unsigned conflict_free(unsigned i) { return i + (i >>
 // item p of a tile lives at `base[p]` or `base[-p]`. The direction is a
 // template parameter so that the unrolled loops address `base` plus constant
 // offsets (one register, not one 64-bit address per item); the one 64-bit
-// computation is the base.
+// computation is the base. `Item` may be const-qualified (a read-only view).
 template <class Item, bool REVERSE>
 struct TileView {
     Item* base;
@@ -86,14 +86,21 @@ __device__ __forceinline__ typename Op::Item blelloch_exclusive(typename Op::Ite
     return total;
 }
 
-// Device layer, pass 1: scans tile `blockIdx.x` of `data[0, len)` in place and
-// writes its total to `totals[blockIdx.x]` when `totals` is not null.
+// Device layer, pass 1: scans tile `blockIdx.x` of `src[0, len)` into the same
+// tile of `dst` and writes its total to `totals[blockIdx.x]` when `totals` is
+// not null.
+//
+// In place, `src == dst`: the pointers are deliberately not restrict-qualified.
+// That is sound because each CUDA block reads and writes only its own tile, and
+// reads every item of it (the striped loads below) before the `__syncthreads`
+// that precedes the first store to it.
 //
 // Shared memory (dynamic): the tile, staged so that global loads and stores
 // are coalesced (striped) while each thread works on consecutive items
 // (blocked), then the 2 * THREADS run totals.
 template <class Op, int THREADS, int K, bool REVERSE>
-__device__ __forceinline__ void scan_tile(typename Op::Item* data, u64 len, typename Op::Item* totals, int inclusive) {
+__device__ __forceinline__ void scan_tile(const typename Op::Item* src, typename Op::Item* dst, u64 len,
+                                          typename Op::Item* totals, int inclusive) {
     typedef typename Op::Item Item;
     const unsigned TILE = 2 * THREADS * K;
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -101,7 +108,9 @@ __device__ __forceinline__ void scan_tile(typename Op::Item* data, u64 len, type
     Item* slots = tile + conflict_free(TILE);
 
     const unsigned tid = threadIdx.x;
-    const TileView<Item, REVERSE> view(data, len, (u64)blockIdx.x * TILE, TILE);
+    const u64 start = (u64)blockIdx.x * TILE;
+    const TileView<const Item, REVERSE> in(src, len, start, TILE);
+    const TileView<Item, REVERSE> out(dst, len, start, TILE);
 
     // Load striped (coalesced) into registers, padding past the end with the
     // identity, then stage in shared memory.
@@ -109,7 +118,7 @@ __device__ __forceinline__ void scan_tile(typename Op::Item* data, u64 len, type
 #pragma unroll
     for (unsigned j = 0; j < 2 * K; ++j) {
         const unsigned p = j * THREADS + tid;
-        v[j] = p < view.valid ? view[p] : Op::identity();
+        v[j] = p < in.valid ? in[p] : Op::identity();
     }
 #pragma unroll
     for (unsigned j = 0; j < 2 * K; ++j) tile[conflict_free(j * THREADS + tid)] = v[j];
@@ -143,7 +152,7 @@ __device__ __forceinline__ void scan_tile(typename Op::Item* data, u64 len, type
 #pragma unroll
     for (unsigned j = 0; j < 2 * K; ++j) {
         const unsigned p = j * THREADS + tid;
-        if (p < view.valid) view[p] = tile[conflict_free(p)];
+        if (p < out.valid) out[p] = tile[conflict_free(p)];
     }
     if (totals != 0 && tid == 0) totals[blockIdx.x] = total;
 }

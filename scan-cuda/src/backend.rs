@@ -1,5 +1,6 @@
 //! The GPU's `BlockBackend`: the same multi-block driver as the CPU
-//! (`scan_core::blelloch::scan_in_place`), with blocks scanned by kernels.
+//! (`scan_core::blelloch::{scan_into, scan_in_place}`), with blocks scanned by
+//! kernels.
 
 use std::borrow::{Borrow, BorrowMut};
 
@@ -60,6 +61,10 @@ impl<Op: ScanOp> BlockBackend<Op> for GpuBackend<'_> {
         self.module.policy.tile()
     }
 
+    fn buf_len(&self, buf: &Span) -> usize {
+        buf.len
+    }
+
     fn alloc(&self, len: usize) -> Result<Scratch> {
         let size = self.module.item_size;
         let bytes = len.checked_mul(size).ok_or_else(|| Error::TooLarge { what: format!("{len} items of scratch") })?;
@@ -75,11 +80,18 @@ impl<Op: ScanOp> BlockBackend<Op> for GpuBackend<'_> {
         Ok(Scratch { _mem: Some(mem), span: Span { ptr, len } })
     }
 
-    fn scan_blocks(&self, data: &mut Span, len: usize, spec: ScanSpec, totals: Option<&mut Span>) -> Result<()> {
+    fn scan_blocks(
+        &self,
+        src: Option<&Span>,
+        dst: &mut Span,
+        len: usize,
+        spec: ScanSpec,
+        totals: Option<&mut Span>,
+    ) -> Result<()> {
         if len == 0 {
             return Ok(());
         }
-        debug_assert!(len <= data.len);
+        debug_assert!(len <= dst.len && src.map_or(true, |s| len <= s.len));
         let blocks = len.div_ceil(self.module.policy.tile());
         let cfg = self.config(blocks, self.module.shared_bytes)?;
         let totals_ptr: u64 = match totals {
@@ -89,13 +101,17 @@ impl<Op: ScanOp> BlockBackend<Op> for GpuBackend<'_> {
             }
             None => 0,
         };
+        // In place, the kernel gets the same address twice: it reads each
+        // tile completely before writing it (see kernels/block_scan.cu).
+        let src_ptr = src.map_or(dst.ptr, |s| s.ptr);
         let (len64, inclusive) = (len as u64, spec.is_inclusive() as i32);
         let stream = self.cuda.stream();
         let mut launch = stream.launch_builder(&self.module.scan_blocks[spec.is_reverse() as usize]);
-        launch.arg(&data.ptr).arg(&len64).arg(&totals_ptr).arg(&inclusive);
-        // SAFETY: `data` addresses at least `len` items and `totals` (if not
-        // null) `blocks` items of this module's item type, live until the
-        // stream has run the kernel; the kernel reads and writes only those.
+        launch.arg(&src_ptr).arg(&dst.ptr).arg(&len64).arg(&totals_ptr).arg(&inclusive);
+        // SAFETY: `src` and `dst` address at least `len` items and `totals`
+        // (if not null) `blocks` items of this module's item type, live until
+        // the stream has run the kernel; the kernel reads `src` and writes
+        // `dst` and `totals` only within those bounds.
         unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of scan_blocks", e))?;
         Ok(())
     }

@@ -3,7 +3,7 @@
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
-use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr};
+use cudarc::driver::{result, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
 use scan_core::{Error, Result};
 
 /// An item as the driver sees it: its bytes.
@@ -20,6 +20,10 @@ pub(crate) struct Raw<T>(T);
 // copied to and from the device unchanged, and only ever interpreted there
 // as the operator's layout-identical CUDA item.
 unsafe impl<T: Copy> DeviceRepr for Raw<T> {}
+
+// SAFETY: repr(transparent) over T: all-zero bytes are a valid Raw<T> exactly
+// when they are a valid T.
+unsafe impl<T: ValidAsZeroBits> ValidAsZeroBits for Raw<T> {}
 
 pub(crate) fn raw<T>(items: &[T]) -> &[Raw<T>] {
     // SAFETY: Raw<T> is repr(transparent) over T: same size, alignment, layout.
@@ -150,7 +154,16 @@ impl<T: Copy> DeviceBuffer<T> {
 
     /// Sets every byte to `byte`: tests poison outputs so that an item the
     /// kernels never wrote cannot pass for a result.
-    pub fn poison(&mut self, byte: u8) -> Result<()> {
+    ///
+    /// # Safety
+    ///
+    /// Items made of `byte` repeated may be invalid values of `T` (a `bool` is
+    /// 0 or 1 only). Before the buffer is read as `T` again (downloaded,
+    /// scanned in place, used as a scan's input), either every item must be
+    /// overwritten (e.g. as the output of [`Cuda::scan_device_into`](crate::Cuda::scan_device_into)),
+    /// or `byte` repeated must be a valid `T`: any byte for integers, floats and
+    /// aggregates of them; 0 or 1 where `T` holds a `bool`.
+    pub unsafe fn poison(&mut self, byte: u8) -> Result<()> {
         if self.is_empty() {
             return Ok(());
         }
@@ -163,6 +176,13 @@ impl<T: Copy> DeviceBuffer<T> {
             .map_err(|e| driver_error("poison", e))?;
         drop(_sync);
         stream.synchronize().map_err(|e| driver_error("poison", e))
+    }
+
+    /// The device address of the first item, for launches on `stream` that
+    /// only read the buffer.
+    pub(crate) fn device_ptr(&self, stream: &CudaStream) -> u64 {
+        let (ptr, _sync) = self.slice.device_ptr(stream);
+        ptr
     }
 
     /// The device address of the first item, for launches on `stream` that

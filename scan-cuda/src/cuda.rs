@@ -7,9 +7,11 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr};
+use cudarc::driver::{
+    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, ValidAsZeroBits,
+};
 use cudarc::nvrtc::Ptx;
-use scan_core::{blelloch, CudaOp, Error, Result, ScanSpec};
+use scan_core::{blelloch, reference, CudaOp, Error, Result, ScanSpec};
 
 use crate::backend::{GpuBackend, Span};
 use crate::buffer::{driver_error, raw, DeviceBuffer, Raw};
@@ -245,22 +247,47 @@ impl Cuda {
         Ok(bytes)
     }
 
-    /// A device buffer of `len` items with unspecified contents.
-    pub fn alloc<T: Copy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+    /// A device buffer of `len` items, every byte zero (so every item is the
+    /// all-zero `T`: `0`, `0.0`, `false`, and aggregates of those).
+    ///
+    /// `T` must be valid as all-zero bytes ([`ValidAsZeroBits`], implemented by
+    /// cudarc for the scalars, tuples and arrays; for your own `#[repr(C)]`
+    /// struct of such fields, `unsafe impl scan_cuda::ValidAsZeroBits for S {}`),
+    /// because the buffer can be downloaded before anything is written to it.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// assert_eq!(cuda.alloc::<(f32, bool)>(2)?.download()?, [(0.0, false); 2]);
+    /// # Ok(()) }
+    /// ```
+    pub fn alloc<T: Copy + ValidAsZeroBits>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let mut buf = self.alloc_unwritten::<T>(len)?;
+        if !buf.is_empty() {
+            self.stream.memset_zeros(&mut buf.slice).map_err(|e| driver_error("zero fill", e))?;
+        }
+        Ok(buf)
+    }
+
+    /// A device buffer of `len` items with unspecified contents. Only for
+    /// buffers that are completely written (an upload, a scan's output)
+    /// before anything reads them as `T`.
+    fn alloc_unwritten<T: Copy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         if len == 0 {
             let slice = self.stream.null::<Raw<T>>().map_err(|e| driver_error("allocation", e))?;
             return Ok(DeviceBuffer { slice });
         }
         self.check_fits::<T>(len)?;
-        // SAFETY: the contents are unspecified by contract (any bit pattern of
-        // a `Copy` item read back is its bytes; nothing here interprets them).
+        // SAFETY: nothing reads these bytes as `T` before they are written:
+        // see this function's contract, kept by its callers.
         let slice = unsafe { self.stream.alloc::<Raw<T>>(len) }.map_err(|e| driver_error("allocation", e))?;
         Ok(DeviceBuffer { slice })
     }
 
     /// Copies `items` to a new device buffer.
     pub fn upload<T: Copy>(&self, items: &[T]) -> Result<DeviceBuffer<T>> {
-        let mut buf = self.alloc::<T>(items.len())?;
+        // Every item is written by the copy below.
+        let mut buf = self.alloc_unwritten::<T>(items.len())?;
         if !items.is_empty() {
             self.stream.memcpy_htod(raw(items), &mut buf.slice).map_err(|e| driver_error("upload", e))?;
         }
@@ -274,30 +301,89 @@ impl Cuda {
         Ok(())
     }
 
-    /// Scans `input` on the GPU (upload, scan, download) into a new vector.
+    /// Scans `input` on the GPU (upload, scan into a second device buffer,
+    /// download) into a new vector.
     pub fn scan<Op: CudaOp>(&self, input: &[Op::Item], spec: ScanSpec) -> Result<Vec<Op::Item>> {
-        let mut out = input.to_vec();
-        self.scan_in_place::<Op>(&mut out, spec)?;
-        Ok(out)
+        if input.is_empty() {
+            return Ok(Vec::new());
+        }
+        let dev_in = self.upload(input)?;
+        // Every item is written by the out-of-place scan before the download.
+        let mut dev_out = self.alloc_unwritten::<Op::Item>(input.len())?;
+        self.rows_into::<Op>(&dev_in, &mut dev_out, 1, spec)?;
+        dev_out.download()
     }
 
     /// Scans `input` into `output` (same length) on the GPU.
     pub fn scan_into<Op: CudaOp>(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
-        if input.len() != output.len() {
-            return Err(Error::LengthMismatch { input: input.len(), output: output.len() });
-        }
-        let mut buf = self.upload(input)?;
-        self.scan_device::<Op>(&mut buf, spec)?;
-        buf.download_into(output)
+        self.scan_rows::<Op>(input, output, 1, spec)
     }
 
     /// Scans host `data` in place on the GPU.
     pub fn scan_in_place<Op: CudaOp>(&self, data: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+        self.scan_rows_in_place::<Op>(data, 1, spec)
+    }
+
+    /// Scans each row of a row-major `[rows, input.len() / rows]` buffer
+    /// from `input` into `output` (same length) on the GPU. Errors:
+    /// [`Error::LengthMismatch`], and [`Error::BadShape`] when `rows` is 0 or
+    /// does not divide the length.
+    ///
+    /// Each row is one run of the multi-block driver (its own launches), so
+    /// this suits rows of thousands of items or more; every row's launches go
+    /// to the one stream and the call waits once, at the end.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::{ops::Add, ScanSpec};
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// let mut out = [0; 6];
+    /// cuda.scan_rows::<Add<i32>>(&[1, 2, 3, 4, 5, 6], &mut out, 2, ScanSpec::inclusive())?;
+    /// assert_eq!(out, [1, 3, 6, 4, 9, 15]);
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_rows<Op: CudaOp>(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        rows: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        if input.len() != output.len() {
+            return Err(Error::LengthMismatch { input: input.len(), output: output.len() });
+        }
+        reference::row_len(input.len(), rows)?;
+        if input.is_empty() {
+            return Ok(());
+        }
+        let dev_in = self.upload(input)?;
+        // Every item is written by the out-of-place scan before the download.
+        let mut dev_out = self.alloc_unwritten::<Op::Item>(input.len())?;
+        self.rows_into::<Op>(&dev_in, &mut dev_out, rows, spec)?;
+        dev_out.download_into(output)
+    }
+
+    /// Scans each row of a row-major `[rows, data.len() / rows]` host buffer
+    /// in place on the GPU. [`Error::BadShape`] when `rows` is 0 or does not
+    /// divide the length.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::{ops::Add, ScanSpec};
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// let mut x = [1, 2, 3, 4, 5, 6];
+    /// cuda.scan_rows_in_place::<Add<i32>>(&mut x, 3, ScanSpec::exclusive())?;
+    /// assert_eq!(x, [0, 1, 0, 3, 0, 5]);
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_rows_in_place<Op: CudaOp>(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
+        let row_len = reference::row_len(data.len(), rows)?;
         if data.is_empty() {
             return Ok(());
         }
         let mut buf = self.upload(data)?;
-        self.scan_device::<Op>(&mut buf, spec)?;
+        let ptr = buf.device_ptr_mut(&self.stream);
+        self.scan_raw::<Op>(None, ptr, row_len, rows, spec)?;
         buf.download_into(data)
     }
 
@@ -306,10 +392,11 @@ impl Cuda {
         self.check_buffer(buf)?;
         let len = buf.len();
         let ptr = buf.device_ptr_mut(&self.stream);
-        self.scan_raw::<Op>(ptr, len, spec)
+        self.scan_raw::<Op>(None, ptr, len, 1, spec)
     }
 
-    /// Scans `input` into `output` (same length), both on the device;
+    /// Scans `input` into `output` (same length), both on the device, reading
+    /// `input` once and writing every item of `output` once (no copy first);
     /// `input` is not modified.
     pub fn scan_device_into<Op: CudaOp>(
         &self,
@@ -319,8 +406,10 @@ impl Cuda {
     ) -> Result<()> {
         self.check_buffer(input)?;
         self.check_buffer(output)?;
-        output.copy_from(input)?;
-        self.scan_device::<Op>(output, spec)
+        if input.len() != output.len() {
+            return Err(Error::LengthMismatch { input: input.len(), output: output.len() });
+        }
+        self.rows_into::<Op>(input, output, 1, spec)
     }
 
     /// Scans a user's own cudarc slice in place (items that are
@@ -335,20 +424,65 @@ impl Cuda {
         }
         let len = slice.len();
         let (ptr, sync) = slice.device_ptr_mut(&self.stream);
-        let result = self.scan_raw::<Op>(ptr, len, spec);
+        let result = self.scan_raw::<Op>(None, ptr, len, 1, spec);
         drop(sync);
         result
     }
 
-    fn scan_raw<Op: CudaOp>(&self, ptr: u64, len: usize, spec: ScanSpec) -> Result<()> {
-        if len == 0 {
+    /// Scans `rows` equal rows of `input` into `output`, buffers of one
+    /// length on this executor's context (checked by the callers).
+    fn rows_into<Op: CudaOp>(
+        &self,
+        input: &DeviceBuffer<Op::Item>,
+        output: &mut DeviceBuffer<Op::Item>,
+        rows: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        debug_assert_eq!(input.len(), output.len());
+        let row_len = reference::row_len(input.len(), rows)?;
+        let src = input.device_ptr(&self.stream);
+        let dst = output.device_ptr_mut(&self.stream);
+        self.scan_raw::<Op>(Some(src), dst, row_len, rows, spec)
+    }
+
+    /// Scans `rows` consecutive rows of `row_len` items each, from `src` into
+    /// `dst` (or in place when `src` is `None`), then waits for the device.
+    fn scan_raw<Op: CudaOp>(
+        &self,
+        src: Option<u64>,
+        dst: u64,
+        row_len: usize,
+        rows: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        if row_len == 0 || rows == 0 {
             return Ok(());
         }
+        // Nothing is launched before this point: an error here needs no wait.
         let module = self.module::<Op>()?;
         let backend = GpuBackend { cuda: self, module: &module };
-        let mut span = Span { ptr, len };
-        blelloch::scan_in_place::<Op, _>(&backend, &mut span, len, spec)?;
-        self.stream.synchronize().map_err(|e| driver_error("the scan kernels", e))
+        // The buffers exist, so `rows * row_len` items of this size fit in
+        // the address space and these offsets do not overflow.
+        let row_bytes = (row_len * std::mem::size_of::<Op::Item>()) as u64;
+        let mut launched = Ok(());
+        for r in 0..rows as u64 {
+            let mut out = Span { ptr: dst + r * row_bytes, len: row_len };
+            launched = match src {
+                Some(src) => {
+                    let input = Span { ptr: src + r * row_bytes, len: row_len };
+                    blelloch::scan_into::<Op, _>(&backend, &input, &mut out, row_len, spec)
+                }
+                None => blelloch::scan_in_place::<Op, _>(&backend, &mut out, row_len, spec),
+            };
+            if launched.is_err() {
+                break;
+            }
+        }
+        // Wait on every path, failures included: kernels launched before a
+        // failure may still be running over buffers that the caller frees or
+        // reads as soon as this returns. The first error is the one reported.
+        let synced = self.stream.synchronize().map_err(|e| driver_error("the scan kernels", e));
+        launched.and(synced)
     }
 
     /// `Op`'s kernels: from memory, else the disk cache, else NVRTC.

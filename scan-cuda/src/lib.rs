@@ -4,7 +4,9 @@
 //! * [`Cuda`]: the executor. Opens a device without panicking, compiles each
 //!   operator once for the device's architecture (cached in memory and on
 //!   disk), and runs the same multi-block Blelloch driver as the CPU
-//!   (`scan_core::blelloch::scan_in_place`) with kernels for the blocks.
+//!   (`scan_core::blelloch::scan_into`, reading the input and writing every
+//!   output item once, or `scan_in_place`) with kernels for the blocks; batched
+//!   rows with [`Cuda::scan_rows`].
 //! * [`DeviceBuffer`]: items of any `Copy` type in device memory.
 //! * The kernels are templates in `scan-cuda/kernels/*.cu`, written once
 //!   against `template <class Op>`; see [`module_source`] for what NVRTC sees.
@@ -17,6 +19,18 @@
 //! assert_eq!(running_max, [1.0, 3.0, 3.0]);
 //! # Ok(()) }
 //! ```
+//!
+//! # Finding libnvrtc
+//!
+//! cudarc, built here for CUDA 12.8 with dynamic loading, opens NVRTC only by
+//! the names `libnvrtc.so`, `libnvrtc.so.12` (and older), never
+//! `libnvrtc.so.13`. On a machine with only CUDA 13's library (e.g.
+//! `/usr/local/cuda/lib64/libnvrtc.so.13`), [`Cuda::new`] returns
+//! [`Error::CudaUnavailable`](scan_core::Error::CudaUnavailable) naming the
+//! file it found and the fix: a `libnvrtc.so` link to it in a folder on
+//! `LD_LIBRARY_PATH`, with the library's own folder on `LD_LIBRARY_PATH` too
+//! (it loads `libnvrtc-builtins` from there), which is what
+//! `source scan-cuda/gpu-env.sh` sets up.
 
 mod backend;
 mod buffer;
@@ -29,6 +43,8 @@ mod source;
 pub use buffer::DeviceBuffer;
 pub use cache::default_dir as cache_dir;
 pub use cuda::{compile_for_arch, module_source, CompileStats, Cuda};
+/// Items that [`Cuda::alloc`] can zero-fill (cudarc's marker trait).
+pub use cudarc::driver::ValidAsZeroBits;
 pub use nvrtc::{is_available as nvrtc_available, version as nvrtc_version};
 pub use policy::Policy;
 

@@ -2,7 +2,9 @@
 //! libnvrtc, not a GPU, so every instantiation can be checked anywhere.
 
 use std::ffi::{c_char, CString};
+use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
 
 use cudarc::nvrtc::{result, sys};
 use scan_core::{Error, Result};
@@ -20,11 +22,51 @@ pub fn is_available() -> bool {
 }
 
 fn unavailable() -> Error {
-    Error::CudaUnavailable {
-        reason: "libnvrtc (the CUDA runtime compiler) was not found; install the CUDA toolkit, or \
+    let reason = match installed_nvrtc() {
+        Some(found) => {
+            let dir = found.parent().map_or_else(|| ".".into(), |d| d.display().to_string());
+            format!(
+                "libnvrtc was not found under the names this build of cudarc loads (libnvrtc.so, libnvrtc.so.12 \
+                 and older), but {found} exists (another CUDA major version). Link it as libnvrtc.so in a folder \
+                 on LD_LIBRARY_PATH, with its own folder there too (it loads libnvrtc-builtins from it): \
+                 `mkdir -p /tmp/scan-nvrtc && ln -sf {found} /tmp/scan-nvrtc/libnvrtc.so && \
+                 export LD_LIBRARY_PATH=/tmp/scan-nvrtc:{dir}:$LD_LIBRARY_PATH`, or in a checkout of scan, \
+                 `source scan-cuda/gpu-env.sh`",
+                found = found.display()
+            )
+        }
+        None => "libnvrtc (the CUDA runtime compiler) was not found; install the CUDA toolkit, or \
                  `pip install nvidia-cuda-nvrtc-cu12` and put its `nvidia/cuda_nvrtc/lib` folder on LD_LIBRARY_PATH"
             .into(),
+    };
+    Error::CudaUnavailable { reason }
+}
+
+/// A libnvrtc installed by a CUDA toolkit under its usual prefix,
+/// `/usr/local/cuda*/{lib64, targets/*/lib}/libnvrtc.so.*`, that the loader
+/// did not find (typically CUDA 13's `libnvrtc.so.13`).
+fn installed_nvrtc() -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    let toolkits = fs::read_dir("/usr/local").ok()?.flatten().map(|e| e.path());
+    for toolkit in toolkits.filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("cuda"))) {
+        let mut dirs = vec![toolkit.join("lib64")];
+        if let Ok(targets) = fs::read_dir(toolkit.join("targets")) {
+            dirs.extend(targets.flatten().map(|t| t.path().join("lib")));
+        }
+        for dir in dirs {
+            let Ok(entries) = fs::read_dir(&dir) else { continue };
+            found.extend(
+                entries
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libnvrtc.so."))),
+            );
+        }
     }
+    // The shortest name is the one a link should point at (libnvrtc.so.13
+    // rather than libnvrtc.so.13.0.48); sorted first for a stable answer.
+    found.sort();
+    found.into_iter().min_by_key(|p| p.as_os_str().len())
 }
 
 /// NVRTC's version as (major, minor).

@@ -59,8 +59,9 @@ impl ModuleSource {
         for (reverse, (scan, add)) in [false, true].into_iter().zip(SCAN_BLOCKS.into_iter().zip(ADD_PREFIXES)) {
             code.push_str(&format!(
                 "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {scan}(\n\
-                 \x20   {name}::Item* data, unsigned long long len, {name}::Item* totals, int inclusive) {{\n\
-                 \x20 scan::scan_tile<{name}, {threads}, {k}, {reverse}>(data, len, totals, inclusive);\n\
+                 \x20   const {name}::Item* src, {name}::Item* dst, unsigned long long len, {name}::Item* totals,\n\
+                 \x20   int inclusive) {{\n\
+                 \x20 scan::scan_tile<{name}, {threads}, {k}, {reverse}>(src, dst, len, totals, inclusive);\n\
                  }}\n\
                  extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {add}(\n\
                  \x20   {name}::Item* data, unsigned long long len, const {name}::Item* prefixes) {{\n\

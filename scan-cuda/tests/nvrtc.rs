@@ -72,9 +72,13 @@ fn the_module_source_holds_the_operator_both_kernels_and_layout_checks() {
         "scan_blocks_forward(",
         "add_prefixes_reverse(",
         "static_assert(sizeof(LinRecF32::Item) == 8",
+        // Pass 1 reads a separate input; in place the host passes one address
+        // twice, so neither pointer may be `__restrict__`.
+        "const LinRecF32::Item* src, LinRecF32::Item* dst, unsigned long long len",
     ] {
         assert!(code.contains(needle), "missing {needle:?} in\n{code}");
     }
+    assert!(!code.contains("__restrict__"), "in-place scans alias src and dst:\n{code}");
 }
 
 /// Declares an item of the wrong size: the layout check must stop it.

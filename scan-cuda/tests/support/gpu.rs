@@ -52,10 +52,19 @@ fn first_mismatch<T: Debug>(got: &[T], want: &[T], eq: &impl Fn(&T, &T) -> bool)
     Some(format!("{count} mismatches; first at {bad}: got {:?}, want {:?}", got[bad], want[bad]))
 }
 
+/// The byte poisoned outputs are filled with. 0x01 repeated is a valid value
+/// of every item type these tests scan (integers, floats, `bool` (true),
+/// aggregates of them), which `DeviceBuffer::poison` requires should a kernel
+/// leave an item unwritten; it is also no scan result the tests' data makes
+/// (an exclusive scan's first item is the identity, never 0x0101...).
+pub const POISON: u8 = 0x01;
+
 /// Runs `Op` on the GPU for every size and every (kind, direction), three
-/// ways (device-to-device into a poisoned output, device in place, host
-/// convenience API), and compares each with `reference::scan` under `eq`.
-/// Also checks that the non-in-place input is left unchanged.
+/// ways, and compares every item of each with `reference::scan` under `eq`:
+/// device-to-device out of place into an output poisoned first (the scan
+/// reads the input and must write every output item: nothing is copied over
+/// the output first), device in place, and the host convenience API. Also
+/// checks that the out-of-place input is left unchanged.
 pub fn check_op<Op: CudaOp>(
     cuda: &Cuda,
     label: &str,
@@ -73,8 +82,10 @@ pub fn check_op<Op: CudaOp>(
             let ctx = format!("{label}: n = {n}, {spec:?}");
 
             let dev_in = cuda.upload(&input).unwrap();
-            let mut dev_out = cuda.alloc::<Op::Item>(n).unwrap();
-            dev_out.poison(0xA5).unwrap();
+            // A buffer of the right length whatever the item type, then poisoned.
+            let mut dev_out = cuda.upload(&input).unwrap();
+            // SAFETY: POISON repeated is a valid item of every type scanned here.
+            unsafe { dev_out.poison(POISON) }.unwrap();
             cuda.scan_device_into::<Op>(&dev_in, &mut dev_out, spec).unwrap();
             if let Some(m) = first_mismatch(&dev_out.download().unwrap(), &want, &eq) {
                 panic!("{ctx}, device into poisoned output: {m}");
@@ -98,6 +109,45 @@ pub fn check_op<Op: CudaOp>(
         }
     }
     eprintln!("[{label}] ok on sizes {sizes:?} x 4 specs x 3 ways");
+}
+
+/// Runs `Op`'s batched scans (`scan_rows` out of place into an output filled
+/// with `garbage`, and `scan_rows_in_place`) on `[rows, row_len]` shapes
+/// around the tile boundaries, every (kind, direction), against
+/// `reference::scan_rows` item by item.
+pub fn check_rows<Op: CudaOp>(
+    cuda: &Cuda,
+    label: &str,
+    garbage: Op::Item,
+    mut gen: impl FnMut(&mut Rng) -> Op::Item,
+    eq: impl Fn(&Op::Item, &Op::Item) -> bool,
+) where
+    Op::Item: Debug,
+{
+    let tile = Policy::for_item_size(std::mem::size_of::<Op::Item>()).unwrap().tile();
+    let mut rng = Rng::fresh(label);
+    let shapes = [(1, 0), (3, 0), (1, 1), (5, 1), (7, 3), (3, tile - 1), (4, tile), (3, tile + 1), (2, 2 * tile + 5)];
+    let shapes: Vec<_> = shapes.into_iter().filter(|&(r, c)| r * c <= max_len()).collect();
+    for &(rows, row_len) in &shapes {
+        for spec in ScanSpec::ALL {
+            let input = rng.vec(rows * row_len, &mut gen);
+            let want = reference::scan_rows::<Op>(&input, rows, spec).unwrap();
+            let ctx = format!("{label}: {rows} rows of {row_len}, {spec:?}");
+
+            let mut out = vec![garbage; input.len()];
+            cuda.scan_rows::<Op>(&input, &mut out, rows, spec).unwrap();
+            if let Some(m) = first_mismatch(&out, &want, &eq) {
+                panic!("{ctx}, scan_rows: {m}");
+            }
+
+            let mut data = input;
+            cuda.scan_rows_in_place::<Op>(&mut data, rows, spec).unwrap();
+            if let Some(m) = first_mismatch(&data, &want, &eq) {
+                panic!("{ctx}, scan_rows_in_place: {m}");
+            }
+        }
+    }
+    eprintln!("[{label}] rows ok on shapes {shapes:?} x 4 specs x 2 ways");
 }
 
 /// Exact equality (NaN never passes: `NaN != NaN`).
