@@ -101,6 +101,8 @@ pub fn max_clamped(a: u32, b: u32) -> u32 {
 /// Struct fields next to unsuffixed literals (their type is invisible to the
 /// macro: the CUDA side casts the literal to `decltype` of the field).
 #[scan_op(identity = Tally { sum: 0.0, count: 0 }, assume_associative)]
+// The `* 1` are the point: unsuffixed literals against struct fields.
+#[allow(clippy::identity_op)]
 pub fn scaled_tally(l: Tally, r: Tally) -> Tally {
     Tally { sum: l.sum * 1.0 + r.sum, count: l.count + r.count * 1 }
 }
