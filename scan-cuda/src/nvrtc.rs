@@ -4,7 +4,7 @@
 use std::ffi::{c_char, CString};
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use cudarc::nvrtc::{result, sys};
 use scan_core::{Error, Result};
@@ -22,7 +22,7 @@ pub fn is_available() -> bool {
 }
 
 fn unavailable() -> Error {
-    let reason = match installed_nvrtc() {
+    let reason = match installed_nvrtc(Path::new("/usr/local")) {
         Some(found) => {
             let dir = found.parent().map_or_else(|| ".".into(), |d| d.display().to_string());
             format!(
@@ -42,12 +42,12 @@ fn unavailable() -> Error {
     Error::CudaUnavailable { reason }
 }
 
-/// A libnvrtc installed by a CUDA toolkit under its usual prefix,
-/// `/usr/local/cuda*/{lib64, targets/*/lib}/libnvrtc.so.*`, that the loader
-/// did not find (typically CUDA 13's `libnvrtc.so.13`).
-fn installed_nvrtc() -> Option<PathBuf> {
+/// A libnvrtc installed by a CUDA toolkit under `prefix` (usually
+/// `/usr/local`): `cuda*/{lib64, targets/*/lib}/libnvrtc.so.*`, that the
+/// loader did not find (typically CUDA 13's `libnvrtc.so.13`).
+fn installed_nvrtc(prefix: &Path) -> Option<PathBuf> {
     let mut found: Vec<PathBuf> = Vec::new();
-    let toolkits = fs::read_dir("/usr/local").ok()?.flatten().map(|e| e.path());
+    let toolkits = fs::read_dir(prefix).ok()?.flatten().map(|e| e.path());
     for toolkit in toolkits.filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("cuda"))) {
         let mut dirs = vec![toolkit.join("lib64")];
         if let Ok(targets) = fs::read_dir(toolkit.join("targets")) {
@@ -137,4 +137,25 @@ fn compile_unguarded(code: &str, op: &str, arch: &str) -> Result<Vec<u8>> {
 fn c_text(bytes: &[c_char]) -> String {
     let bytes: Vec<u8> = bytes.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
     String::from_utf8_lossy(&bytes).trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake CUDA 13 layout: the shortest versioned name is the one named,
+    /// the builtins library never is, and an empty prefix finds nothing.
+    #[test]
+    fn a_toolkit_libnvrtc_is_found_by_its_shortest_versioned_name() {
+        let root = std::env::temp_dir().join(format!("scan-nvrtc-find-{}", std::process::id()));
+        let lib = root.join("cuda-13.0").join("targets").join("x86_64-linux").join("lib");
+        fs::create_dir_all(&lib).unwrap();
+        fs::create_dir_all(root.join("cuda-13.0").join("lib64")).unwrap();
+        assert_eq!(installed_nvrtc(&root), None);
+        for name in ["libnvrtc-builtins.so.13.0", "libnvrtc.so.13.0.48", "libnvrtc.so.13"] {
+            fs::write(lib.join(name), b"").unwrap();
+        }
+        assert_eq!(installed_nvrtc(&root), Some(lib.join("libnvrtc.so.13")));
+        fs::remove_dir_all(&root).unwrap();
+    }
 }
