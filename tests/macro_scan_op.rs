@@ -193,4 +193,23 @@ fn generated_laws_test_fails_on_nan_from_one_grouping_only() {
         Err(e) => e.downcast_ref::<String>().cloned().unwrap_or_default(),
     };
     assert!(msg.contains("breaks associativity"), "unexpected failure: {msg}");
+
+    // The same, generic: the generated test instantiates it at `T = f64`
+    // (inf + -inf is NaN; `/` on a type parameter is refused).
+    #[scan::scan_op(identity = T::ZERO, assume_associative)]
+    fn nan_past_six_of<T: scan::CudaFloat>(a: T, b: T) -> T {
+        let two = T::ONE + T::ONE;
+        if a + b > two + two + two {
+            T::HIGHEST + T::LOWEST
+        } else {
+            a + b
+        }
+    }
+    assert!(nan_past_six_of(nan_past_six_of(4.0f64, 4.0), -4.0).is_nan());
+    let outcome = std::panic::catch_unwind(__scan_op_laws_of_nan_past_six_of);
+    let msg = match outcome {
+        Ok(()) => panic!("the laws test of the generic `nan_past_six_of` passed"),
+        Err(e) => e.downcast_ref::<String>().cloned().unwrap_or_default(),
+    };
+    assert!(msg.contains("breaks associativity"), "unexpected failure: {msg}");
 }

@@ -108,6 +108,7 @@ fn expand(op: &Operator, v: &Valid) -> Result<TokenStream> {
         identity: &v.identity,
         identity_span: syn::spanned::Spanned::span(identity),
         assume_associative: op.attr.assume_associative.is_some(),
+        f64_params: check::f64_params(&op.func.sig.generics),
     };
     let property_test = check::property_test(&def);
 

@@ -180,6 +180,7 @@ pub fn validate(op: &Operator) -> Result<Valid> {
         identity: &identity,
         identity_span: identity_expr.span(),
         assume_associative: op.attr.assume_associative.is_some(),
+        f64_params: check::f64_params(&op.func.sig.generics),
     };
     errors.ok(check::check(&def));
     let names = [names[0].clone(), names[1].clone()];

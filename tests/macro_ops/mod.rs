@@ -121,6 +121,12 @@ pub fn counted_segments(l: (u32, f64), r: (u32, f64)) -> (u32, f64) {
     }
 }
 
+/// A generic operator with the opt-in: its generated laws test runs at `T = f64`.
+#[scan_op(identity = T::LOWEST, assume_associative)]
+pub fn max_of<T: scan::CudaScalar>(a: T, b: T) -> T {
+    a.max(b)
+}
+
 /// Something done once per operator type (a generic fn cannot be passed as a
 /// value, so the list below calls this for each type).
 pub trait EachOp {
@@ -145,6 +151,8 @@ pub fn each_op(f: &mut impl EachOp) {
     f.op::<MaxClamped>();
     f.op::<ScaledTally>();
     f.op::<CountedSegments>();
+    f.op::<MaxOf<f32>>();
+    f.op::<MaxOf<u64>>();
 }
 
 /// Every operator above, as its CUDA source, for the NVRTC test.

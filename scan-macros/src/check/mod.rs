@@ -7,7 +7,8 @@
 //!   user wrote `assume_associative`; otherwise a `syn::Error` at the user's fn
 //!   (or identity) that prints both normal forms / a counterexample.
 //! * [`property_test`]: with `assume_associative`, the tokens of a `#[test]`
-//!   that checks both laws on random inputs in the user's crate.
+//!   that checks both laws on random inputs in the user's crate (a generic
+//!   operator at `T = f64`, when its bounds allow).
 //!
 //! How a law is decided, step by step:
 //!
@@ -65,13 +66,19 @@ pub struct OpDef<'a> {
     pub identity_span: Span,
     /// `#[scan_op(..., assume_associative)]` was written.
     pub assume_associative: bool,
+    /// The type parameters, when the property test can instantiate each at
+    /// `f64` (see [`f64_params`]); `None`: no property test. Empty for a
+    /// non-generic operator.
+    pub f64_params: Option<Vec<String>>,
 }
+
+pub use property::f64_params;
 
 /// Verifies the monoid laws; see the module docs. Both laws are checked and
 /// both errors reported together.
 pub fn check(op: &OpDef) -> syn::Result<()> {
     let item = normal::resolve_item(op.item, op.body);
-    let op = &OpDef { item: &item, ..*op };
+    let op = &OpDef { item: &item, f64_params: op.f64_params.clone(), ..*op };
     normal::forget_guards();
     let errors: Vec<syn::Error> = [associativity(op), identity(op)].into_iter().filter_map(Result::err).collect();
     match errors.into_iter().reduce(|mut a, b| {

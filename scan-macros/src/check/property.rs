@@ -8,8 +8,10 @@
 //! inputs must be evaluable, so an operator that is NaN everywhere fails. NaN
 //! on one side only fails: one grouping gave a number and the other did not.
 //!
-//! A generic operator (`fn f<T>(..)`) gets no generated test: there is no
-//! concrete `T` to draw inputs for, and the bounds it needs are the user's.
+//! A generic operator (`fn f<T: CudaScalar>(..)`) is tested at `T = f64` when
+//! every bound of every type parameter is one `f64` meets (`CudaScalar`,
+//! `CudaFloat`, `Copy`, ...) and there is no `where` clause; otherwise (a bound
+//! of the user's own) it gets no generated test.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
@@ -80,14 +82,82 @@ fn random(ty: &Ty) -> Option<TokenStream> {
     })
 }
 
-/// The test's tokens; empty for a generic operator (no concrete type to test).
+/// Bounds `f64` is known to meet: the test may instantiate a parameter bound
+/// by nothing else at `f64`.
+const F64_MEETS: &[&str] = &[
+    "CudaScalar",
+    "CudaFloat",
+    "CudaType",
+    "Copy",
+    "Clone",
+    "Debug",
+    "PartialEq",
+    "PartialOrd",
+    "Send",
+    "Sync",
+    "Default",
+];
+
+/// The names of the type parameters (empty for a non-generic operator) when
+/// each can be `f64` in the generated test; `None` when a bound may exclude
+/// `f64` (a `where` clause, or a trait not in [`F64_MEETS`]).
+pub fn f64_params(generics: &syn::Generics) -> Option<Vec<String>> {
+    if generics.where_clause.as_ref().is_some_and(|w| !w.predicates.is_empty()) {
+        return None;
+    }
+    let mut names = Vec::new();
+    for t in generics.type_params() {
+        let known = t.bounds.iter().all(|b| match b {
+            syn::TypeParamBound::Trait(tb) => {
+                matches!(tb.modifier, syn::TraitBoundModifier::None)
+                    && tb.lifetimes.is_none()
+                    && tb
+                        .path
+                        .segments
+                        .last()
+                        .is_some_and(|s| s.arguments.is_none() && F64_MEETS.contains(&s.ident.to_string().as_str()))
+            }
+            _ => false,
+        });
+        if !known || t.default.is_some() {
+            return None;
+        }
+        names.push(t.ident.to_string());
+    }
+    Some(names)
+}
+
+/// `ty` with every type parameter named in `params` replaced by `f64`.
+fn at_f64(ty: &Ty, params: &[String]) -> Ty {
+    match ty {
+        Ty::Param(p) if params.contains(p) => Ty::Scalar(Scalar::F64),
+        Ty::Scalar(_) | Ty::Param(_) => ty.clone(),
+        Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(|t| at_f64(t, params)).collect()),
+        Ty::Array(t, n) => Ty::Array(Box::new(at_f64(t, params)), *n),
+        Ty::Struct { name, fields } => Ty::Struct {
+            name: name.clone(),
+            fields: fields.iter().map(|(n, t)| (n.clone(), at_f64(t, params))).collect(),
+        },
+    }
+}
+
+/// The test's tokens; empty for a generic operator whose bounds `f64` may not meet.
 pub fn laws_test(op: &OpDef) -> TokenStream {
-    let item = super::normal::resolve_item(op.item, op.body);
+    let Some(params) = &op.f64_params else {
+        return TokenStream::new();
+    };
+    let item = at_f64(&super::normal::resolve_item(op.item, op.body), params);
     let mut parts = Vec::new();
     let (Some(()), Some(gen)) = (leaves(&item, TokenStream::new(), &mut parts), random(&item)) else {
         return TokenStream::new();
     };
-    let ty = op.type_name;
+    let name = op.type_name;
+    let ty = if params.is_empty() {
+        quote!(#name)
+    } else {
+        let f64s = params.iter().map(|_| quote!(f64));
+        quote!(#name<#(#f64s),*>)
+    };
     let fn_name = op.fn_name.to_string();
     let test = format_ident!("__scan_op_laws_of_{}", op.fn_name);
     let same = parts.iter().map(|(p, s)| match s {

@@ -16,6 +16,7 @@ pub struct Op {
     pub body: Expr,
     pub identity: Expr,
     pub assume: bool,
+    pub f64_params: Option<Vec<String>>,
 }
 
 impl Op {
@@ -28,6 +29,7 @@ impl Op {
             identity: &self.identity,
             identity_span: Span::call_site(),
             assume_associative: self.assume,
+            f64_params: self.f64_params.clone(),
         }
     }
 
@@ -54,7 +56,8 @@ pub fn op(src: &str, identity: &str) -> Op {
     let identity = lower::identity(&parse_str(identity).expect("an expression"), &item, &tps).expect("an identity");
     let name = f.sig.ident.clone();
     let type_name = Ident::new(&crate::ast::camel_case(&name.to_string()), Span::call_site());
-    Op { name, type_name, item, body, identity, assume: false }
+    let f64_params = super::f64_params(&f.sig.generics);
+    Op { name, type_name, item, body, identity, assume: false, f64_params }
 }
 
 fn lowered(src: &str) -> (ItemFn, Vec<String>, Ty, Expr) {

@@ -283,9 +283,18 @@ fn property_test_is_generated_only_with_the_opt_in_and_concrete_types() {
     s.assume = true;
     let tokens = super::property_test(&s.def()).to_string();
     assert!(tokens.contains("Tally { count : __small (& mut rng) , sum : __small (& mut rng) }"), "{tokens}");
+    // A generic operator bound by `CudaScalar` only: tested at `T = f64`.
     let mut g = op(SEGMENTED_BOOL, "(false, T::ZERO)");
     g.assume = true;
-    assert!(super::property_test(&g.def()).is_empty(), "a generic operator has no concrete type to test");
+    let tokens = super::property_test(&g.def()).to_string();
+    assert!(tokens.contains("type __Op = Seg < f64 >"), "{tokens}");
+    assert!(tokens.contains("rng . range_f64 (- 4.0 , 4.0)"), "{tokens}");
+    syn::parse_str::<syn::ItemFn>(&tokens).expect("a test fn");
+    // A bound of the user's own may exclude f64: no test.
+    let src = "fn seg<T: CudaScalar + MyBound>(l: (bool, T), r: (bool, T)) -> (bool, T) { (l.0 | r.0, if r.0 { r.1 } else { l.1 + r.1 }) }";
+    let mut u = op(src, "(false, T::ZERO)");
+    u.assume = true;
+    assert!(super::property_test(&u.def()).is_empty(), "`MyBound` may exclude f64");
 }
 
 /// Compile-time cost: the checker on each built-in stays far below 50 ms.
