@@ -42,3 +42,20 @@ pub enum Error {
     #[error("{0}")]
     Other(String),
 }
+
+impl Error {
+    /// `Ok` when the lengths agree, else [`Error::LengthMismatch`]: the check
+    /// every out-of-place call makes before it touches either buffer.
+    ///
+    /// ```
+    /// use scan_core::Error;
+    /// assert!(Error::check_lengths(3, 3).is_ok());
+    /// assert!(matches!(Error::check_lengths(3, 2), Err(Error::LengthMismatch { input: 3, output: 2 })));
+    /// ```
+    pub fn check_lengths(input: usize, output: usize) -> Result<()> {
+        if input != output {
+            return Err(Error::LengthMismatch { input, output });
+        }
+        Ok(())
+    }
+}

@@ -19,9 +19,7 @@ pub fn scan<Op: ScanOp>(input: &[Op::Item], spec: ScanSpec) -> Vec<Op::Item> {
 
 /// Scans `input` into `output`, which must have the same length.
 pub fn scan_into<Op: ScanOp>(input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
-    if input.len() != output.len() {
-        return Err(Error::LengthMismatch { input: input.len(), output: output.len() });
-    }
+    Error::check_lengths(input.len(), output.len())?;
     output.copy_from_slice(input);
     scan_in_place::<Op>(output, spec);
     Ok(())

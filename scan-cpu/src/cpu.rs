@@ -162,9 +162,7 @@ impl Cpu {
     /// # Ok::<(), scan_core::Error>(())
     /// ```
     pub fn scan_into<Op: ScanOp>(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
-        if input.len() != output.len() {
-            return Err(Error::LengthMismatch { input: input.len(), output: output.len() });
-        }
+        Error::check_lengths(input.len(), output.len())?;
         self.run::<Op::Item>(input.len()).scan_into::<Op>(input, as_uninit(output), spec)
     }
 
@@ -199,9 +197,7 @@ impl Cpu {
         rows: usize,
         spec: ScanSpec,
     ) -> Result<()> {
-        if input.len() != output.len() {
-            return Err(Error::LengthMismatch { input: input.len(), output: output.len() });
-        }
+        Error::check_lengths(input.len(), output.len())?;
         let row_len = reference::row_len(input.len(), rows)?;
         rows::scan_rows::<Op>(self, input, as_uninit(output), row_len, spec)
     }

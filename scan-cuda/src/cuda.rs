@@ -349,9 +349,7 @@ impl Cuda {
         rows: usize,
         spec: ScanSpec,
     ) -> Result<()> {
-        if input.len() != output.len() {
-            return Err(Error::LengthMismatch { input: input.len(), output: output.len() });
-        }
+        Error::check_lengths(input.len(), output.len())?;
         reference::row_len(input.len(), rows)?;
         if input.is_empty() {
             return Ok(());
@@ -406,9 +404,7 @@ impl Cuda {
     ) -> Result<()> {
         self.check_buffer(input)?;
         self.check_buffer(output)?;
-        if input.len() != output.len() {
-            return Err(Error::LengthMismatch { input: input.len(), output: output.len() });
-        }
+        Error::check_lengths(input.len(), output.len())?;
         self.rows_into::<Op>(input, output, 1, spec)
     }
 
