@@ -32,29 +32,8 @@ pub(crate) fn scan_rows<Op: ScanOp>(
     if row_len == 0 {
         return Ok(());
     }
-    let run = cpu.run::<Op::Item>(input.len());
-    let rows = input.len() / row_len;
-    if within_rows::<Op::Item>(&run, rows, row_len) {
-        for (x, out) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
-            run.scan_into::<Op>(x, out, spec)?;
-        }
-        return Ok(());
-    }
-    let one_thread = Run { threads: 1, ..run };
-    let mut work: Vec<_> = input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)).collect();
-    let mut result = Ok(());
-    let failed = std::sync::Mutex::new(&mut result);
-    parallel::for_each_part(&mut work, run.threads, |part| {
-        for (x, out) in part.iter_mut() {
-            if let Err(e) = one_thread.scan_into::<Op>(x, out, spec) {
-                if let Ok(mut slot) = failed.lock() {
-                    **slot = Err(e);
-                }
-                return;
-            }
-        }
-    });
-    result
+    let work = input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)).collect();
+    for_each_row::<Op::Item, _>(cpu, input.len(), row_len, work, |run, (x, out)| run.scan_into::<Op>(x, out, spec))
 }
 
 pub(crate) fn scan_rows_in_place<Op: ScanOp>(
@@ -66,21 +45,31 @@ pub(crate) fn scan_rows_in_place<Op: ScanOp>(
     if row_len == 0 {
         return Ok(());
     }
-    let run = cpu.run::<Op::Item>(data.len());
-    let rows = data.len() / row_len;
-    if within_rows::<Op::Item>(&run, rows, row_len) {
-        for row in data.chunks_exact_mut(row_len) {
-            run.scan_in_place::<Op>(row, spec)?;
-        }
-        return Ok(());
+    let len = data.len();
+    let work = data.chunks_exact_mut(row_len).collect();
+    for_each_row::<Op::Item, _>(cpu, len, row_len, work, |run, row| run.scan_in_place::<Op>(row, spec))
+}
+
+/// Runs `scan` on every row of `work` (`len` items in rows of `row_len`):
+/// each row on all threads when rows are few and long, otherwise the rows
+/// spread over the threads with one thread per row. The first error wins.
+fn for_each_row<T, W: Send>(
+    cpu: &Cpu,
+    len: usize,
+    row_len: usize,
+    mut work: Vec<W>,
+    scan: impl Fn(&Run, &mut W) -> Result<()> + Sync,
+) -> Result<()> {
+    let run = cpu.run::<T>(len);
+    if within_rows::<T>(&run, len / row_len, row_len) {
+        return work.iter_mut().try_for_each(|row| scan(&run, row));
     }
     let one_thread = Run { threads: 1, ..run };
-    let mut work: Vec<&mut [Op::Item]> = data.chunks_exact_mut(row_len).collect();
     let mut result = Ok(());
     let failed = std::sync::Mutex::new(&mut result);
     parallel::for_each_part(&mut work, run.threads, |part| {
         for row in part.iter_mut() {
-            if let Err(e) = one_thread.scan_in_place::<Op>(row, spec) {
+            if let Err(e) = scan(&one_thread, row) {
                 if let Ok(mut slot) = failed.lock() {
                     **slot = Err(e);
                 }
