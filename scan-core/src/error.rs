@@ -26,6 +26,10 @@ pub enum Error {
     #[error("too large: {what}")]
     TooLarge { what: String },
 
+    /// A tuning override that cannot run (e.g. a tile past shared memory).
+    #[error("invalid tuning: {0}")]
+    BadTuning(String),
+
     /// No usable CUDA driver, device or NVRTC library.
     #[error("CUDA is not available: {reason}")]
     CudaUnavailable { reason: String },

@@ -1,9 +1,13 @@
 //! The core of `scan`: the monoid contract ([`ScanOp`]), what a scan is
-//! ([`ScanSpec`]), the sequential [`reference`], the [`blelloch`] algorithms and
-//! the [`Error`] every fallible call returns.
+//! ([`ScanSpec`]), the device-level contract every algorithm implements
+//! ([`device::DeviceScan`]), the sequential [`reference`], the [`blelloch`]
+//! algorithms, the naive [`hillis_steele`] scan, and the [`Error`] every
+//! fallible call returns.
 //!
 //! Nothing here knows about threads or GPUs: backends (`scan-cpu`, `scan-cuda`)
-//! implement [`blelloch::BlockBackend`] and run the same multi-block driver.
+//! implement [`blelloch::BlockBackend`] to run the same multi-block driver,
+//! and [`device::DeviceScan`] for their own algorithms (the CPU's tiled scan,
+//! the GPU's single-pass scan).
 
 // Generated code names `::scan_core::...`; this lets the built-in operators,
 // declared inside this crate, use the same generated paths.
@@ -11,7 +15,9 @@ extern crate self as scan_core;
 
 pub mod blelloch;
 mod cuda_type;
+pub mod device;
 mod error;
+pub mod hillis_steele;
 mod op;
 pub mod ops;
 pub mod reference;

@@ -1,5 +1,6 @@
 //! The sequential scans every test compares against: the obvious loops.
 
+use crate::device::{DeviceScan, Operands};
 use crate::{Error, Result, ScanOp, ScanSpec};
 
 /// Scans `input` into a new vector.
@@ -64,4 +65,38 @@ pub fn row_len(len: usize, rows: usize) -> Result<usize> {
         return Err(Error::BadShape { len, rows });
     }
     Ok(len / rows)
+}
+
+/// The sequential loop as a [`DeviceScan`] over host slices: the algorithm
+/// every other one is compared against.
+///
+/// ```
+/// use scan_core::device::{DeviceScan, Operands};
+/// use scan_core::{ops::Add, reference::Sequential, ScanSpec};
+///
+/// let mut out = [0; 3];
+/// DeviceScan::<Add<i32>>::scan(&Sequential, Operands::Into { src: &[1, 2, 3], dst: &mut out }, ScanSpec::inclusive())?;
+/// assert_eq!(out, [1, 3, 6]);
+/// # Ok::<(), scan_core::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sequential;
+
+impl<Op: ScanOp> DeviceScan<Op> for Sequential {
+    type Buf = [Op::Item];
+
+    fn len(&self, buf: &[Op::Item]) -> usize {
+        buf.len()
+    }
+
+    fn scan(&self, operands: Operands<'_, [Op::Item]>, spec: ScanSpec) -> Result<()> {
+        <Self as DeviceScan<Op>>::checked_len(self, &operands)?;
+        match operands {
+            Operands::InPlace(data) => {
+                scan_in_place::<Op>(data, spec);
+                Ok(())
+            }
+            Operands::Into { src, dst } => scan_into::<Op>(src, dst, spec),
+        }
+    }
 }

@@ -2,6 +2,7 @@
 
 use std::borrow::BorrowMut;
 
+use crate::device::{DeviceScan, Operands};
 use crate::{Error, Result, ScanOp, ScanSpec};
 
 /// What a backend provides so that [`scan_in_place`] and [`scan_into`] can run on it.
@@ -90,6 +91,38 @@ where
     check_len(len, backend.buf_len(input))?;
     check_len(len, backend.buf_len(output))?;
     run::<Op, B>(backend, Some(input), output, len, spec)
+}
+
+/// The multi-block driver over backend `B`, as a [`DeviceScan`]: the whole
+/// of each buffer is scanned.
+///
+/// ```
+/// use scan_core::blelloch::{Driver, SliceBackend};
+/// use scan_core::device::{DeviceScan, Operands};
+/// use scan_core::{ops::Add, ScanSpec};
+///
+/// let mut x = [1u32, 2, 3, 4, 5];
+/// DeviceScan::<Add<u32>>::scan(&Driver(SliceBackend::new(2)), Operands::InPlace(&mut x[..]), ScanSpec::exclusive())?;
+/// assert_eq!(x, [0, 1, 3, 6, 10]);
+/// # Ok::<(), scan_core::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Driver<B>(pub B);
+
+impl<Op: ScanOp, B: BlockBackend<Op>> DeviceScan<Op> for Driver<B> {
+    type Buf = B::Buf;
+
+    fn len(&self, buf: &B::Buf) -> usize {
+        self.0.buf_len(buf)
+    }
+
+    fn scan(&self, operands: Operands<'_, B::Buf>, spec: ScanSpec) -> Result<()> {
+        let len = <Self as DeviceScan<Op>>::checked_len(self, &operands)?;
+        match operands {
+            Operands::InPlace(data) => run::<Op, B>(&self.0, None, data, len, spec),
+            Operands::Into { src, dst } => run::<Op, B>(&self.0, Some(src), dst, len, spec),
+        }
+    }
 }
 
 fn check_len(len: usize, buf_len: usize) -> Result<()> {

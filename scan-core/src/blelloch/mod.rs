@@ -6,6 +6,8 @@
 //! * [`driver`]: any length: scan each block and emit its total, scan the totals
 //!   (recursively, with the same driver), combine each block with its prefix.
 //!   Written once against [`BlockBackend`], so the CPU and the GPU share it.
+//! * [`Driver`]: the driver as a [`DeviceScan`](crate::device::DeviceScan),
+//!   the algorithm-neutral contract executors dispatch on.
 //! * [`SliceBackend`]: the single-threaded backend over host slices, which is
 //!   also the model the other backends are tested against.
 
@@ -13,5 +15,5 @@ pub mod block;
 pub mod driver;
 mod slice_backend;
 
-pub use driver::{scan_in_place, scan_into, BlockBackend};
+pub use driver::{scan_in_place, scan_into, BlockBackend, Driver};
 pub use slice_backend::{block_range, host_scratch, SliceBackend};
