@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Peers of examples/bench's GPU section, timed on the same GPU in the same call.
 
-torch.cumsum (f32), torch.cummax (f32) and jax.lax.associative_scan of the
-linear recurrence on (a, b) f32 pairs, at 2^24 and 2^28 items, each against a
-device-to-device copy of the same bytes measured in the same process. GB/s count
-input + output items, as examples/bench does (cummax also writes int64 indices,
-which are not counted; the recurrence moves whole (a, b) pairs in and out).
+torch.cumsum (f32 and i32), torch.cummax (f32) and jax.lax.associative_scan of
+the linear recurrence on (a, b) f32 pairs, at 2^24 and 2^28 items, each against
+a device-to-device copy of the same bytes measured in the same process; the
+latency of torch.cumsum on 2^16 f32 items; and torch.cumsum over 2^12 to 2^30
+f32 items (CSV for bench/plot.py). GB/s count input + output items, as
+examples/bench does (cummax also writes int64 indices, which are not counted;
+the recurrence moves whole (a, b) pairs in and out).
 
-    PYTHONUNBUFFERED=1 python3 bench/peers.py [--reps 9] [--out peers.md]
+    PYTHONUNBUFFERED=1 python3 bench/peers.py [--reps 9] [--out peers.md] [--sweep-out peers-sweep.csv]
 """
 import argparse
 import os
@@ -63,8 +65,51 @@ def torch_cases(logs, reps):
         g = nbytes / (torch_ms(lambda: torch.cummax(x, 0, out=(values, indices)), cummax_reps) * 1e-3) / 1e9
         rows.append((f"f32 max 2^{log}", "torch.cummax (+int64 indices, not counted)", g, g / copy))
         del x, out, values, indices
+        xi = torch.randint(-(2**31), 2**31 - 1, (n,), device=dev, dtype=torch.int32)
+        outi = torch.empty_like(xi)
+        # torch.cumsum of int32 promotes to int64 unless told: ask for int32, like ours.
+        ref = torch.cumsum(xi.long(), 0)
+        got = torch.cumsum(xi, 0, dtype=torch.int32)
+        assert bool((got.long() - ref).remainder(2**32).eq(0).all()), "torch.cumsum i32 check failed"
+        del ref, got
+        copyi = nbytes / (torch_ms(lambda: outi.copy_(xi), reps) * 1e-3) / 1e9
+        rows.append((f"i32 add 2^{log}", "torch device copy", copyi, 1.0))
+        g = nbytes / (torch_ms(lambda: torch.cumsum(xi, 0, dtype=torch.int32, out=outi), reps) * 1e-3) / 1e9
+        rows.append((f"i32 add 2^{log}", "torch.cumsum (int32)", g, g / copyi))
+        del xi, outi
         torch.cuda.empty_cache()
     return rows
+
+
+def torch_latency():
+    """torch.cumsum of 2^16 f32 items: one call between two events, median of 1000."""
+    import torch
+
+    x = torch.rand(1 << 16, device="cuda", dtype=torch.float32) * 2 - 1
+    out = torch.empty_like(x)
+    us = 1e3 * torch_ms(lambda: torch.cumsum(x, 0, out=out), 1000)
+    copy_us = 1e3 * torch_ms(lambda: out.copy_(x), 1000)
+    return us, copy_us
+
+
+def torch_sweep(reps, path):
+    """torch.cumsum and a copy over 2^12 .. 2^30 f32 items, as CSV."""
+    import torch
+
+    lines = ["n,method,gbps"]
+    for log in range(12, 31, 2):
+        n = 1 << log
+        x = torch.rand(n, device="cuda", dtype=torch.float32) * 2 - 1
+        out = torch.empty_like(x)
+        r = 200 if log <= 20 else reps
+        copy = 8 * n / (torch_ms(lambda: out.copy_(x), r) * 1e-3) / 1e9
+        g = 8 * n / (torch_ms(lambda: torch.cumsum(x, 0, out=out), r) * 1e-3) / 1e9
+        lines += [f"{n},torch copy,{copy:.1f}", f"{n},torch.cumsum,{g:.1f}"]
+        del x, out
+        torch.cuda.empty_cache()
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return lines
 
 
 def jax_cases(logs, reps):
@@ -108,6 +153,7 @@ def main():
     p.add_argument("--reps", type=int, default=9)
     p.add_argument("--logs", default="24,28")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "peers.md"))
+    p.add_argument("--sweep-out", default=os.path.join(os.environ.get("OUT", "."), "peers-sweep.csv"))
     args = p.parse_args()
     logs = [int(v) for v in args.logs.split(",")]
     rows = []
@@ -115,6 +161,9 @@ def main():
 
     print(f"# peers on {torch.cuda.get_device_name()}, torch {torch.__version__}, median of {args.reps} reps", flush=True)
     rows += torch_cases(logs, args.reps)
+    us, copy_us = torch_latency()
+    print(f"torch.cumsum 2^16 f32: {us:.2f} us per call (device copy {copy_us:.2f} us), median of 1000", flush=True)
+    torch_sweep(args.reps, args.sweep_out)
     try:
         import jax
 
@@ -124,6 +173,7 @@ def main():
         print(f"jax cases failed: {type(e).__name__}: {e}", flush=True)
     lines = ["| case | method | GB/s | x copy |", "|---|---|---:|---:|"]
     lines += [f"| {c} | {m} | {g:.1f} | {r:.2f} |" for c, m, g, r in rows]
+    lines += ["", f"torch.cumsum of 2^16 f32 items: {us:.2f} us per call (device copy {copy_us:.2f} us), median of 1000"]
     text = "\n".join(lines) + "\n"
     print(text)
     with open(args.out, "w") as f:

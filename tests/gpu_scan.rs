@@ -1,6 +1,7 @@
 //! Differential GPU tests: every operator shape, every (kind, direction), in
-//! place and not, on sizes around every tile boundary and past `tile^2`
-//! (three driver levels), against the sequential reference item by item. The
+//! place and not, on both GPU algorithms (single-pass and Blelloch), on sizes
+//! around every tile and look-back window boundary and past `tile^2` (three
+//! Blelloch driver levels), against the sequential reference item by item. The
 //! out-of-place device scan writes into an output poisoned first (nothing is
 //! copied over it), so an item the kernels skip fails; its input must come
 //! back unchanged. Batched rows too. Run on a GPU machine:
@@ -12,9 +13,10 @@ mod support;
 use scan::ops::{Add, BestPrefix, LinearRecurrence, MatMul2x2, Max, Min, Mul, SegmentedAdd, Xor};
 use scan_core::testing::Rng;
 use scan_core::{reference, ScanSpec};
-use support::gpu::{check_op, check_rows, cuda, exact, small_int};
+use scan_cuda::{Algorithm, SinglePassPolicy};
+use support::gpu::{check_op, check_rows, cuda, exact, executors, small_int};
 use support::ops::{AddF64x8, SegSumU64, Stats, StatsOp};
-use support::user_ops::{Affine, Compose, CountAndSum};
+use support::user_ops::{Affine, AffineI32Counted, Compose, CountAndSum, QuaternionProduct};
 
 type AddF32 = Add<f32>;
 type AddF64 = Add<f64>;
@@ -25,7 +27,7 @@ type LinRecF64 = LinearRecurrence<f64>;
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn integer_operators_match_the_reference_exactly() {
-    let cuda = cuda();
+    let cuda = executors();
     check_op::<Add<u32>>(&cuda, "add u32", |r| r.next_u64() as u32, exact);
     check_op::<Add<i64>>(&cuda, "add i64", |r| r.next_u64() as i64, exact);
     check_op::<Mul<u64>>(&cuda, "mul u64", |r| r.next_u64() | 1, exact);
@@ -37,7 +39,7 @@ fn integer_operators_match_the_reference_exactly() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn float_operators_on_exactly_representable_data_match_exactly() {
-    let cuda = cuda();
+    let cuda = executors();
     check_op::<Add<f32>>(&cuda, "add f32", |r| small_int(r) as f32, exact);
     check_op::<Add<f64>>(&cuda, "add f64", small_int, exact);
     check_op::<Mul<f32>>(&cuda, "mul f32", |r| if r.below(2) == 0 { -1.0 } else { 1.0 }, exact);
@@ -54,7 +56,7 @@ fn float_operators_on_exactly_representable_data_match_exactly() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn non_commutative_operators_match_exactly() {
-    let cuda = cuda();
+    let cuda = executors();
     // a in {-1, 0, 1}, b small integers: h stays an exact integer.
     let lr = |r: &mut Rng| (r.below(3) as f64 - 1.0, small_int(r));
     check_op::<LinRecF32>(
@@ -83,6 +85,26 @@ fn non_commutative_operators_match_exactly() {
         exact,
     );
     check_op::<SegmentedAdd<u64>>(&cuda, "segmented add u64", |r| (r.below(10) == 0, r.next_u64()), exact);
+    // 12 bytes: a wrapping affine map with a step count.
+    check_op::<AffineI32Counted>(
+        &cuda,
+        "affine i32 counted (12 B)",
+        |r| (r.next_u64() as i32, r.next_u64() as i32, r.below(4) as u32),
+        exact,
+    );
+    // 32 bytes: wrapping 2x2 products, and quaternion products of the group
+    // {±1, ±i, ±j, ±k} (closed, exact, non-commutative).
+    check_op::<MatMul2x2<i64>>(&cuda, "matmul2x2 i64 (32 B)", |r| std::array::from_fn(|_| r.next_u64() as i64), exact);
+    check_op::<QuaternionProduct>(
+        &cuda,
+        "quaternion product f64 (32 B)",
+        |r| {
+            let mut q = [0.0; 4];
+            q[r.below(4) as usize] = if r.below(2) == 0 { -1.0 } else { 1.0 };
+            q
+        },
+        exact,
+    );
     check_op::<BestPrefix<f64>>(
         &cuda,
         "best prefix f64",
@@ -97,7 +119,7 @@ fn non_commutative_operators_match_exactly() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn user_tuple_and_struct_operators_match_exactly() {
-    let cuda = cuda();
+    let cuda = executors();
     check_op::<CountAndSum>(&cuda, "user tuple (u32, i64)", |r| (r.below(4) as u32, r.next_u64() as i64), exact);
     // scale in {-1, 0, 1}, small integer shifts: exact, non-commutative.
     check_op::<Compose>(
@@ -111,7 +133,7 @@ fn user_tuple_and_struct_operators_match_exactly() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn hand_written_struct_tuple_and_large_items_match_exactly() {
-    let cuda = cuda();
+    let cuda = executors();
     check_op::<StatsOp>(
         &cuda,
         "repr(C) struct",
@@ -126,32 +148,51 @@ fn hand_written_struct_tuple_and_large_items_match_exactly() {
     check_op::<AddF64x8>(&cuda, "[f64; 8]", |r| std::array::from_fn(|_| small_int(r)), exact);
 }
 
+/// How many roundings an item's sum passes through at most on `algorithm`,
+/// for `n` f32s. Blelloch: its combination tree is at most ~40 deep at these
+/// sizes. Single-pass: a tile's prefix is its predecessor's prefix combined
+/// with at most 32 aggregates (a chain as long as the tiles), then the block
+/// layers: run, warp scan (5), warp totals, tile prefix.
+fn rounding_depth(algorithm: Algorithm, n: usize) -> f64 {
+    match algorithm {
+        Algorithm::Blelloch => 64.0,
+        Algorithm::SinglePass => {
+            let p = SinglePassPolicy::for_item(4, 90).unwrap();
+            let tiles = n.div_ceil(p.tile());
+            (tiles + 5 + p.items_per_thread as usize + 5 + p.threads as usize / 32 + 3) as f64
+        }
+    }
+}
+
 /// Real-valued data: rounding differs from the sequential order, so compare
-/// with an f64 evaluation. Bound: |gpu - exact| <= 64 * eps_f32 * sum |x|
-/// over the prefix (the combination tree is at most ~40 deep at these sizes;
-/// each level adds at most one rounding of the partial sum).
+/// with an f64 evaluation. Bound: |gpu - exact| <= depth * eps_f32 * sum |x|
+/// over the prefix, each level of the combination adding at most one rounding
+/// of a partial sum (see `rounding_depth`).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn f32_add_on_real_data_is_within_the_rounding_bound() {
-    let cuda = cuda();
-    let mut rng = Rng::fresh("add f32 real");
-    for n in [4097, (1 << 20) + 7, (1 << 24) + 3] {
-        let x: Vec<f32> = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
-        let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
-        let abs: Vec<f64> = x.iter().map(|&v| v.abs() as f64).collect();
-        for spec in ScanSpec::ALL {
-            let got = cuda.scan::<AddF32>(&x, spec).unwrap();
-            let want = reference::scan::<AddF64>(&x64, spec);
-            let mass = reference::scan::<AddF64>(&abs, spec);
-            for i in 0..n {
-                let bound = 64.0 * f32::EPSILON as f64 * mass[i] + 1e-30;
-                let err = (got[i] as f64 - want[i]).abs();
-                assert!(
-                    err <= bound,
-                    "n = {n}, {spec:?}, i = {i}: got {}, want {}, err {err} > {bound}",
-                    got[i],
-                    want[i]
-                );
+    for cuda in executors() {
+        let mut rng = Rng::fresh("add f32 real");
+        for n in [4097, (1 << 20) + 7, (1 << 24) + 3] {
+            let depth = rounding_depth(cuda.algorithm(), n);
+            let x: Vec<f32> = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
+            let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+            let abs: Vec<f64> = x.iter().map(|&v| v.abs() as f64).collect();
+            for spec in ScanSpec::ALL {
+                let got = cuda.scan::<AddF32>(&x, spec).unwrap();
+                let want = reference::scan::<AddF64>(&x64, spec);
+                let mass = reference::scan::<AddF64>(&abs, spec);
+                for i in 0..n {
+                    let bound = depth * f32::EPSILON as f64 * mass[i] + 1e-30;
+                    let err = (got[i] as f64 - want[i]).abs();
+                    assert!(
+                        err <= bound,
+                        "{}: n = {n}, {spec:?}, i = {i}: got {}, want {}, err {err} > {bound}",
+                        cuda.algorithm(),
+                        got[i],
+                        want[i]
+                    );
+                }
             }
         }
     }
@@ -160,19 +201,26 @@ fn f32_add_on_real_data_is_within_the_rounding_bound() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn linear_recurrence_f32_on_real_data_is_close_to_f64() {
-    let cuda = cuda();
-    let mut rng = Rng::fresh("linear recurrence f32 real");
-    let n = (1 << 22) + 5;
-    let ab: Vec<(f32, f32)> = rng.vec(n, |r| (r.range_f64(-0.99, 0.99) as f32, r.range_f64(-1.0, 1.0) as f32));
-    let ab64: Vec<(f64, f64)> = ab.iter().map(|&(a, b)| (a as f64, b as f64)).collect();
-    for spec in ScanSpec::ALL {
-        let got = cuda.scan::<LinRecF32>(&ab, spec).unwrap();
-        let want = reference::scan::<LinRecF64>(&ab64, spec);
-        // |a| < 1 makes the recurrence contractive: |h| < 100 and rounding
-        // errors are damped, so a fixed bound on h (the second component) holds.
-        for i in 0..n {
-            let err = (got[i].1 as f64 - want[i].1).abs();
-            assert!(err <= 1e-3 * (1.0 + want[i].1.abs()), "{spec:?}, i = {i}: got {:?}, want {:?}", got[i], want[i]);
+    for cuda in executors() {
+        let mut rng = Rng::fresh("linear recurrence f32 real");
+        let n = (1 << 22) + 5;
+        let ab: Vec<(f32, f32)> = rng.vec(n, |r| (r.range_f64(-0.99, 0.99) as f32, r.range_f64(-1.0, 1.0) as f32));
+        let ab64: Vec<(f64, f64)> = ab.iter().map(|&(a, b)| (a as f64, b as f64)).collect();
+        for spec in ScanSpec::ALL {
+            let got = cuda.scan::<LinRecF32>(&ab, spec).unwrap();
+            let want = reference::scan::<LinRecF64>(&ab64, spec);
+            // |a| < 1 makes the recurrence contractive: |h| < 100 and rounding
+            // errors are damped, so a fixed bound on h (the second component) holds.
+            for i in 0..n {
+                let err = (got[i].1 as f64 - want[i].1).abs();
+                assert!(
+                    err <= 1e-3 * (1.0 + want[i].1.abs()),
+                    "{}: {spec:?}, i = {i}: got {:?}, want {:?}",
+                    cuda.algorithm(),
+                    got[i],
+                    want[i]
+                );
+            }
         }
     }
 }
@@ -247,7 +295,7 @@ fn a_fresh_buffer_is_zero_filled() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn batched_rows_match_the_reference() {
-    let cuda = cuda();
+    let cuda = executors();
     check_rows::<Add<u32>>(&cuda, "rows add u32", 0xDEAD_BEEF, |r| r.next_u64() as u32, exact);
     let lr = |r: &mut Rng| (r.below(3) as f64 - 1.0, small_int(r));
     check_rows::<LinRecF64>(&cuda, "rows linear recurrence f64", (f64::NAN, f64::NAN), lr, exact);

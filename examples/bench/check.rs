@@ -38,3 +38,18 @@ pub fn bad_recurrence(x: &[(f32, f32)], got: &[(f32, f32)]) -> Option<usize> {
         !within(f64::from(got[t].1), h, 2.0 * (t as f64 + 1.0) * f64::from(f32::EPSILON) * habs)
     })
 }
+
+/// [`bad_recurrence`] for f64 pairs: against an f64 evaluation in the
+/// sequential order, within `4 (t + 1) eps64 |h|_t` (both evaluations round).
+pub fn bad_recurrence_f64(x: &[(f64, f64)], got: &[(f64, f64)]) -> Option<usize> {
+    if got.len() != x.len() {
+        return Some(got.len().min(x.len()));
+    }
+    let (mut h, mut habs) = (0.0f64, 0.0f64);
+    (0..x.len()).find(|&t| {
+        let (a, b) = x[t];
+        h = a * h + b;
+        habs = a.abs() * habs + b.abs();
+        !within(got[t].1, h, 4.0 * (t as f64 + 1.0) * f64::EPSILON * habs)
+    })
+}

@@ -1,64 +1,134 @@
-//! The GPU section: the multi-block Blelloch scan on the device against a
-//! device-to-device copy of the same bytes, timed with CUDA events in the
-//! same run. Sizes 2^24 and 2^28 (and `--size-log2` if it differs).
+//! The GPU section: both GPU algorithms (single-pass and Blelloch) against a
+//! device-to-device copy of the same bytes, timed with CUDA events in the same
+//! run, on the cases of DESIGN.md's performance table; the latency of a small
+//! scan; f32 add over sizes 2^12 to 2^30 (a CSV for the plot); and, with
+//! `--gpu-policies`, a sweep of single-pass tile shapes.
 //!
 //! Every scan is inclusive, forward and out of place between two device
 //! buffers (`Cuda::scan_device_into`: the input is read, every output item is
-//! written, nothing is copied first); the timed region is one such call,
-//! launches and scratch allocation included. GB/s count the bytes a scan must
-//! read and write: input + output items (for the recurrence, the whole (a, b)
-//! pair in and out: 16 B per item). Before timing, each case scans into a
-//! poisoned output and checks every item, and that the input is unchanged.
+//! written, nothing is copied first). A timed region is one call between two
+//! events: the launch and the kernel, as torch.cumsum is timed beside it
+//! (bench/peers.py). GB/s count the bytes a scan must read and write: input +
+//! output items (for the f32 recurrence, the whole (a, b) pair in and out: 16 B
+//! per item). Before timing, each algorithm scans into a poisoned output and
+//! every item is checked, and the input must come back unchanged.
 
-use scan::{CudaOp, ScanSpec};
+use std::fmt::Write as _;
+
+use scan::{scan_op, CudaOp, ScanSpec};
 use scan_core::testing::Rng;
-use scan_cuda::{Cuda, DeviceBuffer, Policy};
+use scan_cuda::{Algorithm, Cuda, DeviceBuffer, SinglePassPolicy, StatusLayout, Tuning};
 
-use crate::check::{bad_recurrence, bad_sum};
+use crate::check::{bad_recurrence, bad_recurrence_f64, bad_sum};
 use crate::{Args, Row};
 
 use scan::ops::{Add, LinearRecurrence, Max};
 
-/// Runs every GPU case; returns a line about the device and the table rows.
-pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
-    let cuda = Cuda::new().map_err(|e| e.to_string())?;
-    let mut logs = vec![24u32, 28];
-    if !logs.contains(&args.size_log2) {
-        logs.push(args.size_log2);
-    }
+/// The Hamilton product of quaternions (w, x, y, z): a 32-byte,
+/// non-commutative item.
+#[scan_op(identity = [1.0, 0.0, 0.0, 0.0])]
+#[allow(dead_code)] // used through the generated `QuaternionProduct`
+fn quaternion_product(l: [f64; 4], r: [f64; 4]) -> [f64; 4] {
+    [
+        l[0] * r[0] - l[1] * r[1] - l[2] * r[2] - l[3] * r[3],
+        l[0] * r[1] + l[1] * r[0] + l[2] * r[3] - l[3] * r[2],
+        l[0] * r[2] - l[1] * r[3] + l[2] * r[0] + l[3] * r[1],
+        l[0] * r[3] + l[1] * r[2] - l[2] * r[1] + l[3] * r[0],
+    ]
+}
+
+/// What the GPU section reports besides the table rows.
+pub struct Report {
+    pub about: String,
+    pub rows: Vec<Row>,
+    /// Extra sections (latency, policy sweep), already formatted.
+    pub notes: String,
+}
+
+/// Runs every GPU case.
+pub fn run(args: &Args) -> Result<Report, String> {
+    let executors: Vec<Cuda> = Algorithm::ALL
+        .into_iter()
+        .map(|a| Cuda::new().map(|c| c.with_algorithm(a)))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let cuda = &executors[0];
     let mut rng = Rng::fresh("gpu bench");
     let mut rows = Vec::new();
-    for &log in &logs {
+    let mut notes = String::new();
+
+    for log in [24u32, 28] {
         let n = 1usize << log;
         let x = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
-        let depth = tree_depth(n)?;
-        rows.extend(case::<Add<f32>>(&cuda, &format!("f32 add 2^{log}"), &x, args.reps, |got| {
-            bad_sum(&x, got, |_| depth)
+        rows.extend(case::<Add<f32>>(&executors, &format!("f32 add 2^{log}"), &x, args.reps, |a, got| {
+            bad_sum(&x, got, |i| rounding_depth(a, i))
         })?);
-        drop(x);
-        let x = rng.vec(n, |r| r.range_f64(-1e6, 1e6) as f32);
-        let want = scan::reference::scan::<Max<f32>>(&x, ScanSpec::inclusive());
-        rows.extend(case::<Max<f32>>(&cuda, &format!("f32 max 2^{log}"), &x, args.reps, |got| {
-            (0..n).find(|&i| got[i] != want[i])
-        })?);
-        drop((x, want));
-        let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32));
-        rows.extend(case::<LinearRecurrence<f32>>(
-            &cuda,
-            &format!("linear recurrence f32 2^{log}"),
-            &x,
-            args.reps,
-            |got| bad_recurrence(&x, got),
-        )?);
     }
+    let n = 1usize << 28;
+    let x = rng.vec(n, |r| r.next_u64() as i32);
+    let want = scan::reference::scan::<Add<i32>>(&x, ScanSpec::inclusive());
+    rows.extend(case::<Add<i32>>(&executors, "i32 add 2^28", &x, args.reps, |_, got| {
+        (0..n).find(|&i| got[i] != want[i])
+    })?);
+    drop((x, want));
+    let x = rng.vec(n, |r| r.range_f64(-1e6, 1e6) as f32);
+    let want = scan::reference::scan::<Max<f32>>(&x, ScanSpec::inclusive());
+    rows.extend(case::<Max<f32>>(&executors, "f32 max 2^28", &x, args.reps, |_, got| {
+        (0..n).find(|&i| got[i] != want[i])
+    })?);
+    drop((x, want));
+    // Decays in (0.9, 1) keep h bounded and the check meaningful.
+    let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32));
+    rows.extend(case::<LinearRecurrence<f32>>(
+        &executors,
+        "linear recurrence f32 pairs (8 B items) 2^28",
+        &x,
+        args.reps,
+        |_, got| bad_recurrence(&x, got),
+    )?);
+    drop(x);
+    let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0), r.range_f64(-1.0, 1.0)));
+    rows.extend(case::<LinearRecurrence<f64>>(
+        &executors,
+        "linear recurrence f64 pairs (16 B items) 2^28",
+        &x,
+        args.reps,
+        |_, got| bad_recurrence_f64(&x, got),
+    )?);
+    drop(x);
+    // Signed unit quaternions: a group under the product, so exact.
+    let n = 1usize << 27;
+    let x = rng.vec(n, |r| {
+        let mut q = [0.0; 4];
+        q[r.below(4) as usize] = if r.below(2) == 0 { -1.0 } else { 1.0 };
+        q
+    });
+    let want = scan::reference::scan::<QuaternionProduct>(&x, ScanSpec::inclusive());
+    rows.extend(case::<QuaternionProduct>(
+        &executors,
+        "quaternion product f64 (32 B items) 2^27",
+        &x,
+        args.reps,
+        |_, got| (0..n).find(|&i| got[i] != want[i]),
+    )?);
+    drop((x, want));
+
+    latency(cuda, &mut rng, &mut notes)?;
+    sweep(cuda, &mut rng, args, &mut notes)?;
+    if args.gpu_policies {
+        policies(&mut rng, args, &mut notes)?;
+    }
+
     let about = format!(
-        "GPU: {cuda}, NVRTC {}.{}; Blelloch multi-block (scan tiles + totals, scan totals, add prefixes), \
-         inclusive forward, out of place; copy = device-to-device memcpy of the same bytes; CUDA events; {}",
+        "GPU: {cuda}, NVRTC {}.{}; single-pass = decoupled look-back, one launch (default policy for f32: {:?}); \
+         Blelloch = multi-block (scan tiles + totals, scan totals, add prefixes); inclusive forward, out of place; \
+         copy = device-to-device memcpy of the same bytes; one call between two CUDA events; {}",
         cuda.nvrtc_version().0,
         cuda.nvrtc_version().1,
+        SinglePassPolicy::for_item(4, 90).map_err(|e| e.to_string())?,
         cuda.compile_stats()
     );
-    Ok((about, rows))
+    Ok(Report { about, rows, notes })
 }
 
 fn median(mut v: Vec<f32>) -> f32 {
@@ -66,68 +136,218 @@ fn median(mut v: Vec<f32>) -> f32 {
     v[v.len() / 2]
 }
 
-fn case<Op: CudaOp>(
+fn err(name: &str) -> impl Fn(scan::Error) -> String + '_ {
+    move |e| format!("{name}: {e}")
+}
+
+/// Scans `pristine` into a poisoned `work` on `cuda`, checks every item with
+/// `bad` and that the input is unchanged.
+fn checked<Op: CudaOp>(
     cuda: &Cuda,
     name: &str,
     input: &[Op::Item],
+    pristine: &DeviceBuffer<Op::Item>,
+    work: &mut DeviceBuffer<Op::Item>,
+    bad: &impl Fn(Algorithm, &[Op::Item]) -> Option<usize>,
+) -> Result<(), String>
+where
+    Op::Item: PartialEq,
+{
+    // SAFETY: 0xA5 repeated is a valid item of every case (floats and integers).
+    unsafe { work.poison(0xA5) }.map_err(err(name))?;
+    cuda.scan_device_into::<Op>(pristine, work, ScanSpec::inclusive()).map_err(err(name))?;
+    if let Some(i) = bad(cuda.algorithm(), &work.download().map_err(err(name))?) {
+        return Err(format!("{name}: the GPU {} scan is wrong at index {i}", cuda.algorithm()));
+    }
+    // The inputs hold no NaN (drawn from ranges), so `!=` sees any change.
+    if pristine.download().map_err(err(name))? != input {
+        return Err(format!("{name}: the GPU {} scan changed its input", cuda.algorithm()));
+    }
+    Ok(())
+}
+
+/// Times a device copy and each executor's scan of `input`, interleaved,
+/// `reps` times after the checked warm-up.
+fn case<Op: CudaOp>(
+    executors: &[Cuda],
+    name: &str,
+    input: &[Op::Item],
     reps: usize,
-    bad: impl Fn(&[Op::Item]) -> Option<usize>,
+    bad: impl Fn(Algorithm, &[Op::Item]) -> Option<usize>,
 ) -> Result<Vec<Row>, String>
 where
     Op::Item: PartialEq,
 {
-    let err = |e: scan::Error| format!("{name}: {e}");
-    cuda.prepare::<Op>().map_err(err)?;
-    let pristine = cuda.upload(input).map_err(err)?;
-    // A buffer of the right length whatever the item type; poisoned below.
-    let mut work: DeviceBuffer<Op::Item> = cuda.upload(input).map_err(err)?;
+    let cuda = &executors[0];
+    let pristine = cuda.upload(input).map_err(err(name))?;
+    // A buffer of the right length whatever the item type; poisoned before use.
+    let mut work: DeviceBuffer<Op::Item> = cuda.upload(input).map_err(err(name))?;
+    for e in executors {
+        e.prepare::<Op>().map_err(err(name))?;
+        checked::<Op>(e, name, input, &pristine, &mut work, &bad)?;
+    }
     let spec = ScanSpec::inclusive();
-
-    // Warm-up and check: every output item must be written by the scan.
-    // SAFETY: 0xA5 repeated is a valid f32 (every case's items are f32s).
-    unsafe { work.poison(0xA5) }.map_err(err)?;
-    cuda.scan_device_into::<Op>(&pristine, &mut work, spec).map_err(err)?;
-    if let Some(i) = bad(&work.download().map_err(err)?) {
-        return Err(format!("{name}: the GPU scan is wrong at index {i}"));
-    }
-    // The inputs hold no NaN (drawn from ranges), so `!=` sees any change.
-    if pristine.download().map_err(err)? != input {
-        return Err(format!("{name}: the GPU scan changed its input"));
-    }
-
-    let (mut copy_ms, mut scan_ms) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    let mut copy_ms = Vec::with_capacity(reps);
+    let mut scan_ms = vec![Vec::with_capacity(reps); executors.len()];
     for _ in 0..reps {
-        let ((), ms) = cuda.time(|| work.copy_from(&pristine)).map_err(err)?;
-        copy_ms.push(ms);
-        let ((), ms) = cuda.time(|| cuda.scan_device_into::<Op>(&pristine, &mut work, spec)).map_err(err)?;
-        scan_ms.push(ms);
+        copy_ms.push(cuda.time(|| work.copy_from(&pristine)).map_err(err(name))?.1);
+        for (e, ms) in executors.iter().zip(&mut scan_ms) {
+            ms.push(e.time(|| e.scan_device_into::<Op>(&pristine, &mut work, spec)).map_err(err(name))?.1);
+        }
     }
     let bytes = 2.0 * std::mem::size_of_val(input) as f64;
     let gbps = |ms: f32| bytes / (f64::from(ms) * 1e-3) / 1e9;
-    let (copy, scan) = (gbps(median(copy_ms)), gbps(median(scan_ms)));
-    Ok(vec![
-        Row { case: name.into(), method: "GPU device copy".into(), gbps: copy, vs_copy: 1.0, vs_sequential: f64::NAN },
-        Row {
+    let copy = gbps(median(copy_ms));
+    let mut rows = vec![Row {
+        case: name.into(),
+        method: "GPU device copy".into(),
+        gbps: copy,
+        vs_copy: 1.0,
+        vs_sequential: f64::NAN,
+    }];
+    for (e, ms) in executors.iter().zip(scan_ms) {
+        let g = gbps(median(ms));
+        rows.push(Row {
             case: name.into(),
-            method: "GPU Blelloch multi-block".into(),
-            gbps: scan,
-            vs_copy: scan / copy,
+            method: format!("GPU {}", e.algorithm()),
+            gbps: g,
+            vs_copy: g / copy,
             vs_sequential: f64::NAN,
-        },
-    ])
+        });
+    }
+    Ok(rows)
 }
 
-/// How many f32 additions an item's result passes through at most in the
-/// GPU scan of `n` f32 items: per driver level, the run reduce and rescan
-/// (2K) and the up- and down-sweep of the block's `2 * threads` run totals
-/// (2 log2(2 threads)), plus one for that level's `add_prefixes`.
-fn tree_depth(n: usize) -> Result<f64, String> {
-    let policy = Policy::for_item_size(4).map_err(|e| e.to_string())?;
-    let (tile, mut levels, mut len) = (policy.tile(), 1u32, n);
-    while len > tile {
-        len = len.div_ceil(tile);
-        levels += 1;
+/// How many f32 additions item `i`'s result passes through at most on
+/// `algorithm`. Blelloch: per driver level the run reduce and rescan (2K) and
+/// the up- and down-sweep of the block's `2 * threads` run totals, plus that
+/// level's `add_prefixes` (at most 4 levels at these sizes). Single-pass: the
+/// chain of tile prefixes up to item i's tile, then the look-back window
+/// (5), the warp totals, the warp scan (5) and the run.
+fn rounding_depth(algorithm: Algorithm, i: usize) -> f64 {
+    match algorithm {
+        Algorithm::Blelloch => {
+            let p = scan_cuda::BlellochPolicy::for_item_size(4).expect("f32 fits");
+            f64::from(4 * (2 * p.items_per_run + 2 * (2 * p.threads).ilog2() + 1))
+        }
+        Algorithm::SinglePass => {
+            let p = SinglePassPolicy::for_item(4, 90).expect("f32 fits");
+            (i / p.tile() + 1) as f64 + f64::from(5 + p.threads / 32 + 5 + p.items_per_thread + 2)
+        }
     }
-    let per_level = 2 * policy.items_per_run + 2 * (2 * policy.threads).ilog2() + 1;
-    Ok(f64::from(levels * per_level))
+}
+
+/// The time of one f32 add of 2^16 items, launch included, as torch.cumsum's
+/// is measured in bench/peers.py: the median of many calls, each between two
+/// events.
+fn latency(cuda: &Cuda, rng: &mut Rng, notes: &mut String) -> Result<(), String> {
+    let name = "f32 add 2^16 latency";
+    let x = rng.vec(1 << 16, |r| r.range_f64(-1.0, 1.0) as f32);
+    let pristine = cuda.upload(&x).map_err(err(name))?;
+    let mut work = cuda.upload(&x).map_err(err(name))?;
+    checked::<Add<f32>>(cuda, name, &x, &pristine, &mut work, &|a, got| bad_sum(&x, got, |i| rounding_depth(a, i)))?;
+    let mut us = Vec::new();
+    for _ in 0..1000 {
+        let ((), ms) = cuda
+            .time(|| cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive()))
+            .map_err(err(name))?;
+        us.push(ms * 1e3);
+    }
+    let mut copy_us = Vec::new();
+    for _ in 0..1000 {
+        copy_us.push(cuda.time(|| work.copy_from(&pristine)).map_err(err(name))?.1 * 1e3);
+    }
+    let _ = writeln!(
+        notes,
+        "\n## Latency: f32 add of 2^16 items, one call between two events, median of 1000\n\n\
+         | method | us per call |\n|---|---:|\n| GPU {} | {:.2} |\n| GPU device copy | {:.2} |",
+        cuda.algorithm(),
+        median(us),
+        median(copy_us)
+    );
+    Ok(())
+}
+
+/// f32 add over 2^12 to 2^30 items, single-pass against the copy; written to
+/// `--sweep-out` as CSV for bench/plot.py and summarised in the notes.
+fn sweep(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
+    let mut csv = String::from("n,method,gbps\n");
+    let _ = writeln!(notes, "\n## f32 add by size (single-pass vs device copy)\n\n| n | copy GB/s | single-pass GB/s | x copy |\n|---|---:|---:|---:|");
+    for log in (12..=30).step_by(2) {
+        let name = format!("sweep 2^{log}");
+        let n = 1usize << log;
+        let x = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
+        let pristine = cuda.upload(&x).map_err(err(&name))?;
+        let mut work = cuda.upload(&x).map_err(err(&name))?;
+        checked::<Add<f32>>(cuda, &name, &x, &pristine, &mut work, &|a, got| {
+            bad_sum(&x, got, |i| rounding_depth(a, i))
+        })?;
+        let reps = if log <= 20 { 200 } else { args.reps };
+        let (mut copy_ms, mut scan_ms) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            copy_ms.push(cuda.time(|| work.copy_from(&pristine)).map_err(err(&name))?.1);
+            let spec = ScanSpec::inclusive();
+            scan_ms.push(
+                cuda.time(|| cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, spec)).map_err(err(&name))?.1,
+            );
+        }
+        let bytes = 8.0 * n as f64;
+        let (copy, scan) = (bytes / f64::from(median(copy_ms)) / 1e6, bytes / f64::from(median(scan_ms)) / 1e6);
+        let _ = writeln!(csv, "{n},device copy,{copy:.1}\n{n},scan single-pass,{scan:.1}");
+        let _ = writeln!(notes, "| 2^{log} | {copy:.0} | {scan:.0} | {:.2} |", scan / copy);
+    }
+    std::fs::write(&args.sweep_out, csv).map_err(|e| format!("cannot write {}: {e}", args.sweep_out))?;
+    Ok(())
+}
+
+/// Single-pass tile shapes and status layouts, on f32 add and the f32
+/// recurrence at 2^28: the data behind the default policy.
+fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
+    let n = 1usize << 28;
+    let _ = writeln!(notes, "\n## Single-pass policies at 2^28 (GB/s, x copy)\n\n| case | threads x items, status | GB/s | x copy |\n|---|---|---:|---:|");
+    let shapes: [(u32, u32); 8] =
+        [(256, 16), (256, 8), (256, 24), (256, 32), (512, 16), (128, 32), (384, 16), (512, 8)];
+    let x = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
+    for (threads, items) in shapes {
+        let t = Tuning::default().threads(threads).items_per_thread(items);
+        let r = tuned::<Add<f32>>(t, "f32 add", &x, args.reps, &|_, got| {
+            let tile = (threads * items) as usize;
+            bad_sum(&x, got, |i| (i / tile + 40) as f64 + f64::from(items))
+        })?;
+        let _ = writeln!(notes, "| f32 add | {threads} x {items}, packed | {:.0} | {:.2} |", r.0, r.1);
+    }
+    drop(x);
+    let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32));
+    let shapes: [(u32, u32, StatusLayout); 5] = [
+        (256, 8, StatusLayout::Packed),
+        (256, 8, StatusLayout::Split),
+        (256, 12, StatusLayout::Packed),
+        (256, 16, StatusLayout::Packed),
+        (512, 8, StatusLayout::Packed),
+    ];
+    for (threads, items, status) in shapes {
+        let t = Tuning::default().threads(threads).items_per_thread(items).status(status);
+        let r = tuned::<LinearRecurrence<f32>>(t, "linear recurrence f32", &x, args.reps, &|_, got| {
+            bad_recurrence(&x, got)
+        })?;
+        let _ =
+            writeln!(notes, "| linear recurrence f32 | {threads} x {items}, {status:?} | {:.0} | {:.2} |", r.0, r.1);
+    }
+    Ok(())
+}
+
+/// (GB/s, ratio to copy) of the single-pass scan with `tuning`.
+fn tuned<Op: CudaOp>(
+    tuning: Tuning,
+    name: &str,
+    input: &[Op::Item],
+    reps: usize,
+    bad: &impl Fn(Algorithm, &[Op::Item]) -> Option<usize>,
+) -> Result<(f64, f64), String>
+where
+    Op::Item: PartialEq,
+{
+    let cuda = Cuda::new().map_err(|e| e.to_string())?.with_tuning(tuning);
+    let rows = case::<Op>(std::slice::from_ref(&cuda), name, input, reps, bad)?;
+    Ok((rows[1].gbps, rows[1].vs_copy))
 }

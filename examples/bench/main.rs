@@ -4,6 +4,7 @@
 //! cargo run --release --example bench                       # CPU, 2^26 items
 //! cargo run --release --example bench -- --size-log2 24 --reps 9 --out my-results.md
 //! cargo run --release --example bench -- --cpu --gpu         # both (the GPU needs CUDA)
+//! cargo run --release --example bench -- --gpu --gpu-policies --sweep-out sweep.csv
 //! ```
 //!
 //! Every case reports GB/s counted as input + output bytes, each ratio to a
@@ -29,23 +30,40 @@ pub struct Args {
     /// Timed repetitions per method (after one warm-up).
     pub reps: usize,
     pub out: String,
+    /// Also time single-pass tile shapes (GPU).
+    pub gpu_policies: bool,
+    /// Where the GPU size sweep goes, as CSV.
+    pub sweep_out: String,
 }
 
-const USAGE: &str = "usage: bench [--cpu] [--gpu] [--size-log2 N] [--reps R] [--out FILE]
-  --cpu           run the CPU cases (the default when neither --cpu nor --gpu is given)
-  --gpu           run the GPU cases
-  --size-log2 N   items per case: 2^N (default 26)
-  --reps R        timed repetitions per method, after one warm-up (default 7)
-  --out FILE      also write the table to FILE (default bench-results.md)";
+const USAGE: &str =
+    "usage: bench [--cpu] [--gpu] [--gpu-policies] [--size-log2 N] [--reps R] [--out FILE] [--sweep-out FILE]
+  --cpu            run the CPU cases (the default when neither --cpu nor --gpu is given)
+  --gpu            run the GPU cases (fixed sizes, DESIGN.md's table; --size-log2 is for the CPU)
+  --gpu-policies   with --gpu, also time single-pass tile shapes and status layouts
+  --size-log2 N    items per CPU case: 2^N (default 26)
+  --reps R         timed repetitions per method, after one warm-up (default 7)
+  --out FILE       also write the table to FILE (default bench-results.md)
+  --sweep-out FILE the GPU's f32 add size sweep as CSV (default gpu-sweep.csv)";
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { cpu: false, gpu: false, size_log2: 26, reps: 7, out: "bench-results.md".into() };
+    let mut args = Args {
+        cpu: false,
+        gpu: false,
+        size_log2: 26,
+        reps: 7,
+        out: "bench-results.md".into(),
+        gpu_policies: false,
+        sweep_out: "gpu-sweep.csv".into(),
+    };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
         match arg.as_str() {
             "--cpu" => args.cpu = true,
             "--gpu" => args.gpu = true,
+            "--gpu-policies" => args.gpu_policies = true,
+            "--sweep-out" => args.sweep_out = value("--sweep-out")?,
             "--size-log2" => {
                 let v = value("--size-log2")?;
                 args.size_log2 = v.parse().ok().filter(|&n| n <= 32).ok_or(format!("--size-log2 {v}: want 0..=32"))?;
@@ -124,6 +142,7 @@ fn main() -> ExitCode {
         }
     };
     let mut rows = Vec::new();
+    let mut notes = String::new();
     let mut header = format!("# scan benchmark: 2^{} items, median of {} reps", args.size_log2, args.reps);
     if args.cpu {
         match cpu::run(&args) {
@@ -139,9 +158,10 @@ fn main() -> ExitCode {
     }
     if args.gpu {
         match gpu::run(&args) {
-            Ok((about, r)) => {
-                let _ = write!(header, "\n\n{about}");
-                rows.extend(r);
+            Ok(report) => {
+                let _ = write!(header, "\n\n{}", report.about);
+                rows.extend(report.rows);
+                notes = report.notes;
             }
             Err(e) => {
                 eprintln!("error: GPU benchmark failed: {e}");
@@ -149,7 +169,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    let text = table(&rows, &header);
+    let text = table(&rows, &header) + &notes;
     print!("{text}");
     if let Err(e) = std::fs::write(&args.out, &text) {
         eprintln!("error: cannot write {}: {e}", args.out);

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::mem::MaybeUninit;
 
+use scan_core::device::{DeviceScan, Operands};
 use scan_core::{blelloch, reference, Error, Result, ScanOp, ScanSpec};
 
 use crate::blelloch::ThreadedBlocks;
@@ -162,8 +163,7 @@ impl Cpu {
     /// # Ok::<(), scan_core::Error>(())
     /// ```
     pub fn scan_into<Op: ScanOp>(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
-        Error::check_lengths(input.len(), output.len())?;
-        self.run::<Op::Item>(input.len()).scan_into::<Op>(input, as_uninit(output), spec)
+        DeviceScan::<Op>::scan(&self.run::<Op::Item>(input.len()), Operands::Into { src: input, dst: output }, spec)
     }
 
     /// Scans `data` in place.
@@ -176,7 +176,7 @@ impl Cpu {
     /// # Ok::<(), scan_core::Error>(())
     /// ```
     pub fn scan_in_place<Op: ScanOp>(&self, data: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
-        self.run::<Op::Item>(data.len()).scan_in_place::<Op>(data, spec)
+        DeviceScan::<Op>::scan(&self.run::<Op::Item>(data.len()), Operands::InPlace(data), spec)
     }
 
     /// Scans each row of a row-major `[rows, len / rows]` buffer independently,
@@ -225,6 +225,22 @@ impl Cpu {
     }
 }
 
+impl<Op: ScanOp> DeviceScan<Op> for Run {
+    type Buf = [Op::Item];
+
+    fn len(&self, buf: &[Op::Item]) -> usize {
+        buf.len()
+    }
+
+    fn scan(&self, operands: Operands<'_, [Op::Item]>, spec: ScanSpec) -> Result<()> {
+        <Self as DeviceScan<Op>>::checked_len(self, &operands)?;
+        match operands {
+            Operands::InPlace(data) => self.scan_in_place::<Op>(data, spec),
+            Operands::Into { src, dst } => self.scan_into::<Op>(src, as_uninit(dst), spec),
+        }
+    }
+}
+
 /// Views initialized items as possibly uninitialized ones, to share one code
 /// path with outputs that are still uninitialized.
 fn as_uninit<T>(items: &mut [T]) -> &mut [MaybeUninit<T>] {
@@ -235,7 +251,8 @@ fn as_uninit<T>(items: &mut [T]) -> &mut [MaybeUninit<T>] {
 
 /// One scan's settings: the executor's, plus whether to write the output with
 /// non-temporal stores (decided from the size of the whole output, which for
-/// a batched scan is larger than one row).
+/// a batched scan is larger than one row). Runs any of the three algorithms
+/// behind the algorithm-neutral [`DeviceScan`] contract.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Run {
     pub algorithm: Algorithm,

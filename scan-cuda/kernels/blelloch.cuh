@@ -1,5 +1,6 @@
-// Blelloch block scan, written once against `template <class Op>` (see
-// scan_core::CudaSource for the operator's shape). Layered like CUB:
+// Blelloch multi-block scan, pass 1: the block scan, written once against
+// `template <class Op>` (see scan_core::CudaSource for the operator's shape).
+// Layered like CUB:
 //
 //   thread  each thread owns two runs of K consecutive items (2 "slots" per
 //           thread, as in GPU Gems 3 ch. 39) and reduces / rescans them
@@ -14,8 +15,6 @@
 // Indices are 64-bit everywhere: lengths past 2^31 items are supported.
 
 namespace scan {
-
-typedef unsigned long long u64;
 
 // One padding slot every 32 items, so that strided shared-memory accesses
 // (the sweeps' `2 * d * k` pattern and the K-strided runs) hit distinct banks.
@@ -87,8 +86,8 @@ __device__ __forceinline__ typename Op::Item blelloch_exclusive(typename Op::Ite
 }
 
 // Device layer, pass 1: scans tile `blockIdx.x` of `src[0, len)` into the same
-// tile of `dst` and writes its total to `totals[blockIdx.x]` when `totals` is
-// not null.
+// tile of `dst` (inclusive or exclusive) and writes its total to
+// `totals[blockIdx.x]` when `totals` is not null.
 //
 // In place, `src == dst`: the pointers are deliberately not restrict-qualified.
 // That is sound because each CUDA block reads and writes only its own tile, and
@@ -98,9 +97,9 @@ __device__ __forceinline__ typename Op::Item blelloch_exclusive(typename Op::Ite
 // Shared memory (dynamic): the tile, staged so that global loads and stores
 // are coalesced (striped) while each thread works on consecutive items
 // (blocked), then the 2 * THREADS run totals.
-template <class Op, int THREADS, int K, bool REVERSE>
+template <class Op, int THREADS, int K, bool REVERSE, bool INCLUSIVE>
 __device__ __forceinline__ void scan_tile(const typename Op::Item* src, typename Op::Item* dst, u64 len,
-                                          typename Op::Item* totals, int inclusive) {
+                                          typename Op::Item* totals) {
     typedef typename Op::Item Item;
     const unsigned TILE = 2 * THREADS * K;
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -142,7 +141,7 @@ __device__ __forceinline__ void scan_tile(const typename Op::Item* src, typename
             const unsigned p = conflict_free(slot * K + i);
             const Item x = tile[p];
             const Item next = Op::combine(acc, x);
-            tile[p] = inclusive ? next : acc;
+            tile[p] = INCLUSIVE ? next : acc;
             acc = next;
         }
     }

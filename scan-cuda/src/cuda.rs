@@ -1,36 +1,27 @@
-//! The `Cuda` executor: one device, one stream, the module caches.
+//! The `Cuda` executor: one device, one stream, the module caches, and the
+//! choice of algorithm.
 
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, ValidAsZeroBits,
-};
-use cudarc::nvrtc::Ptx;
-use scan_core::{blelloch, reference, CudaOp, Error, Result, ScanSpec};
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
+use scan_core::blelloch::Driver;
+use scan_core::device::{DeviceScan, Operands};
+use scan_core::{reference, CudaOp, Error, Result, ScanSpec};
 
-use crate::backend::{GpuBackend, Span};
+use crate::blelloch::GpuBlocks;
 use crate::buffer::{driver_error, raw, DeviceBuffer, Raw};
 use crate::cache::{self, DiskCache};
+use crate::module::{lock, Module};
 use crate::nvrtc;
-use crate::policy::Policy;
-use crate::source::{ModuleSource, ADD_PREFIXES, SCAN_BLOCKS};
-
-/// One operator's loaded kernels.
-pub(crate) struct Module {
-    _module: Arc<CudaModule>,
-    /// Pass 1, indexed by `spec.is_reverse()`.
-    pub(crate) scan_blocks: [CudaFunction; 2],
-    /// Pass 2, indexed by `spec.is_reverse()`.
-    pub(crate) add_prefixes: [CudaFunction; 2],
-    pub(crate) policy: Policy,
-    pub(crate) item_size: usize,
-    pub(crate) shared_bytes: u32,
-}
+use crate::policy::{Algorithm, Tuning};
+use crate::single_pass::SinglePass;
+use crate::source::ModuleSource;
+use crate::span::Span;
 
 /// Where the time to get kernels ready went, since the executor was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,8 +59,20 @@ impl std::fmt::Display for CompileStats {
 ///
 /// Operators are compiled for the device's architecture on first use and
 /// cached in memory and on disk (see [`cache_dir`](crate::cache_dir)), so a
-/// second process start does not compile again. Every call waits for the
-/// device before returning and reports launch failures as errors.
+/// second process start does not compile again.
+///
+/// Scans run with [`Algorithm::SinglePass`] unless
+/// [`with_algorithm`](Cuda::with_algorithm) says otherwise (or the operator
+/// cannot: see [`algorithm_for`](Cuda::algorithm_for)).
+///
+/// Calls on host slices (`scan`, `scan_into`, `scan_in_place`, the rows
+/// calls) return once the result is back on the host, with any failure as an
+/// error. Calls on device buffers (`scan_device`, `scan_device_into`) are
+/// queued on the executor's stream and return at once, like CUB's or
+/// torch's: the next download or [`synchronize`](Cuda::synchronize) waits
+/// for them and reports an asynchronous failure. Every operation of an
+/// executor goes to its one stream, so they run in the order they are
+/// called.
 ///
 /// ```no_run
 /// # fn main() -> scan_core::Result<()> {
@@ -87,6 +90,10 @@ pub struct Cuda {
     stream: Arc<CudaStream>,
     name: String,
     arch: String,
+    /// The compute capability as a number, e.g. 90.
+    capability: u32,
+    algorithm: Algorithm,
+    tuning: Tuning,
     nvrtc_version: (i32, i32),
     disk: Option<DiskCache>,
     modules: Mutex<HashMap<TypeId, Arc<Module>>>,
@@ -95,7 +102,7 @@ pub struct Cuda {
 
 impl std::fmt::Debug for Cuda {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Cuda({} #{}, {})", self.name, self.ctx.ordinal(), self.arch)
+        write!(f, "Cuda({} #{}, {}, {})", self.name, self.ctx.ordinal(), self.arch, self.algorithm)
     }
 }
 
@@ -103,11 +110,6 @@ impl std::fmt::Display for Cuda {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} (CUDA device {}, {})", self.name, self.ctx.ordinal(), self.arch)
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding these locks leaves plain data behind: keep going.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn unavailable(reason: impl Into<String>) -> Error {
@@ -160,10 +162,68 @@ impl Cuda {
             stream,
             name,
             arch: format!("sm_{major}{minor}"),
+            capability: (major * 10 + minor) as u32,
+            algorithm: Algorithm::default(),
+            tuning: Tuning::default(),
             nvrtc_version,
             disk: cache::default_dir().map(DiskCache::new),
             modules: Mutex::new(HashMap::new()),
             stats: Mutex::new(CompileStats::default()),
+        })
+    }
+
+    /// The same executor scanning with `algorithm`.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_cuda::{Algorithm, Cuda};
+    /// let cuda = Cuda::new()?.with_algorithm(Algorithm::Blelloch);
+    /// assert_eq!(cuda.algorithm(), Algorithm::Blelloch);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_algorithm(mut self, algorithm: Algorithm) -> Cuda {
+        self.algorithm = algorithm;
+        self
+    }
+
+    /// The algorithm this executor asks for.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// The same executor with the single-pass kernels' policy overridden
+    /// (threads, items per thread, status layout) or the adversarial schedule
+    /// switched on; see [`Tuning`]. A shape the kernels cannot run is an
+    /// [`Error::BadTuning`] at the first scan.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_cuda::{Cuda, Tuning};
+    /// let cuda = Cuda::new()?.with_tuning(Tuning::default().threads(512).items_per_thread(8));
+    /// # Ok(()) }
+    /// ```
+    pub fn with_tuning(mut self, tuning: Tuning) -> Cuda {
+        if tuning.shape() != self.tuning.shape() {
+            // Modules built for the old shape do not fit the new one.
+            self.modules.get_mut().unwrap_or_else(|p| p.into_inner()).clear();
+        }
+        self.tuning = tuning;
+        self
+    }
+
+    /// The tuning overrides in force.
+    pub fn tuning(&self) -> Tuning {
+        self.tuning
+    }
+
+    /// The algorithm scans of `Op` run with on this executor and, when it is
+    /// not the one asked for, why (an item too large for the single-pass
+    /// kernels, an old GPU). Builds `Op`'s module if needed.
+    pub fn algorithm_for<Op: CudaOp>(&self) -> Result<(Algorithm, Option<String>)> {
+        let module = self.module::<Op>()?;
+        Ok(match (self.algorithm, &module.single_pass) {
+            (Algorithm::SinglePass, Err(why)) => (Algorithm::Blelloch, Some(why.clone())),
+            (algorithm, _) => (algorithm, None),
         })
     }
 
@@ -385,7 +445,8 @@ impl Cuda {
         buf.download_into(data)
     }
 
-    /// Scans a device buffer in place.
+    /// Scans a device buffer in place. Queued on the stream: returns at once
+    /// (see [`Cuda`] on when failures show).
     pub fn scan_device<Op: CudaOp>(&self, buf: &mut DeviceBuffer<Op::Item>, spec: ScanSpec) -> Result<()> {
         self.check_buffer(buf)?;
         let len = buf.len();
@@ -395,7 +456,8 @@ impl Cuda {
 
     /// Scans `input` into `output` (same length), both on the device, reading
     /// `input` once and writing every item of `output` once (no copy first);
-    /// `input` is not modified.
+    /// `input` is not modified. Queued on the stream: returns at once (see
+    /// [`Cuda`] on when failures show).
     pub fn scan_device_into<Op: CudaOp>(
         &self,
         input: &DeviceBuffer<Op::Item>,
@@ -409,7 +471,8 @@ impl Cuda {
     }
 
     /// Scans a user's own cudarc slice in place (items that are
-    /// `cudarc::driver::DeviceRepr`, such as `f32` or `u64`).
+    /// `cudarc::driver::DeviceRepr`, such as `f32` or `u64`), and waits for
+    /// the scan: the slice may be used on another stream next.
     pub fn scan_slice<Op>(&self, slice: &mut CudaSlice<Op::Item>, spec: ScanSpec) -> Result<()>
     where
         Op: CudaOp,
@@ -420,9 +483,11 @@ impl Cuda {
         }
         let len = slice.len();
         let (ptr, sync) = slice.device_ptr_mut(&self.stream);
-        let result = self.scan_raw::<Op>(None, ptr, len, 1, spec);
+        let queued = self.scan_raw::<Op>(None, ptr, len, 1, spec);
         drop(sync);
-        result
+        // Wait on every path: a failure may follow launches already queued.
+        let synced = self.synchronize();
+        queued.and(synced)
     }
 
     /// Scans `rows` equal rows of `input` into `output`, buffers of one
@@ -441,8 +506,10 @@ impl Cuda {
         self.scan_raw::<Op>(Some(src), dst, row_len, rows, spec)
     }
 
-    /// Scans `rows` consecutive rows of `row_len` items each, from `src` into
-    /// `dst` (or in place when `src` is `None`), then waits for the device.
+    /// Queues the scans of `rows` consecutive rows of `row_len` items each,
+    /// from `src` into `dst` (or in place when `src` is `None`), on the
+    /// stream, with this executor's algorithm. Does not wait: callers that
+    /// hand results to the host wait through their download.
     fn scan_raw<Op: CudaOp>(
         &self,
         src: Option<u64>,
@@ -454,31 +521,41 @@ impl Cuda {
         if row_len == 0 || rows == 0 {
             return Ok(());
         }
-        // Nothing is launched before this point: an error here needs no wait.
         let module = self.module::<Op>()?;
-        let backend = GpuBackend { cuda: self, module: &module };
-        // The buffers exist, so `rows * row_len` items of this size fit in
-        // the address space and these offsets do not overflow.
-        let row_bytes = (row_len * std::mem::size_of::<Op::Item>()) as u64;
-        let mut launched = Ok(());
-        for r in 0..rows as u64 {
-            let mut out = Span { ptr: dst + r * row_bytes, len: row_len };
-            launched = match src {
-                Some(src) => {
-                    let input = Span { ptr: src + r * row_bytes, len: row_len };
-                    blelloch::scan_into::<Op, _>(&backend, &input, &mut out, row_len, spec)
-                }
-                None => blelloch::scan_in_place::<Op, _>(&backend, &mut out, row_len, spec),
-            };
-            if launched.is_err() {
-                break;
+        match (self.algorithm, &module.single_pass) {
+            (Algorithm::SinglePass, &Ok(policy)) => {
+                let single_pass =
+                    SinglePass { stream: &self.stream, module: &module, policy, chaos: self.tuning.adversarial_seed() };
+                Self::each_row::<Op, _>(&single_pass, src, dst, row_len, rows, spec)
+            }
+            // The fallback was reported once when the module was built.
+            _ => {
+                let blelloch = Driver(GpuBlocks { stream: &self.stream, module: &module });
+                Self::each_row::<Op, _>(&blelloch, src, dst, row_len, rows, spec)
             }
         }
-        // Wait on every path, failures included: kernels launched before a
-        // failure may still be running over buffers that the caller frees or
-        // reads as soon as this returns. The first error is the one reported.
-        let synced = self.stream.synchronize().map_err(|e| driver_error("the scan kernels", e));
-        launched.and(synced)
+    }
+
+    /// Runs `algorithm` on each row. The buffers exist, so `rows * row_len`
+    /// items fit in the address space and these offsets do not overflow.
+    fn each_row<Op: CudaOp, A: DeviceScan<Op, Buf = Span>>(
+        algorithm: &A,
+        src: Option<u64>,
+        dst: u64,
+        row_len: usize,
+        rows: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        let row_bytes = (row_len * std::mem::size_of::<Op::Item>()) as u64;
+        for r in 0..rows as u64 {
+            let mut out = Span { ptr: dst + r * row_bytes, len: row_len };
+            let operands = match src {
+                Some(src) => Operands::Into { src: &Span { ptr: src + r * row_bytes, len: row_len }, dst: &mut out },
+                None => Operands::InPlace(&mut out),
+            };
+            algorithm.scan(operands, spec)?;
+        }
+        Ok(())
     }
 
     /// `Op`'s kernels: from memory, else the disk cache, else NVRTC.
@@ -488,13 +565,13 @@ impl Cuda {
             return Ok(m.clone());
         }
         let started = Instant::now();
-        let source = ModuleSource::of::<Op>()?;
+        let source = ModuleSource::of::<Op>(self.capability, self.tuning)?;
         let key = cache::key(&source.code, nvrtc::OPTIONS, &self.arch, self.nvrtc_version);
         let mut stats = CompileStats::default();
         let mut module = None;
         if let Some(cubin) = self.disk.as_ref().and_then(|d| d.get(key)) {
             // A cached CUBIN the driver rejects is treated like a corrupt entry.
-            module = self.load(&source, cubin).ok();
+            module = Module::load(&self.ctx, &source, cubin).ok();
             stats.disk_hits += module.is_some() as u32;
         }
         let module = match module {
@@ -507,9 +584,13 @@ impl Cuda {
                 if let Some(disk) = &self.disk {
                     stats.disk_write_failures += disk.put(key, &cubin).is_err() as u32;
                 }
-                self.load(&source, cubin)?
+                Module::load(&self.ctx, &source, cubin)?
             }
         };
+        if let (Algorithm::SinglePass, Err(why)) = (self.algorithm, &module.single_pass) {
+            // Once per operator and executor: the user asked for the fast path.
+            eprintln!("scan-cuda: `{}` runs the Blelloch scan instead of the single-pass scan: {why}", source.op_name);
+        }
         let module = Arc::new(module);
         stats.modules = 1;
         stats.total_time = started.elapsed();
@@ -524,20 +605,6 @@ impl Cuda {
         lock(&self.modules).insert(id, module.clone());
         Ok(module)
     }
-
-    fn load(&self, source: &ModuleSource, cubin: Vec<u8>) -> Result<Module> {
-        let module = self.ctx.load_module(Ptx::from_binary(cubin)).map_err(|e| driver_error("module load", e))?;
-        let function = |name: &str| module.load_function(name).map_err(|e| driver_error("kernel lookup", e));
-        let shared_bytes = source.policy.shared_bytes(source.item_size);
-        Ok(Module {
-            scan_blocks: [function(SCAN_BLOCKS[0])?, function(SCAN_BLOCKS[1])?],
-            add_prefixes: [function(ADD_PREFIXES[0])?, function(ADD_PREFIXES[1])?],
-            _module: module,
-            policy: source.policy,
-            item_size: source.item_size,
-            shared_bytes: u32::try_from(shared_bytes).map_err(|_| Error::TooLarge { what: "shared memory".into() })?,
-        })
-    }
 }
 
 /// Compiles `Op`'s whole module for `arch` (e.g. `"sm_90"`) with NVRTC and
@@ -550,12 +617,26 @@ impl Cuda {
 /// assert!(!cubin.is_empty());
 /// ```
 pub fn compile_for_arch<Op: CudaOp>(arch: &str) -> Result<Vec<u8>> {
-    let source = ModuleSource::of::<Op>()?;
+    compile_with::<Op>(arch, Tuning::default())
+}
+
+/// Like [`compile_for_arch`], with the single-pass policy overridden by
+/// `tuning`: tests compile every status layout and tile shape they run.
+pub fn compile_with<Op: CudaOp>(arch: &str, tuning: Tuning) -> Result<Vec<u8>> {
+    let source = ModuleSource::of::<Op>(capability_of(arch)?, tuning)?;
     nvrtc::compile_cubin(&source.code, &source.op_name, arch)
 }
 
+/// 90 for `"sm_90"` (or `"sm_90a"`).
+fn capability_of(arch: &str) -> Result<u32> {
+    arch.strip_prefix("sm_")
+        .map(|d| d.trim_end_matches(|c: char| c.is_ascii_alphabetic()))
+        .and_then(|d| d.parse().ok())
+        .ok_or_else(|| Error::Other(format!("{arch:?} is not an architecture like \"sm_90\"")))
+}
+
 /// The full CUDA source of `Op`'s module (operator, templates,
-/// instantiations), as NVRTC sees it.
+/// instantiations) for sm_90 with the default policy, as NVRTC sees it.
 pub fn module_source<Op: CudaOp>() -> Result<String> {
-    Ok(ModuleSource::of::<Op>()?.code)
+    Ok(ModuleSource::of::<Op>(90, Tuning::default())?.code)
 }

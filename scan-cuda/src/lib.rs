@@ -3,13 +3,24 @@
 //!
 //! * [`Cuda`]: the executor. Opens a device without panicking, compiles each
 //!   operator once for the device's architecture (cached in memory and on
-//!   disk), and runs the same multi-block Blelloch driver as the CPU
-//!   (`scan_core::blelloch::scan_into`, reading the input and writing every
-//!   output item once, or `scan_in_place`) with kernels for the blocks; batched
-//!   rows with [`Cuda::scan_rows`].
+//!   disk), and runs one of two [`Algorithm`]s, both implementations of
+//!   `scan_core::device::DeviceScan` over device spans:
+//!   - [`Algorithm::SinglePass`] (the default): one launch per scan, each
+//!     block scanning a tile and chaining it to its predecessors with a
+//!     decoupled look-back, so the data moves once, like a copy
+//!     (`single_pass.rs`, `kernels/single_pass.cuh`);
+//!   - [`Algorithm::Blelloch`]: the same multi-block driver as the CPU
+//!     (`scan_core::blelloch::Driver`) with kernels for the blocks
+//!     (`blelloch.rs`, `kernels/blelloch.cuh`).
+//!
+//!   Batched rows with [`Cuda::scan_rows`].
+//! * Policy apart from mechanism: [`SinglePassPolicy`] and [`BlellochPolicy`]
+//!   shape the kernels per item size and architecture; [`Tuning`] overrides.
 //! * [`DeviceBuffer`]: items of any `Copy` type in device memory.
-//! * The kernels are templates in `scan-cuda/kernels/*.cu`, written once
-//!   against `template <class Op>`; see [`module_source`] for what NVRTC sees.
+//! * The kernels are templates in `scan-cuda/kernels/*.cuh`, written once
+//!   against `template <class Op>` and layered as in CUB (thread, warp,
+//!   block, device); an operator's module instantiates each for every
+//!   (direction, kind), see [`module_source`] for what NVRTC sees.
 //!
 //! ```no_run
 //! # fn main() -> scan_core::Result<()> {
@@ -32,21 +43,25 @@
 //! (it loads `libnvrtc-builtins` from there), which is what
 //! `source scan-cuda/gpu-env.sh` sets up.
 
-mod backend;
+mod blelloch;
 mod buffer;
 mod cache;
 mod cuda;
+mod kernels;
+mod module;
 mod nvrtc;
 mod policy;
+mod single_pass;
 mod source;
+mod span;
 
 pub use buffer::DeviceBuffer;
 pub use cache::default_dir as cache_dir;
-pub use cuda::{compile_for_arch, module_source, CompileStats, Cuda};
+pub use cuda::{compile_for_arch, compile_with, module_source, CompileStats, Cuda};
 /// Items that [`Cuda::alloc`] can zero-fill (cudarc's marker trait).
 pub use cudarc::driver::ValidAsZeroBits;
 pub use nvrtc::{is_available as nvrtc_available, version as nvrtc_version};
-pub use policy::Policy;
+pub use policy::{Algorithm, BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning, SINGLE_PASS_MAX_ITEM_BYTES};
 
 /// The cudarc this crate is built with, for scanning your own `CudaSlice`s.
 pub use cudarc;

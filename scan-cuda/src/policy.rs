@@ -1,31 +1,204 @@
-//! How a kernel's work is shaped for one item type: the policy, kept apart
-//! from the mechanism (the kernel templates), as in CUB.
+//! How the kernels' work is shaped for one item type on one architecture:
+//! the policy, kept apart from the mechanism (the kernel templates), as in
+//! CUB. Chosen in Rust from the item's size and the device's compute
+//! capability; [`Tuning`] overrides it for experiments.
 
 use scan_core::{Error, Result};
 
-/// Dynamic shared memory a block may use without opting in to more.
+/// Dynamic or static shared memory a block may use without opting in to more.
 const SHARED_LIMIT: usize = 48 * 1024;
 
-/// Threads per block and items per run for one item size.
+/// The largest item the single-pass kernels take: a thread keeps a few items
+/// in registers through the look-back, and past this size they spill.
+pub const SINGLE_PASS_MAX_ITEM_BYTES: usize = 128;
+
+/// The GPU scan algorithms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// One launch: each block scans a tile and chains it to its predecessors
+    /// with a decoupled look-back, so the data is read once and written once
+    /// (the bytes a copy moves). The default; items past
+    /// [`SINGLE_PASS_MAX_ITEM_BYTES`] and GPUs older than compute capability
+    /// 7.0 fall back to [`Algorithm::Blelloch`], saying why
+    /// ([`Cuda::algorithm_for`](crate::Cuda::algorithm_for)).
+    #[default]
+    SinglePass,
+    /// Blelloch's multi-block scan: scan tiles and their totals, scan the
+    /// totals (recursively), add each tile's prefix. Moves each item about
+    /// four times; kept as the reference implementation of the shared driver.
+    Blelloch,
+}
+
+impl Algorithm {
+    /// Both algorithms, for tests and benchmarks that cover them all.
+    pub const ALL: [Algorithm; 2] = [Algorithm::SinglePass, Algorithm::Blelloch];
+
+    /// A short lower-case name (`"single-pass"`, `"blelloch"`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Algorithm::SinglePass => "single-pass",
+            Algorithm::Blelloch => "blelloch",
+        }
+    }
+}
+
+impl std::fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a single-pass tile publishes its aggregate and prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StatusLayout {
+    /// Status and value in one 8- or 16-byte word, written and read by one
+    /// access (items of up to 8 bytes).
+    Packed,
+    /// A status array and separate value arrays, ordered by release/acquire
+    /// (any item).
+    Split,
+}
+
+/// The launch shape of the single-pass kernels for one item type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SinglePassPolicy {
+    /// Threads per block (whole warps, 32 to 1024).
+    pub threads: u32,
+    /// Consecutive items each thread scans in registers.
+    pub items_per_thread: u32,
+    /// How tiles publish their status.
+    pub status: StatusLayout,
+}
+
+impl SinglePassPolicy {
+    /// The policy for items of `size` bytes on compute capability `arch`
+    /// (e.g. 90 for the H100/H200), or why the single-pass kernels cannot run
+    /// them.
+    ///
+    /// Each thread keeps a run of about 64 bytes (16 `f32`s, 4 16-byte items),
+    /// loaded with 16-byte vectors where the run length allows; 256 threads
+    /// for small items, fewer for large ones so registers last.
+    ///
+    /// ```
+    /// use scan_cuda::{SinglePassPolicy, StatusLayout};
+    /// let p = SinglePassPolicy::for_item(4, 90).unwrap();
+    /// assert_eq!((p.threads, p.items_per_thread, p.status), (256, 16, StatusLayout::Packed));
+    /// assert!(SinglePassPolicy::for_item(4, 61).is_err()); // no __nanosleep before sm_70
+    /// ```
+    pub fn for_item(size: usize, arch: u32) -> std::result::Result<SinglePassPolicy, String> {
+        if arch < 70 {
+            return Err(format!(
+                "the single-pass kernels need compute capability 7.0 or newer (__nanosleep, acquire/release \
+                 loads and stores); this GPU is {}.{}",
+                arch / 10,
+                arch % 10
+            ));
+        }
+        let size = size.max(1);
+        if size > SINGLE_PASS_MAX_ITEM_BYTES {
+            return Err(format!(
+                "items of {size} bytes exceed the single-pass kernels' {SINGLE_PASS_MAX_ITEM_BYTES}-byte limit \
+                 (a thread keeps its items in registers)"
+            ));
+        }
+        let mut items = (64 / size).max(1);
+        // Prefer a run that moves as whole 16-byte vectors, if that costs at
+        // most half the run.
+        if (items * size) % 16 != 0 {
+            if let Some(n) = (items.div_ceil(2)..items).rev().find(|n| (n * size) % 16 == 0) {
+                items = n;
+            }
+        }
+        let threads = match size {
+            0..=16 => 256,
+            17..=64 => 128,
+            _ => 64,
+        };
+        let status = if size <= 8 { StatusLayout::Packed } else { StatusLayout::Split };
+        Ok(SinglePassPolicy { threads, items_per_thread: items as u32, status })
+    }
+
+    /// Items one block (one tile) scans.
+    pub fn tile(self) -> usize {
+        self.threads as usize * self.items_per_thread as usize
+    }
+
+    /// The number of blocks per SM to ask registers for
+    /// (`__launch_bounds__`): enough that 1024 threads can be resident (at
+    /// most 64 registers each), so loads of one block overlap the look-back of
+    /// another; 768 for items past 16 bytes, whose runs need more registers.
+    pub fn min_blocks(self, size: usize) -> u32 {
+        let threads_per_sm = if size <= 16 { 1024 } else { 768 };
+        (threads_per_sm / self.threads).max(1)
+    }
+
+    /// Shared memory of one block for items of `size` bytes (the exchange
+    /// slices and the block scan), an upper bound of what the kernel declares.
+    pub fn shared_bytes(self, size: usize) -> usize {
+        let run = self.items_per_thread as usize * size.max(1);
+        // One padding vector (at most 16 bytes) per run, see exchange.cuh.
+        let exchange = self.threads as usize * (run + 16);
+        let warps = self.threads as usize / 32;
+        exchange + (warps + 1) * size.max(1).next_multiple_of(16) + 64
+    }
+
+    /// Bytes of tile status per tile for items of `size` bytes.
+    pub fn status_bytes_per_tile(self, size: usize) -> usize {
+        match self.status {
+            StatusLayout::Packed if size <= 4 => 8,
+            StatusLayout::Packed => 16,
+            StatusLayout::Split => 4 + 2 * size,
+        }
+    }
+
+    /// Checks a policy (a default or an override) against the kernels'
+    /// limits, for items of `size` bytes.
+    pub fn validate(self, size: usize) -> Result<SinglePassPolicy> {
+        let bad = |what: String| Err(Error::BadTuning(what));
+        if self.threads % 32 != 0 || !(32..=1024).contains(&self.threads) {
+            return bad(format!("{} threads per block: want a multiple of 32 from 32 to 1024", self.threads));
+        }
+        if !(1..=64).contains(&self.items_per_thread) {
+            return bad(format!("{} items per thread: want 1 to 64", self.items_per_thread));
+        }
+        if self.status == StatusLayout::Packed && size > 8 {
+            return bad(format!(
+                "a packed tile status holds items of up to 8 bytes, not {size}; use StatusLayout::Split"
+            ));
+        }
+        let shared = self.shared_bytes(size);
+        if shared > SHARED_LIMIT {
+            return bad(format!(
+                "{} threads x {} items of {size} bytes need {shared} bytes of shared memory per block; the limit is \
+                 {SHARED_LIMIT}",
+                self.threads, self.items_per_thread
+            ));
+        }
+        Ok(self)
+    }
+}
+
+/// Threads per block and items per run of the Blelloch kernels for one item
+/// size.
 ///
 /// A tile holds `2 * threads * items_per_run` items: each thread owns two runs
 /// (GPU Gems 3's two elements per thread) of `items_per_run` consecutive items.
 /// Small items get long runs so that a tile stays around 16 KiB of shared
 /// memory; large items get short runs and, past 32 bytes, fewer threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Policy {
+pub struct BlellochPolicy {
     /// Threads per block (a power of two).
     pub threads: u32,
     /// Consecutive items each run holds.
     pub items_per_run: u32,
 }
 
-impl Policy {
+impl BlellochPolicy {
     /// The policy for items of `size` bytes.
     ///
     /// For tuning experiments only, `SCAN_CUDA_POLICY=THREADSxITEMS` (e.g.
     /// `256x8`) overrides the choice for every item size whose tile fits.
-    pub fn for_item_size(size: usize) -> Result<Policy> {
+    pub fn for_item_size(size: usize) -> Result<BlellochPolicy> {
         let size = size.max(1);
         if let Some(p) = Self::from_env().filter(|p| p.shared_bytes(size) <= SHARED_LIMIT) {
             return Ok(p);
@@ -37,7 +210,7 @@ impl Policy {
             9..=16 => 2,
             _ => 1,
         };
-        let mut policy = Policy { threads, items_per_run };
+        let mut policy = BlellochPolicy { threads, items_per_run };
         while policy.shared_bytes(size) > SHARED_LIMIT {
             if threads == 1 {
                 return Err(Error::TooLarge {
@@ -48,17 +221,17 @@ impl Policy {
                 });
             }
             threads /= 2;
-            policy = Policy { threads, items_per_run };
+            policy = BlellochPolicy { threads, items_per_run };
         }
         Ok(policy)
     }
 
-    fn from_env() -> Option<Policy> {
+    fn from_env() -> Option<BlellochPolicy> {
         let v = std::env::var("SCAN_CUDA_POLICY").ok()?;
         let (t, k) = v.split_once('x')?;
         let (threads, items_per_run): (u32, u32) = (t.trim().parse().ok()?, k.trim().parse().ok()?);
         let ok = threads.is_power_of_two() && (32..=1024).contains(&threads) && (1..=32).contains(&items_per_run);
-        ok.then_some(Policy { threads, items_per_run })
+        ok.then_some(BlellochPolicy { threads, items_per_run })
     }
 
     /// Items one block scans: the driver's `block_len`.
@@ -74,14 +247,87 @@ impl Policy {
     }
 }
 
+/// Overrides of the single-pass policy, for tuning experiments and tests;
+/// what is not set comes from [`SinglePassPolicy::for_item`]. Set on an
+/// executor with [`Cuda::with_tuning`](crate::Cuda::with_tuning).
+///
+/// ```
+/// use scan_cuda::{StatusLayout, Tuning};
+/// let t = Tuning::default().threads(512).items_per_thread(8).status(StatusLayout::Split);
+/// let p = t.apply(scan_cuda::SinglePassPolicy::for_item(4, 90).unwrap());
+/// assert_eq!((p.threads, p.items_per_thread, p.status), (512, 8, StatusLayout::Split));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Tuning {
+    threads: Option<u32>,
+    items_per_thread: Option<u32>,
+    status: Option<StatusLayout>,
+    adversarial_seed: u32,
+}
+
+impl Tuning {
+    /// Threads per block.
+    pub fn threads(mut self, threads: u32) -> Self {
+        self.threads = Some(threads);
+        self
+    }
+
+    /// Items each thread scans.
+    pub fn items_per_thread(mut self, items: u32) -> Self {
+        self.items_per_thread = Some(items);
+        self
+    }
+
+    /// The tile status layout.
+    pub fn status(mut self, status: StatusLayout) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// A debugging mode for tests: with a seed other than 0, blocks claim
+    /// their tiles in an order unrelated to their index and publish their
+    /// status late, at pseudo-random, sometimes skipping the aggregate, so
+    /// that the look-back meets every mix of statuses. Results must not
+    /// change; only speed does.
+    pub fn adversarial_schedule(mut self, seed: u32) -> Self {
+        self.adversarial_seed = seed;
+        self
+    }
+
+    /// The seed of [`Tuning::adversarial_schedule`] (0: off).
+    pub fn adversarial_seed(self) -> u32 {
+        self.adversarial_seed
+    }
+
+    /// `policy` with these overrides applied.
+    pub fn apply(self, policy: SinglePassPolicy) -> SinglePassPolicy {
+        SinglePassPolicy {
+            threads: self.threads.unwrap_or(policy.threads),
+            items_per_thread: self.items_per_thread.unwrap_or(policy.items_per_thread),
+            status: self.status.unwrap_or(policy.status),
+        }
+    }
+
+    /// The launch-shape overrides alone (what a module is built for).
+    pub(crate) fn shape(self) -> Tuning {
+        Tuning { adversarial_seed: 0, ..self }
+    }
+
+    /// True when a launch-shape override is set (the module must be built
+    /// for it).
+    pub fn overrides_shape(self) -> bool {
+        self.threads.is_some() || self.items_per_thread.is_some() || self.status.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn every_policy_fits_shared_memory_and_keeps_tiles_power_of_two() {
+    fn every_blelloch_policy_fits_shared_memory_and_keeps_tiles_power_of_two() {
         for size in [1, 4, 8, 12, 16, 24, 32, 64, 100, 256, 1000, 4096] {
-            let p = Policy::for_item_size(size).unwrap();
+            let p = BlellochPolicy::for_item_size(size).unwrap();
             assert!(p.shared_bytes(size) <= SHARED_LIMIT, "size {size}: {p:?}");
             assert!(p.tile().is_power_of_two(), "size {size}: {p:?}");
         }
@@ -89,6 +335,33 @@ mod tests {
 
     #[test]
     fn huge_items_are_an_error_not_a_panic() {
-        assert!(matches!(Policy::for_item_size(1 << 20), Err(Error::TooLarge { .. })));
+        assert!(matches!(BlellochPolicy::for_item_size(1 << 20), Err(Error::TooLarge { .. })));
+        let why = SinglePassPolicy::for_item(1 << 20, 90).unwrap_err();
+        assert!(why.contains("exceed"), "{why}");
+    }
+
+    #[test]
+    fn every_default_single_pass_policy_is_valid() {
+        for size in 1..=SINGLE_PASS_MAX_ITEM_BYTES {
+            let p = SinglePassPolicy::for_item(size, 90).unwrap();
+            p.validate(size).unwrap_or_else(|e| panic!("size {size}: {p:?}: {e}"));
+            assert_eq!(p.status == StatusLayout::Packed, size <= 8, "size {size}");
+            assert!(p.items_per_thread as usize * size <= 64 || p.items_per_thread == 1, "size {size}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn bad_overrides_are_errors() {
+        let p = SinglePassPolicy::for_item(16, 90).unwrap();
+        assert!(matches!(
+            Tuning::default().status(StatusLayout::Packed).apply(p).validate(16),
+            Err(Error::BadTuning(_))
+        ));
+        assert!(matches!(Tuning::default().threads(100).apply(p).validate(16), Err(Error::BadTuning(_))));
+        assert!(matches!(Tuning::default().items_per_thread(0).apply(p).validate(16), Err(Error::BadTuning(_))));
+        assert!(matches!(
+            Tuning::default().threads(1024).items_per_thread(64).apply(p).validate(16),
+            Err(Error::BadTuning(_))
+        ));
     }
 }

@@ -1,20 +1,27 @@
 //! The CUDA source of one operator's module: operator declaration + kernel
-//! templates + one `extern "C"` instantiation per kernel.
+//! templates + one `extern "C"` instantiation per (stage, direction, kind).
 
-use scan_core::{CudaOp, CudaSource, Result};
+use std::fmt::Write as _;
 
-use crate::policy::Policy;
+use scan_core::{CudaOp, CudaSource, Kind, Result};
 
-/// The kernel templates, written once against `template <class Op>`.
-pub(crate) const BLOCK_SCAN_CU: &str = include_str!("../kernels/block_scan.cu");
-/// Pass 2 of the multi-block scan.
-pub(crate) const PROPAGATE_CU: &str = include_str!("../kernels/propagate.cu");
+use crate::kernels::{variants, Stage};
+use crate::policy::{BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning};
 
-/// Names of the instantiated kernels inside every module: pass 1 and pass 2
-/// of the multi-block scan, each forward and reverse (the direction is a
-/// template parameter: it decides the addressing of every load and store).
-pub(crate) const SCAN_BLOCKS: [&str; 2] = ["scan_blocks_forward", "scan_blocks_reverse"];
-pub(crate) const ADD_PREFIXES: [&str; 2] = ["add_prefixes_forward", "add_prefixes_reverse"];
+/// The kernel templates, layered as in CUB (thread, warp, block, device), in
+/// the order they build on each other.
+const TEMPLATES: [(&str, &str); 10] = [
+    ("util.cuh", include_str!("../kernels/util.cuh")),
+    ("thread.cuh", include_str!("../kernels/thread.cuh")),
+    ("warp.cuh", include_str!("../kernels/warp.cuh")),
+    ("block.cuh", include_str!("../kernels/block.cuh")),
+    ("exchange.cuh", include_str!("../kernels/exchange.cuh")),
+    ("tile_status.cuh", include_str!("../kernels/tile_status.cuh")),
+    ("lookback.cuh", include_str!("../kernels/lookback.cuh")),
+    ("single_pass.cuh", include_str!("../kernels/single_pass.cuh")),
+    ("blelloch.cuh", include_str!("../kernels/blelloch.cuh")),
+    ("propagate.cuh", include_str!("../kernels/propagate.cuh")),
+];
 
 /// Everything the compiler sees for one operator, and what the host needs to
 /// launch it.
@@ -24,51 +31,108 @@ pub struct ModuleSource {
     pub op_name: String,
     /// The full translation unit.
     pub code: String,
-    /// The launch shape the instantiation was written for.
-    pub policy: Policy,
     /// Size of one item in bytes, on both sides.
     pub item_size: usize,
+    /// The single-pass kernels' shape, or why the module has none (then scans
+    /// fall back to Blelloch).
+    pub single_pass: std::result::Result<SinglePassPolicy, String>,
+    /// The Blelloch kernels' shape.
+    pub blelloch: BlellochPolicy,
 }
 
 impl ModuleSource {
-    /// The module of `Op`: its declaration, the templates, and instantiations
-    /// for `Op::Item`'s size. Fails only when the item is too large for the
-    /// kernels.
-    pub fn of<Op: CudaOp>() -> Result<ModuleSource> {
+    /// The module of `Op` for compute capability `arch` (e.g. 90): its
+    /// declaration, the templates, and instantiations for `Op::Item`'s size.
+    /// Fails when the item is too large for any kernel, or when `tuning` asks
+    /// for a shape the kernels cannot run.
+    pub fn of<Op: CudaOp>(arch: u32, tuning: Tuning) -> Result<ModuleSource> {
         let size = std::mem::size_of::<Op::Item>();
         let align = std::mem::align_of::<Op::Item>();
-        let policy = Policy::for_item_size(size)?;
-        Ok(Self::assemble(&Op::cuda_source(), size, align, policy))
+        let blelloch = BlellochPolicy::for_item_size(size)?;
+        let single_pass = match SinglePassPolicy::for_item(size, arch) {
+            Ok(p) => Ok(tuning.apply(p).validate(size)?),
+            Err(why) if tuning.overrides_shape() => return Err(scan_core::Error::BadTuning(why)),
+            Err(why) => Err(why),
+        };
+        Ok(Self::assemble(&Op::cuda_source(), size, align, single_pass, blelloch))
     }
 
-    fn assemble(op: &CudaSource, size: usize, align: usize, policy: Policy) -> ModuleSource {
+    /// The stages this module instantiates.
+    pub(crate) fn stages(&self) -> Vec<Stage> {
+        let mut stages = vec![Stage::BlellochScanTiles, Stage::BlellochAddPrefixes];
+        if self.single_pass.is_ok() {
+            stages.push(Stage::SinglePass);
+        }
+        stages
+    }
+
+    fn assemble(
+        op: &CudaSource,
+        size: usize,
+        align: usize,
+        single_pass: std::result::Result<SinglePassPolicy, String>,
+        blelloch: BlellochPolicy,
+    ) -> ModuleSource {
         let name = &op.name;
-        let (threads, k) = (policy.threads, policy.items_per_run);
-        // At least 1024 resident threads per SM: caps registers at 64 so that
-        // enough loads are in flight to keep memory busy.
-        let min_blocks = (1024 / threads).max(1);
-        let mut code = format!(
-            "// ---- operator `{name}` ----\n{op_code}\n\n// ---- kernels/block_scan.cu ----\n{BLOCK_SCAN_CU}\n\
-             // ---- kernels/propagate.cu ----\n{PROPAGATE_CU}\n\
-             // ---- instantiations ----\n\
+        let mut code = format!("// ---- operator `{name}` ----\n{}\n\n", op.code);
+        for (file, text) in TEMPLATES {
+            let _ = write!(code, "// ---- kernels/{file} ----\n{text}\n");
+        }
+        let _ = write!(
+            code,
+            "// ---- instantiations ----\n\
              // The Rust item and the CUDA item must have one layout: bytes move unchanged.\n\
              static_assert(sizeof({name}::Item) == {size}, \"the CUDA item of `{name}` is not {size} bytes like the Rust item\");\n\
-             static_assert(alignof({name}::Item) <= {align}, \"the CUDA item of `{name}` is more aligned than the Rust item\");\n",
-            op_code = op.code,
+             static_assert(alignof({name}::Item) <= {align}, \"the CUDA item of `{name}` is more aligned than the Rust item\");\n"
         );
-        for (reverse, (scan, add)) in [false, true].into_iter().zip(SCAN_BLOCKS.into_iter().zip(ADD_PREFIXES)) {
-            code.push_str(&format!(
+        let item = format!("{name}::Item");
+        // Blelloch: at least 1024 resident threads per SM caps registers at 64,
+        // so that enough loads are in flight to keep memory busy.
+        let (threads, k) = (blelloch.threads, blelloch.items_per_run);
+        let min_blocks = (1024 / threads).max(1);
+        for (direction, kind) in variants() {
+            let reverse = direction == scan_core::Direction::Reverse;
+            let inclusive = kind == Kind::Inclusive;
+            let scan = Stage::BlellochScanTiles.kernel_name(direction, kind);
+            let _ = write!(
+                code,
                 "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {scan}(\n\
-                 \x20   const {name}::Item* src, {name}::Item* dst, unsigned long long len, {name}::Item* totals,\n\
-                 \x20   int inclusive) {{\n\
-                 \x20 scan::scan_tile<{name}, {threads}, {k}, {reverse}>(src, dst, len, totals, inclusive);\n\
-                 }}\n\
-                 extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {add}(\n\
-                 \x20   {name}::Item* data, unsigned long long len, const {name}::Item* prefixes) {{\n\
-                 \x20 scan::add_prefixes<{name}, {threads}, {k}, {reverse}>(data, len, prefixes);\n\
+                 \x20   const {item}* src, {item}* dst, unsigned long long len, {item}* totals) {{\n\
+                 \x20 scan::scan_tile<{name}, {threads}, {k}, {reverse}, {inclusive}>(src, dst, len, totals);\n\
                  }}\n"
-            ));
+            );
+            if inclusive {
+                let add = Stage::BlellochAddPrefixes.kernel_name(direction, kind);
+                let _ = write!(
+                    code,
+                    "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {add}(\n\
+                     \x20   {item}* data, unsigned long long len, const {item}* prefixes) {{\n\
+                     \x20 scan::add_prefixes<{name}, {threads}, {k}, {reverse}>(data, len, prefixes);\n\
+                     }}\n"
+                );
+            }
         }
-        ModuleSource { op_name: name.clone(), code, policy, item_size: size }
+        if let Ok(p) = single_pass {
+            let (threads, items, min_blocks) = (p.threads, p.items_per_thread, p.min_blocks(size));
+            let status = match p.status {
+                StatusLayout::Packed => format!("scan::PackedStatus<{item}>"),
+                StatusLayout::Split => format!("scan::SplitStatus<{item}>"),
+            };
+            for (direction, kind) in variants() {
+                let reverse = direction == scan_core::Direction::Reverse;
+                let inclusive = kind == Kind::Inclusive;
+                let kernel = Stage::SinglePass.kernel_name(direction, kind);
+                let _ = write!(
+                    code,
+                    "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {kernel}(\n\
+                     \x20   const {item}* src, {item}* dst, unsigned long long len, unsigned long long* counter,\n\
+                     \x20   void* words, void* aggregates, void* prefixes, unsigned epoch, unsigned chaos) {{\n\
+                     \x20 scan::single_pass<{name}, {threads}, {items}, {reverse}, {inclusive}>(\n\
+                     \x20     src, dst, len, counter, {status}::make(words, aggregates, prefixes), epoch, chaos);\n\
+                     }}\n"
+                );
+            }
+        }
+        ModuleSource { op_name: name.clone(), code, item_size: size, single_pass, blelloch }
     }
 }

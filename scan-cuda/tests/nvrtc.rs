@@ -8,8 +8,9 @@ mod support;
 
 use scan_core::ops::*;
 use scan_core::{CudaOp, CudaSource, Error, ScanOp};
+use scan_cuda::{StatusLayout, Tuning};
 use support::ops::*;
-use support::user_ops::{Compose, CountAndSum};
+use support::user_ops::{AffineI32Counted, Compose, CountAndSum, QuaternionProduct};
 
 /// The architectures the kernels must build for: Hopper (the H200) and one
 /// older generation, so that nothing Hopper-only slips in unnoticed.
@@ -42,6 +43,8 @@ fn every_template_instantiates_for_every_built_in_operator() {
 fn every_template_instantiates_for_user_tuple_and_struct_operators() {
     assert_compiles::<CountAndSum>();
     assert_compiles::<Compose>();
+    assert_compiles::<AffineI32Counted>();
+    assert_compiles::<QuaternionProduct>();
 }
 
 #[test]
@@ -69,8 +72,12 @@ fn the_module_source_holds_the_operator_both_kernels_and_layout_checks() {
     let code = scan_cuda::module_source::<LinRecF32>().unwrap();
     for needle in [
         "struct LinRecF32",
-        "scan_blocks_forward(",
-        "add_prefixes_reverse(",
+        "blelloch_scan_tiles_forward_inclusive(",
+        "blelloch_scan_tiles_reverse_exclusive(",
+        "blelloch_add_prefixes_reverse(",
+        "single_pass_forward_inclusive(",
+        "single_pass_reverse_exclusive(",
+        "scan::PackedStatus<LinRecF32::Item>",
         "static_assert(sizeof(LinRecF32::Item) == 8",
         // Pass 1 reads a separate input; in place the host passes one address
         // twice, so neither pointer may be `__restrict__`.
@@ -147,4 +154,40 @@ fn an_item_whose_cuda_layout_differs_from_rust_is_rejected_at_compile_time() {
         Err(Error::Compile { log, .. }) => assert!(log.contains("not 8 bytes like the Rust item"), "log: {log}"),
         other => panic!("expected Error::Compile, got {other:?}"),
     }
+}
+
+/// Every status layout and a few tile shapes the tests and the benchmark run
+/// (`Tuning`), for items of 4, 8, 16 and 64 bytes, build for sm_90.
+#[test]
+#[ignore = "needs libnvrtc"]
+fn the_single_pass_kernels_build_for_every_status_layout_and_tuned_shape() {
+    fn build<Op: CudaOp>(tunings: &[Tuning]) {
+        for &t in tunings {
+            match scan_cuda::compile_with::<Op>("sm_90", t) {
+                Ok(cubin) => assert!(cubin.starts_with(b"\x7fELF")),
+                Err(e) => panic!("{} with {t:?}: {e}", std::any::type_name::<Op>()),
+            }
+        }
+    }
+    let split = Tuning::default().status(StatusLayout::Split);
+    let shapes = [
+        Tuning::default().threads(512).items_per_thread(16),
+        Tuning::default().threads(256).items_per_thread(32),
+        Tuning::default().threads(128).items_per_thread(24),
+        Tuning::default().threads(1024).items_per_thread(4),
+        Tuning::default().threads(96).items_per_thread(3),
+    ];
+    build::<AddF32>(&[split]);
+    build::<AddF32>(&shapes);
+    build::<LinRecF32>(&[split, Tuning::default().items_per_thread(16)]);
+    build::<AddF64x8>(&[Tuning::default().threads(64).items_per_thread(2)]);
+    build::<StatsOp>(&[Tuning::default().threads(512).items_per_thread(3)]);
+}
+
+#[test]
+fn a_tuning_the_kernels_cannot_run_is_an_error() {
+    let packed_16_bytes = scan_cuda::compile_with::<StatsOp>("sm_90", Tuning::default().status(StatusLayout::Packed));
+    assert!(matches!(packed_16_bytes, Err(Error::BadTuning(_))), "{packed_16_bytes:?}");
+    let too_big = scan_cuda::compile_with::<AddF64x8>("sm_90", Tuning::default().threads(1024).items_per_thread(8));
+    assert!(matches!(too_big, Err(Error::BadTuning(_))), "{too_big:?}");
 }

@@ -6,7 +6,7 @@ use std::fmt::Debug;
 
 use scan_core::testing::{boundary_sizes, Rng};
 use scan_core::{reference, CudaOp, ScanSpec};
-use scan_cuda::{Cuda, Policy};
+use scan_cuda::{Algorithm, BlellochPolicy, Cuda, SinglePassPolicy};
 
 /// The GPU, or a failure: a GPU test that cannot run must not pass. (These
 /// tests are `#[ignore]`d so that machines without a GPU never run them;
@@ -21,21 +21,40 @@ pub fn cuda() -> Cuda {
     }
 }
 
+/// One executor per GPU algorithm: every differential check runs on each.
+pub fn executors() -> Vec<Cuda> {
+    Algorithm::ALL.into_iter().map(|a| cuda().with_algorithm(a)).collect()
+}
+
 /// Caps sizes (e.g. under compute-sanitizer, which is slow): `SCAN_TEST_MAX_LEN`.
 pub fn max_len() -> usize {
     std::env::var("SCAN_TEST_MAX_LEN").ok().and_then(|v| v.parse().ok()).unwrap_or(usize::MAX)
 }
 
-/// Sizes around every boundary of the GPU tiling for `Op`: around one tile,
-/// two tiles, `tile * min(tile, 64)`, and past `tile^2` (three driver levels)
-/// when that stays under ~256 MiB.
+/// The single-pass tile of `Op` on an sm_90 GPU (the H200 these tests run on).
+pub fn single_pass_tile<Op: CudaOp>() -> usize {
+    SinglePassPolicy::for_item(std::mem::size_of::<Op::Item>(), 90).map_or(0, |p| p.tile())
+}
+
+/// Sizes around every boundary of both GPU algorithms for `Op`: for the
+/// Blelloch tiling, around one tile, two tiles, `tile * min(tile, 64)`, and
+/// past `tile^2` (three driver levels) when that stays under ~256 MiB; for the
+/// single-pass tiling, around one and two tiles, one look-back window (32
+/// tiles) and two, and past them.
 pub fn gpu_sizes<Op: CudaOp>() -> Vec<usize> {
     let size = std::mem::size_of::<Op::Item>();
-    let tile = Policy::for_item_size(size).unwrap().tile();
+    let tile = BlellochPolicy::for_item_size(size).unwrap().tile();
     let mut sizes = boundary_sizes(tile);
     sizes.push((1 << 20) + 7);
     if (tile * tile + 1) * size <= 256 << 20 {
         sizes.extend([tile * tile - 1, tile * tile + 1]);
+    }
+    let single = single_pass_tile::<Op>();
+    if single > 0 {
+        sizes.extend(boundary_sizes(single));
+        for t in [32 * single, 33 * single, 64 * single, 64 * single + single / 2] {
+            sizes.extend([t - 1, t, t + 1]);
+        }
     }
     sizes.retain(|&n| n <= max_len());
     sizes.sort_unstable();
@@ -59,14 +78,15 @@ fn first_mismatch<T: Debug>(got: &[T], want: &[T], eq: &impl Fn(&T, &T) -> bool)
 /// (an exclusive scan's first item is the identity, never 0x0101...).
 pub const POISON: u8 = 0x01;
 
-/// Runs `Op` on the GPU for every size and every (kind, direction), three
-/// ways, and compares every item of each with `reference::scan` under `eq`:
+/// Runs `Op` on the GPU, on every executor (one per algorithm), for every
+/// size and every (kind, direction), three ways, and compares every item of
+/// each with `reference::scan` under `eq`:
 /// device-to-device out of place into an output poisoned first (the scan
 /// reads the input and must write every output item: nothing is copied over
 /// the output first), device in place, and the host convenience API. Also
 /// checks that the out-of-place input is left unchanged.
 pub fn check_op<Op: CudaOp>(
-    cuda: &Cuda,
+    executors: &[Cuda],
     label: &str,
     mut gen: impl FnMut(&mut Rng) -> Op::Item,
     eq: impl Fn(&Op::Item, &Op::Item) -> bool,
@@ -75,40 +95,42 @@ pub fn check_op<Op: CudaOp>(
 {
     let mut rng = Rng::fresh(label);
     let sizes = gpu_sizes::<Op>();
-    for &n in &sizes {
-        for spec in ScanSpec::ALL {
-            let input = rng.vec(n, &mut gen);
-            let want = reference::scan::<Op>(&input, spec);
-            let ctx = format!("{label}: n = {n}, {spec:?}");
+    for cuda in executors {
+        for &n in &sizes {
+            for spec in ScanSpec::ALL {
+                let input = rng.vec(n, &mut gen);
+                let want = reference::scan::<Op>(&input, spec);
+                let ctx = format!("{label} ({}): n = {n}, {spec:?}", cuda.algorithm());
 
-            let dev_in = cuda.upload(&input).unwrap();
-            // A buffer of the right length whatever the item type, then poisoned.
-            let mut dev_out = cuda.upload(&input).unwrap();
-            // SAFETY: POISON repeated is a valid item of every type scanned here.
-            unsafe { dev_out.poison(POISON) }.unwrap();
-            cuda.scan_device_into::<Op>(&dev_in, &mut dev_out, spec).unwrap();
-            if let Some(m) = first_mismatch(&dev_out.download().unwrap(), &want, &eq) {
-                panic!("{ctx}, device into poisoned output: {m}");
-            }
-            // NaN items (e.g. max's inputs) are unchanged when still NaN.
-            let same = |a: &Op::Item, b: &Op::Item| eq(a, b) || (!eq(a, a) && !eq(b, b));
-            if let Some(m) = first_mismatch(&dev_in.download().unwrap(), &input, &same) {
-                panic!("{ctx}: the input buffer changed: {m}");
-            }
+                let dev_in = cuda.upload(&input).unwrap();
+                // A buffer of the right length whatever the item type, then poisoned.
+                let mut dev_out = cuda.upload(&input).unwrap();
+                // SAFETY: POISON repeated is a valid item of every type scanned here.
+                unsafe { dev_out.poison(POISON) }.unwrap();
+                cuda.scan_device_into::<Op>(&dev_in, &mut dev_out, spec).unwrap();
+                if let Some(m) = first_mismatch(&dev_out.download().unwrap(), &want, &eq) {
+                    panic!("{ctx}, device into poisoned output: {m}");
+                }
+                // NaN items (e.g. max's inputs) are unchanged when still NaN.
+                let same = |a: &Op::Item, b: &Op::Item| eq(a, b) || (!eq(a, a) && !eq(b, b));
+                if let Some(m) = first_mismatch(&dev_in.download().unwrap(), &input, &same) {
+                    panic!("{ctx}: the input buffer changed: {m}");
+                }
 
-            let mut buf = cuda.upload(&input).unwrap();
-            cuda.scan_device::<Op>(&mut buf, spec).unwrap();
-            if let Some(m) = first_mismatch(&buf.download().unwrap(), &want, &eq) {
-                panic!("{ctx}, device in place: {m}");
-            }
+                let mut buf = cuda.upload(&input).unwrap();
+                cuda.scan_device::<Op>(&mut buf, spec).unwrap();
+                if let Some(m) = first_mismatch(&buf.download().unwrap(), &want, &eq) {
+                    panic!("{ctx}, device in place: {m}");
+                }
 
-            let got = cuda.scan::<Op>(&input, spec).unwrap();
-            if let Some(m) = first_mismatch(&got, &want, &eq) {
-                panic!("{ctx}, host API: {m}");
+                let got = cuda.scan::<Op>(&input, spec).unwrap();
+                if let Some(m) = first_mismatch(&got, &want, &eq) {
+                    panic!("{ctx}, host API: {m}");
+                }
             }
         }
     }
-    eprintln!("[{label}] ok on sizes {sizes:?} x 4 specs x 3 ways");
+    eprintln!("[{label}] ok on sizes {sizes:?} x 4 specs x 3 ways x {} algorithms", executors.len());
 }
 
 /// Runs `Op`'s batched scans (`scan_rows` out of place into an output filled
@@ -116,7 +138,7 @@ pub fn check_op<Op: CudaOp>(
 /// around the tile boundaries, every (kind, direction), against
 /// `reference::scan_rows` item by item.
 pub fn check_rows<Op: CudaOp>(
-    cuda: &Cuda,
+    executors: &[Cuda],
     label: &str,
     garbage: Op::Item,
     mut gen: impl FnMut(&mut Rng) -> Op::Item,
@@ -124,26 +146,30 @@ pub fn check_rows<Op: CudaOp>(
 ) where
     Op::Item: Debug,
 {
-    let tile = Policy::for_item_size(std::mem::size_of::<Op::Item>()).unwrap().tile();
+    let tile = BlellochPolicy::for_item_size(std::mem::size_of::<Op::Item>()).unwrap().tile();
+    let single = single_pass_tile::<Op>().max(1);
     let mut rng = Rng::fresh(label);
     let shapes = [(1, 0), (3, 0), (1, 1), (5, 1), (7, 3), (3, tile - 1), (4, tile), (3, tile + 1), (2, 2 * tile + 5)];
-    let shapes: Vec<_> = shapes.into_iter().filter(|&(r, c)| r * c <= max_len()).collect();
-    for &(rows, row_len) in &shapes {
-        for spec in ScanSpec::ALL {
-            let input = rng.vec(rows * row_len, &mut gen);
-            let want = reference::scan_rows::<Op>(&input, rows, spec).unwrap();
-            let ctx = format!("{label}: {rows} rows of {row_len}, {spec:?}");
+    let more = [(3, single - 1), (3, single + 1), (2, 33 * single + 3)];
+    let shapes: Vec<_> = shapes.into_iter().chain(more).filter(|&(r, c)| r * c <= max_len()).collect();
+    for cuda in executors {
+        for &(rows, row_len) in &shapes {
+            for spec in ScanSpec::ALL {
+                let input = rng.vec(rows * row_len, &mut gen);
+                let want = reference::scan_rows::<Op>(&input, rows, spec).unwrap();
+                let ctx = format!("{label} ({}): {rows} rows of {row_len}, {spec:?}", cuda.algorithm());
 
-            let mut out = vec![garbage; input.len()];
-            cuda.scan_rows::<Op>(&input, &mut out, rows, spec).unwrap();
-            if let Some(m) = first_mismatch(&out, &want, &eq) {
-                panic!("{ctx}, scan_rows: {m}");
-            }
+                let mut out = vec![garbage; input.len()];
+                cuda.scan_rows::<Op>(&input, &mut out, rows, spec).unwrap();
+                if let Some(m) = first_mismatch(&out, &want, &eq) {
+                    panic!("{ctx}, scan_rows: {m}");
+                }
 
-            let mut data = input;
-            cuda.scan_rows_in_place::<Op>(&mut data, rows, spec).unwrap();
-            if let Some(m) = first_mismatch(&data, &want, &eq) {
-                panic!("{ctx}, scan_rows_in_place: {m}");
+                let mut data = input;
+                cuda.scan_rows_in_place::<Op>(&mut data, rows, spec).unwrap();
+                if let Some(m) = first_mismatch(&data, &want, &eq) {
+                    panic!("{ctx}, scan_rows_in_place: {m}");
+                }
             }
         }
     }

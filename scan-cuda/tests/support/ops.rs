@@ -203,3 +203,16 @@ op!(
   static __device__ __forceinline__ Item combine(Item l, Item r) {
     Item x; for (int i = 0; i < 8; ++i) x.v[i] = l.v[i] + r.v[i]; return x; }"
 );
+
+// A 160-byte item (twenty u64 lanes, wrapping): past the single-pass kernels'
+// item limit, so scans of it fall back to Blelloch.
+op!(
+    AddU64x20,
+    [u64; 20],
+    [0; 20],
+    |l, r| std::array::from_fn(|i| l[i].wrapping_add(r[i])),
+    "struct Item { unsigned long long v[20]; };
+  static __device__ __forceinline__ Item identity() { Item x; for (int i = 0; i < 20; ++i) x.v[i] = 0; return x; }
+  static __device__ __forceinline__ Item combine(Item l, Item r) {
+    Item x; for (int i = 0; i < 20; ++i) x.v[i] = l.v[i] + r.v[i]; return x; }"
+);

@@ -1,0 +1,47 @@
+// Block layer: an exclusive scan of one value per thread, in thread order:
+// a warp scan per warp (warp.cuh), then the warp totals in shared memory,
+// combined in warp order by every thread (at most 32 of them, read as
+// broadcasts: cheaper than another barrier and a second warp scan).
+
+namespace scan {
+
+// Storage for a `T` in shared memory: `__shared__` variables cannot have
+// constructors, and generated items may be aggregates of any shape.
+template <class T>
+struct Slot {
+    __align__(16) unsigned char bytes[sizeof(T)];
+    __device__ __forceinline__ T& get() { return *reinterpret_cast<T*>(bytes); }
+};
+
+template <class Op, int THREADS>
+struct BlockScan {
+    typedef typename Op::Item Item;
+    static constexpr int WARPS = THREADS / 32;
+    static_assert(THREADS % 32 == 0 && WARPS <= 32, "a block is 1 to 32 whole warps");
+
+    struct Shared {
+        Slot<Item> warp_totals[WARPS];
+    };
+
+    // Returns this thread's exclusive prefix (the combination of the values of
+    // all lower threads; the identity for thread 0) and sets `total` to the
+    // combination of every thread's value. Contains one __syncthreads.
+    static __device__ __forceinline__ Item exclusive(Item x, Item& total, Shared& s) {
+        const unsigned lane = lane_id(), warp = warp_id();
+        const Item inclusive = warp_inclusive<Op>(x);
+        const Item below = Shuffle<Item>::up(inclusive, 1);
+        if (lane == 31) s.warp_totals[warp].get() = inclusive;
+        __syncthreads();
+        Item acc = Op::identity();
+        Item warp_prefix = acc;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) {
+            if (w == (int)warp) warp_prefix = acc;
+            acc = w == 0 ? s.warp_totals[0].get() : Op::combine(acc, s.warp_totals[w].get());
+        }
+        total = acc;
+        return lane == 0 ? warp_prefix : Op::combine(warp_prefix, below);
+    }
+};
+
+}  // namespace scan

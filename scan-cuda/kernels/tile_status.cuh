@@ -1,0 +1,110 @@
+// Tile status: what each tile of a single-pass scan publishes for its
+// successors, first its aggregate (the combination of its own items), then its
+// inclusive prefix (everything up to and including it).
+//
+// A status is a code, `epoch << 2 | kind`, and a value. The host gives every
+// launch a new epoch, so a status left by an earlier launch on the same
+// (reused) scratch reads as "not yet published": no initialisation pass runs
+// between scans. The host clears the scratch when the 30-bit epoch wraps.
+//
+// Two layouts, chosen by the host (scan_cuda::StatusLayout):
+// * Packed (items of up to 8 bytes): code and value in one 8-byte word (items
+//   of up to 4 bytes) or one 16-byte word, written and read by one access, so
+//   a reader never sees a code without its value. Relaxed accesses suffice:
+//   nothing else is published with them. (The 16-byte case relies on an
+//   aligned 16-byte access by one thread being performed at once, as CUB's
+//   tile state does.)
+// * Split (any item): separate code, aggregate and prefix arrays. The value
+//   is stored first, then the code with st.release; a reader loads the code
+//   with ld.acquire and only then the value, which the release/acquire pair
+//   guarantees to be the one published. Aggregates and prefixes live in
+//   different arrays, so upgrading a tile's status never overwrites a value
+//   that a reader may be loading.
+
+namespace scan {
+
+enum : unsigned { STATUS_AGGREGATE = 1, STATUS_PREFIX = 2 };
+
+__device__ __forceinline__ unsigned status_code(unsigned epoch, unsigned kind) { return (epoch << 2) | kind; }
+
+template <class Item>
+struct PackedStatus {
+    static_assert(sizeof(Item) <= 8, "packed tile status holds items of up to 8 bytes");
+    static constexpr bool WIDE = sizeof(Item) > 4;
+    u64* words;  // one (or, when WIDE, two) per tile
+
+    static __device__ __forceinline__ PackedStatus make(void* words, void*, void*) {
+        PackedStatus s;
+        s.words = static_cast<u64*>(words);
+        return s;
+    }
+
+    __device__ __forceinline__ void publish(i64 tile, unsigned code, Item value) const {
+        if constexpr (WIDE) {
+            u64 bits = 0;
+            memcpy(&bits, &value, sizeof(Item));
+            asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(words + 2 * tile), "l"((u64)code),
+                         "l"(bits)
+                         : "memory");
+        } else {
+            unsigned bits = 0;
+            memcpy(&bits, &value, sizeof(Item));
+            const u64 word = (u64)code | ((u64)bits << 32);
+            asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(words + tile), "l"(word) : "memory");
+        }
+    }
+
+    __device__ __forceinline__ unsigned read(i64 tile, Item& value) const {
+        if constexpr (WIDE) {
+            u64 code, bits;
+            asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+                         : "=l"(code), "=l"(bits)
+                         : "l"(words + 2 * tile)
+                         : "memory");
+            memcpy(&value, &bits, sizeof(Item));
+            return (unsigned)code;
+        } else {
+            u64 word;
+            asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(word) : "l"(words + tile) : "memory");
+            const unsigned bits = (unsigned)(word >> 32);
+            memcpy(&value, &bits, sizeof(Item));
+            return (unsigned)word;
+        }
+    }
+};
+
+template <class Item>
+struct SplitStatus {
+    unsigned* codes;
+    Item* aggregates;
+    Item* prefixes;
+
+    static __device__ __forceinline__ SplitStatus make(void* codes, void* aggregates, void* prefixes) {
+        SplitStatus s;
+        s.codes = static_cast<unsigned*>(codes);
+        s.aggregates = static_cast<Item*>(aggregates);
+        s.prefixes = static_cast<Item*>(prefixes);
+        return s;
+    }
+
+    __device__ __forceinline__ void publish(i64 tile, unsigned code, Item value) const {
+        if ((code & 3u) == STATUS_AGGREGATE) {
+            aggregates[tile] = value;
+        } else {
+            prefixes[tile] = value;
+        }
+        asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(codes + tile), "r"(code) : "memory");
+    }
+
+    // The value is loaded only once the code says it is there.
+    __device__ __forceinline__ unsigned read(i64 tile, Item& value) const {
+        unsigned code;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(code) : "l"(codes + tile) : "memory");
+        const unsigned kind = code & 3u;
+        if (kind == STATUS_AGGREGATE) value = aggregates[tile];
+        if (kind == STATUS_PREFIX) value = prefixes[tile];
+        return code;
+    }
+};
+
+}  // namespace scan

@@ -1,0 +1,79 @@
+// Shared by every kernel layer: integer types, an item's bytes as words, and
+// moving any item through warp shuffles. NVRTC has no standard library here,
+// so the two type-level helpers are written out.
+
+namespace scan {
+
+typedef unsigned long long u64;
+typedef long long i64;
+
+template <bool B, class T, class F>
+struct If {
+    typedef T type;
+};
+template <class T, class F>
+struct If<false, T, F> {
+    typedef F type;
+};
+
+// The widest unit an item of `Item` is made of, so that copies between
+// registers and shared memory never split a unit: 4-byte words for items
+// whose size is a multiple of 4 (all but bool-only aggregates), else 2 or 1.
+template <class Item>
+struct Words {
+    typedef typename If<sizeof(Item) % 4 == 0, unsigned,
+                        typename If<sizeof(Item) % 2 == 0, unsigned short, unsigned char>::type>::type Word;
+    static constexpr int PER_ITEM = sizeof(Item) / sizeof(Word);
+};
+
+// A run of bytes loaded or stored by one instruction: 16, 8 or 4 bytes when
+// the data allows, as plain structs so any width uses the same code.
+template <class Word, int BYTES>
+struct __align__(BYTES) Vector {
+    Word w[BYTES / sizeof(Word)];
+};
+
+// The widest vector (16, 8, 4 bytes, or one word) that divides `bytes`.
+template <class Word, int BYTES>
+struct VectorFor {
+    static constexpr int VALUE = BYTES % 16 == 0 ? 16 : BYTES % 8 == 0 ? 8 : BYTES % 4 == 0 ? 4 : (int)sizeof(Word);
+};
+
+// Any item through a warp shuffle, moved as 4-byte words: structs, tuples
+// and arrays of any size work, not only the types __shfl_sync knows.
+template <class Item>
+struct Shuffle {
+    static constexpr int N = (sizeof(Item) + 3) / 4;
+    static __device__ __forceinline__ Item up(Item x, unsigned delta) {
+        unsigned w[N];
+        w[N - 1] = 0;  // the bytes past the item, if any, are copied but never read
+        memcpy(w, &x, sizeof(Item));
+#pragma unroll
+        for (int i = 0; i < N; ++i) w[i] = __shfl_up_sync(0xffffffffu, w[i], delta);
+        memcpy(&x, w, sizeof(Item));
+        return x;
+    }
+    static __device__ __forceinline__ Item down(Item x, unsigned delta) {
+        unsigned w[N];
+        w[N - 1] = 0;
+        memcpy(w, &x, sizeof(Item));
+#pragma unroll
+        for (int i = 0; i < N; ++i) w[i] = __shfl_down_sync(0xffffffffu, w[i], delta);
+        memcpy(&x, w, sizeof(Item));
+        return x;
+    }
+    static __device__ __forceinline__ Item from(Item x, int lane) {
+        unsigned w[N];
+        w[N - 1] = 0;
+        memcpy(w, &x, sizeof(Item));
+#pragma unroll
+        for (int i = 0; i < N; ++i) w[i] = __shfl_sync(0xffffffffu, w[i], lane);
+        memcpy(&x, w, sizeof(Item));
+        return x;
+    }
+};
+
+__device__ __forceinline__ unsigned lane_id() { return threadIdx.x & 31u; }
+__device__ __forceinline__ unsigned warp_id() { return threadIdx.x >> 5; }
+
+}  // namespace scan

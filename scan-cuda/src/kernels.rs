@@ -1,0 +1,73 @@
+//! The kernels of one operator's module, as a table keyed by (stage,
+//! direction, kind): one place names every instantiation, for the source
+//! (source.rs) and for the lookups after loading.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaModule};
+use scan_core::{Direction, Kind, Result, ScanSpec};
+
+use crate::buffer::driver_error;
+
+/// One kernel template, instantiated for every (direction, kind).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Stage {
+    /// The single-pass scan (kernels/single_pass.cuh).
+    SinglePass,
+    /// Blelloch pass 1: scan tiles, emit their totals (kernels/blelloch.cuh).
+    BlellochScanTiles,
+    /// Blelloch pass 2: add each tile's prefix (kernels/propagate.cuh); the
+    /// kind does not change it, so both kinds name one kernel.
+    BlellochAddPrefixes,
+}
+
+impl Stage {
+    /// The `extern "C"` name of this stage's kernel for `direction` and `kind`.
+    pub(crate) fn kernel_name(self, direction: Direction, kind: Kind) -> String {
+        let dir = match direction {
+            Direction::Forward => "forward",
+            Direction::Reverse => "reverse",
+        };
+        let kind = match kind {
+            Kind::Inclusive => "inclusive",
+            Kind::Exclusive => "exclusive",
+        };
+        match self {
+            Stage::SinglePass => format!("single_pass_{dir}_{kind}"),
+            Stage::BlellochScanTiles => format!("blelloch_scan_tiles_{dir}_{kind}"),
+            Stage::BlellochAddPrefixes => format!("blelloch_add_prefixes_{dir}"),
+        }
+    }
+}
+
+/// Every (direction, kind) pair with the matching flags, in a fixed order.
+pub(crate) fn variants() -> impl Iterator<Item = (Direction, Kind)> {
+    ScanSpec::ALL.into_iter().map(|s| (s.direction, s.kind))
+}
+
+/// The loaded kernels of one module.
+pub(crate) struct KernelTable {
+    _module: Arc<CudaModule>,
+    functions: HashMap<(Stage, Direction, Kind), CudaFunction>,
+}
+
+impl KernelTable {
+    /// Looks up every (direction, kind) instantiation of `stages` in `module`.
+    pub(crate) fn load(module: Arc<CudaModule>, stages: &[Stage]) -> Result<KernelTable> {
+        let mut functions = HashMap::new();
+        for &stage in stages {
+            for (direction, kind) in variants() {
+                let name = stage.kernel_name(direction, kind);
+                let f = module.load_function(&name).map_err(|e| driver_error(&format!("kernel lookup ({name})"), e))?;
+                functions.insert((stage, direction, kind), f);
+            }
+        }
+        Ok(KernelTable { _module: module, functions })
+    }
+
+    /// The kernel of `stage` for `spec`, if the module has that stage.
+    pub(crate) fn get(&self, stage: Stage, spec: ScanSpec) -> Option<&CudaFunction> {
+        self.functions.get(&(stage, spec.direction, spec.kind))
+    }
+}

@@ -1,0 +1,173 @@
+//! The single-pass scan on the GPU (kernels/single_pass.cuh): one launch per
+//! scan, with tile status that lives across calls.
+//!
+//! The tile status and the tile counter are allocated once per operator and
+//! grown when a longer scan needs more tiles. They are never cleared between
+//! scans: each launch gets a new epoch that its statuses carry (a status of an
+//! earlier epoch reads as unpublished), and the kernel's last tile claimant
+//! resets the counter. So a scan is one launch, with no initialisation pass and
+//! no allocation; an input of one tile needs no status at all.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use scan_core::device::{DeviceScan, Operands};
+use scan_core::{Error, Result, ScanOp, ScanSpec};
+
+use crate::blelloch::grid;
+use crate::buffer::driver_error;
+use crate::kernels::Stage;
+use crate::module::{lock, Module};
+use crate::policy::SinglePassPolicy;
+use crate::span::Span;
+
+/// Epochs are 30 bits in a status code (`epoch << 2 | kind`).
+const EPOCH_LIMIT: u32 = 1 << 30;
+
+/// Where each part of the status scratch starts, in bytes.
+const COUNTER_BYTES: usize = 256;
+
+/// The reusable tile status of one operator's single-pass kernels.
+#[derive(Default)]
+pub(crate) struct TileState {
+    mem: Option<CudaSlice<u8>>,
+    /// Tiles the scratch has room for.
+    capacity: usize,
+    /// The epoch of the last launch (0: none since the scratch was cleared).
+    epoch: u32,
+}
+
+/// The device addresses one launch passes to the kernel.
+struct StatusArgs {
+    counter: u64,
+    words: u64,
+    aggregates: u64,
+    prefixes: u64,
+    epoch: u32,
+}
+
+fn align(n: usize) -> usize {
+    n.next_multiple_of(256)
+}
+
+impl TileState {
+    /// Scratch for `tiles` tiles and a fresh epoch for the next launch.
+    fn next_launch(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        tiles: usize,
+        policy: SinglePassPolicy,
+        item_size: usize,
+    ) -> Result<StatusArgs> {
+        let words_per_tile = match policy.status {
+            crate::policy::StatusLayout::Packed => policy.status_bytes_per_tile(item_size),
+            crate::policy::StatusLayout::Split => 4,
+        };
+        let layout = |capacity: usize| {
+            let words = COUNTER_BYTES;
+            let aggregates = words + align(capacity * words_per_tile);
+            let split = policy.status == crate::policy::StatusLayout::Split;
+            let values = if split { align(capacity * item_size) } else { 0 };
+            (words, aggregates, aggregates + values, aggregates + 2 * values)
+        };
+        if self.mem.is_none() || self.capacity < tiles {
+            // Grow geometrically so that a run of growing scans allocates
+            // a logarithmic number of times.
+            let capacity = tiles.next_power_of_two().max(64);
+            let (_, _, _, bytes) = layout(capacity);
+            self.mem = None; // freed in stream order, after the launches that use it
+            let mem = stream.alloc_zeros::<u8>(bytes).map_err(|e| driver_error("tile status allocation", e))?;
+            self.mem = Some(mem);
+            self.capacity = capacity;
+            self.epoch = 0;
+        }
+        let mem = self.mem.as_mut().ok_or_else(|| Error::Other("internal: no tile status".into()))?;
+        if self.epoch + 1 >= EPOCH_LIMIT {
+            stream.memset_zeros(mem).map_err(|e| driver_error("tile status reset", e))?;
+            self.epoch = 0;
+        }
+        self.epoch += 1;
+        let (base, sync) = mem.device_ptr(stream);
+        drop(sync);
+        let (words, aggregates, prefixes, _) = layout(self.capacity);
+        let split = policy.status == crate::policy::StatusLayout::Split;
+        Ok(StatusArgs {
+            counter: base,
+            words: base + words as u64,
+            aggregates: if split { base + aggregates as u64 } else { 0 },
+            prefixes: if split { base + prefixes as u64 } else { 0 },
+            epoch: self.epoch,
+        })
+    }
+
+    /// Forgets the scratch (after a failed launch, whose counter and statuses
+    /// are unknown): the next launch starts from a cleared one.
+    fn reset(&mut self) {
+        self.mem = None;
+        self.capacity = 0;
+        self.epoch = 0;
+    }
+}
+
+/// The single-pass scan of one operator on one stream, as a [`DeviceScan`].
+pub(crate) struct SinglePass<'a> {
+    pub(crate) stream: &'a Arc<CudaStream>,
+    pub(crate) module: &'a Module,
+    pub(crate) policy: SinglePassPolicy,
+    /// [`Tuning::adversarial_schedule`](crate::Tuning::adversarial_schedule)'s seed.
+    pub(crate) chaos: u32,
+}
+
+impl<Op: ScanOp> DeviceScan<Op> for SinglePass<'_> {
+    type Buf = Span;
+
+    fn len(&self, buf: &Span) -> usize {
+        buf.len
+    }
+
+    fn scan(&self, operands: Operands<'_, Span>, spec: ScanSpec) -> Result<()> {
+        let len = <Self as DeviceScan<Op>>::checked_len(self, &operands)?;
+        if len == 0 {
+            return Ok(());
+        }
+        // In place, the kernel gets the same address twice: each warp reads
+        // its whole segment before it writes it (kernels/single_pass.cuh).
+        let (src, dst) = match operands {
+            Operands::InPlace(data) => (data.ptr, data.ptr),
+            Operands::Into { src, dst } => (src.ptr, dst.ptr),
+        };
+        let tiles = len.div_ceil(self.policy.tile());
+        let cfg = LaunchConfig {
+            grid_dim: (grid(tiles)?, 1, 1),
+            block_dim: (self.policy.threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let kernel = self
+            .module
+            .kernels
+            .get(Stage::SinglePass, spec)
+            .ok_or_else(|| Error::Other("internal: the module has no single-pass kernels".into()))?;
+        let len64 = len as u64;
+        let launch = |args: &StatusArgs| {
+            let mut launch = self.stream.launch_builder(kernel);
+            launch.arg(&src).arg(&dst).arg(&len64).arg(&args.counter);
+            launch.arg(&args.words).arg(&args.aggregates).arg(&args.prefixes).arg(&args.epoch).arg(&self.chaos);
+            // SAFETY: `src` and `dst` address `len` items of this module's
+            // item type and stay live until the stream has run the kernel (the
+            // caller's buffers, or scratch freed in stream order); the status
+            // arrays hold `tiles` tiles for this module's layout. The kernel
+            // touches nothing else.
+            unsafe { launch.launch(cfg) }.map(|_| ()).map_err(|e| driver_error("launch of the single-pass scan", e))
+        };
+        if tiles == 1 {
+            // One tile has no predecessor and no successor: no status.
+            let none = StatusArgs { counter: 0, words: 0, aggregates: 0, prefixes: 0, epoch: 0 };
+            return launch(&none);
+        }
+        // Held until the launch is queued, so that epochs reach the stream in
+        // the order they were handed out.
+        let mut state = lock(&self.module.tile_state);
+        let args = state.next_launch(self.stream, tiles, self.policy, self.module.item_size)?;
+        launch(&args).inspect_err(|_| state.reset())
+    }
+}

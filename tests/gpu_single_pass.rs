@@ -1,0 +1,221 @@
+//! What the single-pass scan promises beyond matching the reference
+//! (tests/gpu_scan.rs does that for both algorithms):
+//!
+//! * exact results whatever the order in which blocks start and publish (an
+//!   adversarial schedule: tiles claimed out of block order, statuses
+//!   published late and at random, aggregates skipped);
+//! * tile status reused across scans of growing and shrinking lengths, queued
+//!   back to back without a wait;
+//! * every status layout and several tile shapes (`Tuning`), and a clear
+//!   error for a shape the kernels cannot run;
+//! * run-to-run determinism as documented: integers always bitwise identical;
+//!   floats identical on Blelloch, within the rounding bound on single-pass;
+//! * items too large for it fall back to Blelloch, with the reason.
+//!
+//! Run on a GPU machine: `cargo test --test gpu_single_pass -- --ignored`.
+
+#[path = "../scan-cuda/tests/support/mod.rs"]
+mod support;
+
+use std::fmt::Debug;
+
+use scan::ops::{Add, LinearRecurrence, MatMul2x2};
+use scan::{CudaOp, ScanSpec};
+use scan_core::reference;
+use scan_core::testing::Rng;
+use scan_cuda::{Algorithm, Cuda, StatusLayout, Tuning};
+use support::gpu::{cuda, max_len, single_pass_tile, small_int, POISON};
+use support::ops::{AddF64x8, AddU64x20};
+use support::user_ops::{AffineI32Counted, QuaternionProduct};
+
+/// Scans `input` on the device into a poisoned output and in place, every
+/// spec, and compares both with the reference; the input must not change.
+fn check_device<Op: CudaOp>(cuda: &Cuda, ctx: &str, input: &[Op::Item])
+where
+    Op::Item: PartialEq + Debug,
+{
+    for spec in ScanSpec::ALL {
+        let want = reference::scan::<Op>(input, spec);
+        let dev_in = cuda.upload(input).unwrap();
+        let mut dev_out = cuda.upload(input).unwrap();
+        // SAFETY: POISON repeated is a valid item of every type scanned here.
+        unsafe { dev_out.poison(POISON) }.unwrap();
+        cuda.scan_device_into::<Op>(&dev_in, &mut dev_out, spec).unwrap();
+        let got = dev_out.download().unwrap();
+        if let Some(i) = (0..input.len()).find(|&i| got[i] != want[i]) {
+            panic!("{ctx}, n = {}, {spec:?}, into: item {i}: got {:?}, want {:?}", input.len(), got[i], want[i]);
+        }
+        assert!(dev_in.download().unwrap() == input, "{ctx}, {spec:?}: the input changed");
+        let mut buf = cuda.upload(input).unwrap();
+        cuda.scan_device::<Op>(&mut buf, spec).unwrap();
+        let got = buf.download().unwrap();
+        if let Some(i) = (0..input.len()).find(|&i| got[i] != want[i]) {
+            panic!("{ctx}, n = {}, {spec:?}, in place: item {i}: got {:?}, want {:?}", input.len(), got[i], want[i]);
+        }
+    }
+}
+
+/// Lengths around one tile, a look-back window (32 tiles) and many windows.
+fn lengths(tile: usize) -> Vec<usize> {
+    let mut n = vec![1, tile - 1, tile + 1, 3 * tile + 5, 32 * tile, 40 * tile + 7, 200 * tile + 3];
+    n.retain(|&n| n <= max_len());
+    n
+}
+
+fn adversarial<Op: CudaOp>(label: &str, status: Option<StatusLayout>, mut gen: impl FnMut(&mut Rng) -> Op::Item)
+where
+    Op::Item: PartialEq + Debug,
+{
+    let mut rng = Rng::fresh(label);
+    let tile = single_pass_tile::<Op>();
+    for seed in [1u32, 0xC0FFEE] {
+        let mut tuning = Tuning::default().adversarial_schedule(seed);
+        if let Some(layout) = status {
+            tuning = tuning.status(layout);
+        }
+        let cuda = cuda().with_tuning(tuning);
+        assert_eq!(cuda.algorithm_for::<Op>().unwrap(), (Algorithm::SinglePass, None), "{label}");
+        for n in lengths(tile) {
+            let input = rng.vec(n, &mut gen);
+            check_device::<Op>(&cuda, &format!("{label}, adversarial seed {seed}"), &input);
+        }
+    }
+    eprintln!("[{label}] exact under the adversarial schedule on lengths {:?}", lengths(tile));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_adversarial_schedule_neither_deadlocks_nor_changes_results() {
+    adversarial::<Add<u32>>("add u32 (4 B, packed)", None, |r| r.next_u64() as u32);
+    adversarial::<Add<u32>>("add u32 (4 B, split)", Some(StatusLayout::Split), |r| r.next_u64() as u32);
+    let lr = |r: &mut Rng| ((r.below(3) as f32 - 1.0), small_int(r) as f32);
+    adversarial::<LinearRecurrence<f32>>("linear recurrence f32 (8 B, packed)", None, lr);
+    adversarial::<LinearRecurrence<f32>>("linear recurrence f32 (8 B, split)", Some(StatusLayout::Split), lr);
+    adversarial::<AffineI32Counted>("affine i32 counted (12 B)", None, |r| {
+        (r.next_u64() as i32, r.next_u64() as i32, r.below(4) as u32)
+    });
+    adversarial::<MatMul2x2<i32>>("matmul2x2 i32 (16 B)", None, |r| std::array::from_fn(|_| r.next_u64() as i32));
+    adversarial::<QuaternionProduct>("quaternion product (32 B)", None, |r| {
+        let mut q = [0.0; 4];
+        q[r.below(4) as usize] = if r.below(2) == 0 { -1.0 } else { 1.0 };
+        q
+    });
+    adversarial::<AddF64x8>("add f64x8 (64 B)", None, |r| std::array::from_fn(|_| small_int(r)));
+}
+
+/// Hundreds of scans of lengths that grow and shrink (so the tile status
+/// holds statuses of earlier, longer scans), queued without a wait in
+/// between, each into its own output; then every output is checked.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn tile_status_is_reused_across_back_to_back_scans_of_any_length() {
+    let cuda = cuda();
+    let mut rng = Rng::fresh("tile status reuse");
+    let tile = single_pass_tile::<Add<u64>>();
+    let mut runs = Vec::new();
+    for k in 0..300 {
+        let tiles = match k % 3 {
+            0 => 1 + rng.below(4) as usize,
+            1 => 30 + rng.below(70) as usize,
+            _ => 1 + rng.below(300) as usize,
+        };
+        let n = (tiles * tile - rng.below(tile as u64) as usize).min(max_len());
+        let spec = ScanSpec::ALL[k % 4];
+        let input: Vec<u64> = rng.vec(n, |r| r.next_u64());
+        let dev_in = cuda.upload(&input).unwrap();
+        let mut dev_out = cuda.alloc::<u64>(n).unwrap();
+        cuda.scan_device_into::<Add<u64>>(&dev_in, &mut dev_out, spec).unwrap();
+        runs.push((input, spec, dev_in, dev_out));
+    }
+    for (k, (input, spec, _, dev_out)) in runs.iter().enumerate() {
+        let want = reference::scan::<Add<u64>>(input, *spec);
+        assert!(dev_out.download().unwrap() == want, "scan {k} ({} items, {spec:?}) is wrong", input.len());
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_status_layout_and_tile_shape_is_exact() {
+    let mut rng = Rng::fresh("tile shapes");
+    let shapes = [
+        Tuning::default().threads(512).items_per_thread(16),
+        Tuning::default().threads(128).items_per_thread(24),
+        Tuning::default().threads(96).items_per_thread(3),
+        Tuning::default().threads(1024).items_per_thread(4).status(StatusLayout::Split),
+        Tuning::default().threads(32).items_per_thread(1),
+    ];
+    for tuning in shapes {
+        let cuda = cuda().with_tuning(tuning);
+        for n in [1, 1000, 100_003, (1 << 22) + 1].into_iter().filter(|&n| n <= max_len()) {
+            let x: Vec<u32> = rng.vec(n, |r| r.next_u64() as u32);
+            check_device::<Add<u32>>(&cuda, &format!("add u32 {tuning:?}"), &x);
+            let m: Vec<[i32; 4]> = rng.vec(n / 4 + 1, |r| std::array::from_fn(|_| r.next_u64() as i32));
+            check_device::<MatMul2x2<i32>>(&cuda, &format!("matmul2x2 i32 {tuning:?}"), &m);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_tuning_the_kernels_cannot_run_is_an_error_not_a_panic() {
+    let cuda = cuda().with_tuning(Tuning::default().threads(1024).items_per_thread(64));
+    let err = cuda.scan::<Add<f32>>(&[1.0, 2.0], ScanSpec::inclusive()).unwrap_err();
+    assert!(matches!(err, scan::Error::BadTuning(_)), "{err}");
+    eprintln!("{err}");
+}
+
+/// The documented determinism: integer scans are bitwise identical from run to
+/// run on both algorithms, and so are Blelloch's float scans (its grouping is
+/// fixed by the length and the policy). A single-pass float scan's grouping
+/// depends on which predecessor's prefix a tile finds ready, so it may vary in
+/// the last bits: each run is checked against the rounding bound instead (in
+/// tests/gpu_scan.rs), and here the number of distinct results is printed.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn integer_scans_are_run_to_run_identical_and_float_scans_as_documented() {
+    let mut rng = Rng::fresh("determinism");
+    let n = ((1usize << 22) + 3).min(max_len());
+    let ints: Vec<u32> = rng.vec(n, |r| r.next_u64() as u32);
+    let mats: Vec<[i64; 4]> = rng.vec(n / 8, |r| std::array::from_fn(|_| r.next_u64() as i64));
+    let floats: Vec<f32> = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
+    for algorithm in Algorithm::ALL {
+        let cuda = cuda().with_algorithm(algorithm);
+        let (di, dm, df) = (cuda.upload(&ints).unwrap(), cuda.upload(&mats).unwrap(), cuda.upload(&floats).unwrap());
+        let (mut oi, mut om, mut of) =
+            (cuda.alloc::<u32>(n).unwrap(), cuda.alloc::<[i64; 4]>(mats.len()).unwrap(), cuda.alloc::<f32>(n).unwrap());
+        let (want_i, want_m) = (
+            reference::scan::<Add<u32>>(&ints, ScanSpec::inclusive()),
+            reference::scan::<MatMul2x2<i64>>(&mats, ScanSpec::inclusive()),
+        );
+        let mut float_results: Vec<Vec<u32>> = Vec::new();
+        for run in 0..50 {
+            cuda.scan_device_into::<Add<u32>>(&di, &mut oi, ScanSpec::inclusive()).unwrap();
+            cuda.scan_device_into::<MatMul2x2<i64>>(&dm, &mut om, ScanSpec::inclusive()).unwrap();
+            cuda.scan_device_into::<Add<f32>>(&df, &mut of, ScanSpec::inclusive()).unwrap();
+            assert!(oi.download().unwrap() == want_i, "{algorithm}: run {run} of u32 add differs");
+            assert!(om.download().unwrap() == want_m, "{algorithm}: run {run} of i64 matmul2x2 differs");
+            let bits: Vec<u32> = of.download().unwrap().iter().map(|f| f.to_bits()).collect();
+            if !float_results.contains(&bits) {
+                float_results.push(bits);
+            }
+        }
+        eprintln!("{algorithm}: 50 runs, integers identical, {} distinct f32 add results", float_results.len());
+        if algorithm == Algorithm::Blelloch {
+            assert_eq!(float_results.len(), 1, "Blelloch's float scans must be run-to-run identical");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn items_too_large_for_the_single_pass_kernels_fall_back_to_blelloch() {
+    let cuda = cuda();
+    let (algorithm, why) = cuda.algorithm_for::<AddU64x20>().unwrap();
+    assert_eq!(algorithm, Algorithm::Blelloch);
+    let why = why.expect("a fallback says why");
+    assert!(why.contains("160 bytes"), "{why}");
+    let mut rng = Rng::fresh("fallback");
+    let x: Vec<[u64; 20]> = rng.vec(5000, |r| std::array::from_fn(|_| r.next_u64()));
+    check_device::<AddU64x20>(&cuda, "add u64x20 (160 B)", &x);
+    assert_eq!(cuda.algorithm_for::<Add<u32>>().unwrap(), (Algorithm::SinglePass, None));
+}
