@@ -150,16 +150,19 @@ fn hand_written_struct_tuple_and_large_items_match_exactly() {
 
 /// How many roundings an item's sum passes through at most on `algorithm`,
 /// for `n` f32s. Blelloch: its combination tree is at most ~40 deep at these
-/// sizes. Single-pass: a tile's prefix is its predecessor's prefix combined
-/// with at most 32 aggregates (a chain as long as the tiles), then the block
-/// layers: run, warp scan (5), warp totals, tile prefix.
+/// sizes. Single-pass: a tile's inclusive prefix is a nearer one combined
+/// with aggregates (a lane's run of `lookback`, a warp reduction of 5 levels,
+/// the window chain and the tile's own: `lookback + 7`), and that chain can be
+/// as long as the tiles; then the block layers: run, warp scan (5), warp
+/// totals, tile prefix.
 fn rounding_depth(algorithm: Algorithm, n: usize) -> f64 {
     match algorithm {
         Algorithm::Blelloch => 64.0,
         Algorithm::SinglePass => {
             let p = SinglePassPolicy::for_item(4, 90).unwrap();
             let tiles = n.div_ceil(p.tile());
-            (tiles + 5 + p.items_per_thread as usize + 5 + p.threads as usize / 32 + 3) as f64
+            let within = p.items_per_thread as usize + 5 + p.threads as usize / 32 + 3;
+            (tiles * (p.lookback as usize + 7) + within) as f64
         }
     }
 }

@@ -137,20 +137,27 @@ fn tile_status_is_reused_across_back_to_back_scans_of_any_length() {
 #[ignore = "needs a CUDA GPU"]
 fn every_status_layout_and_tile_shape_is_exact() {
     let mut rng = Rng::fresh("tile shapes");
+    // (threads, items per thread of 4 bytes, look-back statuses per lane,
+    // status layout); 16-byte items take a quarter of the items.
     let shapes = [
-        Tuning::default().threads(512).items_per_thread(16),
-        Tuning::default().threads(128).items_per_thread(24),
-        Tuning::default().threads(96).items_per_thread(3),
-        Tuning::default().threads(1024).items_per_thread(4).status(StatusLayout::Split),
-        Tuning::default().threads(32).items_per_thread(1),
+        (512, 16, 4, None),
+        (128, 24, 1, None),
+        (96, 3, 2, None),
+        (1024, 4, 8, Some(StatusLayout::Split)),
+        (32, 1, 1, None),
+        (128, 64, 3, None),
     ];
-    for tuning in shapes {
-        let cuda = cuda().with_tuning(tuning);
+    for (threads, items, lookback, status) in shapes {
+        let tuning = |items: u32| {
+            let t = Tuning::default().threads(threads).items_per_thread(items).lookback(lookback);
+            status.map_or(t, |s| t.status(s))
+        };
+        let (small, large) = (cuda().with_tuning(tuning(items)), cuda().with_tuning(tuning((items / 4).max(1))));
         for n in [1, 1000, 100_003, (1 << 22) + 1].into_iter().filter(|&n| n <= max_len()) {
             let x: Vec<u32> = rng.vec(n, |r| r.next_u64() as u32);
-            check_device::<Add<u32>>(&cuda, &format!("add u32 {tuning:?}"), &x);
+            check_device::<Add<u32>>(&small, &format!("add u32 {:?}", small.tuning()), &x);
             let m: Vec<[i32; 4]> = rng.vec(n / 4 + 1, |r| std::array::from_fn(|_| r.next_u64() as i32));
-            check_device::<MatMul2x2<i32>>(&cuda, &format!("matmul2x2 i32 {tuning:?}"), &m);
+            check_device::<MatMul2x2<i32>>(&large, &format!("matmul2x2 i32 {:?}", large.tuning()), &m);
         }
     }
 }

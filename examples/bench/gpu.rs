@@ -56,6 +56,11 @@ pub fn run(args: &Args) -> Result<Report, String> {
     let mut rng = Rng::fresh("gpu bench");
     let mut rows = Vec::new();
     let mut notes = String::new();
+    if args.gpu_policies_only {
+        policies(&mut rng, args, &mut notes)?;
+        let about = format!("GPU: {cuda}: single-pass policies only");
+        return Ok(Report { about, rows, notes });
+    }
 
     for log in [24u32, 28] {
         let n = 1usize << log;
@@ -222,8 +227,9 @@ where
 /// `algorithm`. Blelloch: per driver level the run reduce and rescan (2K) and
 /// the up- and down-sweep of the block's `2 * threads` run totals, plus that
 /// level's `add_prefixes` (at most 4 levels at these sizes). Single-pass: the
-/// chain of tile prefixes up to item i's tile, then the look-back window
-/// (5), the warp totals, the warp scan (5) and the run.
+/// chain of tile prefixes up to item i's tile, each link a look-back lane's
+/// run, a warp reduction (5) and two combines, then the warp totals, the warp
+/// scan (5) and the run.
 fn rounding_depth(algorithm: Algorithm, i: usize) -> f64 {
     match algorithm {
         Algorithm::Blelloch => {
@@ -232,7 +238,8 @@ fn rounding_depth(algorithm: Algorithm, i: usize) -> f64 {
         }
         Algorithm::SinglePass => {
             let p = SinglePassPolicy::for_item(4, 90).expect("f32 fits");
-            (i / p.tile() + 1) as f64 + f64::from(5 + p.threads / 32 + 5 + p.items_per_thread + 2)
+            ((i / p.tile() + 1) * (p.lookback as usize + 7)) as f64
+                + f64::from(p.threads / 32 + 5 + p.items_per_thread + 2)
         }
     }
 }
@@ -300,38 +307,89 @@ fn sweep(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Result<
     Ok(())
 }
 
-/// Single-pass tile shapes and status layouts, on f32 add and the f32
-/// recurrence at 2^28: the data behind the default policy.
+/// Single-pass tile shapes, look-back windows, register budgets and status
+/// layouts around each default policy: the data behind the defaults.
 fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
+    let _ = writeln!(
+        notes,
+        "\n## Single-pass policies (threads x items per thread, look-back statuses per lane, blocks per SM, status)\n\n\
+         | case | policy | GB/s | x copy |\n|---|---|---:|---:|"
+    );
+    // (threads, items per thread, look-back statuses per lane, blocks per SM, status layout)
+    type Shape = (u32, u32, u32, u32, Option<StatusLayout>);
+    let tuning = |(threads, items, lookback, blocks, status): Shape| {
+        let t = Tuning::default().threads(threads).items_per_thread(items).lookback(lookback).blocks_per_sm(blocks);
+        status.map_or(t, |s| t.status(s))
+    };
+    let mut row = |case: &str, shape: Shape, r: (f64, f64)| {
+        let (threads, items, lookback, blocks, status) = shape;
+        let status = status.map_or("default".to_string(), |s| format!("{s:?}"));
+        let _ = writeln!(
+            notes,
+            "| {case} | {threads} x {items}, {lookback}/lane, {blocks} blocks/SM, {status} | {:.0} | {:.2} |",
+            r.0, r.1
+        );
+    };
+
     let n = 1usize << 28;
-    let _ = writeln!(notes, "\n## Single-pass policies at 2^28 (GB/s, x copy)\n\n| case | threads x items, status | GB/s | x copy |\n|---|---|---:|---:|");
-    let shapes: [(u32, u32); 8] =
-        [(256, 16), (256, 8), (256, 24), (256, 32), (512, 16), (128, 32), (384, 16), (512, 8)];
     let x = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
-    for (threads, items) in shapes {
-        let t = Tuning::default().threads(threads).items_per_thread(items);
-        let r = tuned::<Add<f32>>(t, "f32 add", &x, args.reps, &|_, got| {
-            let tile = (threads * items) as usize;
-            bad_sum(&x, got, |i| (i / tile + 40) as f64 + f64::from(items))
+    let shapes: [Shape; 8] = [
+        (256, 32, 4, 3, None),
+        (256, 32, 4, 4, None),
+        (256, 32, 1, 4, None),
+        (256, 32, 1, 3, None),
+        (256, 16, 4, 4, None),
+        (128, 32, 4, 8, None),
+        (128, 32, 1, 6, None),
+        (512, 16, 4, 2, None),
+    ];
+    for shape in shapes {
+        let tile = (shape.0 * shape.1) as usize;
+        let r = tuned::<Add<f32>>(tuning(shape), "f32 add", &x, args.reps, &|_, got| {
+            bad_sum(&x, got, |i| ((i / tile + 1) * (shape.2 as usize + 7) + 60) as f64 + f64::from(shape.1))
         })?;
-        let _ = writeln!(notes, "| f32 add | {threads} x {items}, packed | {:.0} | {:.2} |", r.0, r.1);
+        row("f32 add 2^28", shape, r);
     }
     drop(x);
+
     let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32));
-    let shapes: [(u32, u32, StatusLayout); 5] = [
-        (256, 8, StatusLayout::Packed),
-        (256, 8, StatusLayout::Split),
-        (256, 12, StatusLayout::Packed),
-        (256, 16, StatusLayout::Packed),
-        (512, 8, StatusLayout::Packed),
+    let shapes: [Shape; 4] = [
+        (256, 16, 4, 3, None),
+        (256, 16, 1, 4, None),
+        (256, 16, 4, 4, None),
+        (256, 12, 4, 4, Some(StatusLayout::Split)),
     ];
-    for (threads, items, status) in shapes {
-        let t = Tuning::default().threads(threads).items_per_thread(items).status(status);
-        let r = tuned::<LinearRecurrence<f32>>(t, "linear recurrence f32", &x, args.reps, &|_, got| {
+    for shape in shapes {
+        let r = tuned::<LinearRecurrence<f32>>(tuning(shape), "linear recurrence f32", &x, args.reps, &|_, got| {
             bad_recurrence(&x, got)
         })?;
-        let _ =
-            writeln!(notes, "| linear recurrence f32 | {threads} x {items}, {status:?} | {:.0} | {:.2} |", r.0, r.1);
+        row("linear recurrence f32 2^28", shape, r);
+    }
+    drop(x);
+
+    let n = 1usize << 27;
+    let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0), r.range_f64(-1.0, 1.0)));
+    let shapes: [Shape; 4] = [(256, 8, 4, 2, None), (256, 8, 1, 2, None), (256, 4, 4, 4, None), (128, 8, 4, 4, None)];
+    for shape in shapes {
+        let r = tuned::<LinearRecurrence<f64>>(tuning(shape), "linear recurrence f64", &x, args.reps, &|_, got| {
+            bad_recurrence_f64(&x, got)
+        })?;
+        row("linear recurrence f64 2^27", shape, r);
+    }
+    drop(x);
+
+    let x = rng.vec(n, |r| {
+        let mut q = [0.0; 4];
+        q[r.below(4) as usize] = if r.below(2) == 0 { -1.0 } else { 1.0 };
+        q
+    });
+    let want = scan::reference::scan::<QuaternionProduct>(&x, ScanSpec::inclusive());
+    let shapes: [Shape; 4] = [(128, 4, 4, 4, None), (128, 4, 1, 4, None), (128, 2, 4, 8, None), (64, 4, 4, 8, None)];
+    for shape in shapes {
+        let r = tuned::<QuaternionProduct>(tuning(shape), "quaternion", &x, args.reps, &|_, got| {
+            (0..n).find(|&i| got[i] != want[i])
+        })?;
+        row("quaternion product 2^27", shape, r);
     }
     Ok(())
 }

@@ -32,6 +32,8 @@ pub struct Args {
     pub out: String,
     /// Also time single-pass tile shapes (GPU).
     pub gpu_policies: bool,
+    /// Time only the single-pass tile shapes (GPU).
+    pub gpu_policies_only: bool,
     /// Where the GPU size sweep goes, as CSV.
     pub sweep_out: String,
 }
@@ -41,6 +43,7 @@ const USAGE: &str =
   --cpu            run the CPU cases (the default when neither --cpu nor --gpu is given)
   --gpu            run the GPU cases (fixed sizes, DESIGN.md's table; --size-log2 is for the CPU)
   --gpu-policies   with --gpu, also time single-pass tile shapes and status layouts
+  --gpu-policies-only  time only those (GPU)
   --size-log2 N    items per CPU case: 2^N (default 26)
   --reps R         timed repetitions per method, after one warm-up (default 7)
   --out FILE       also write the table to FILE (default bench-results.md)
@@ -54,6 +57,7 @@ fn parse_args() -> Result<Args, String> {
         reps: 7,
         out: "bench-results.md".into(),
         gpu_policies: false,
+        gpu_policies_only: false,
         sweep_out: "gpu-sweep.csv".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -63,6 +67,7 @@ fn parse_args() -> Result<Args, String> {
             "--cpu" => args.cpu = true,
             "--gpu" => args.gpu = true,
             "--gpu-policies" => args.gpu_policies = true,
+            "--gpu-policies-only" => (args.gpu, args.gpu_policies_only) = (true, true),
             "--sweep-out" => args.sweep_out = value("--sweep-out")?,
             "--size-log2" => {
                 let v = value("--size-log2")?;

@@ -1,14 +1,21 @@
 // The decoupled look-back (Merrill and Garland, 2016): one warp finds the
 // exclusive prefix of tile `tile` from the statuses its predecessors publish.
 //
-// Lane l reads the status of predecessor `end - 32 + l` of a window of 32,
-// spinning with __nanosleep backoff until this launch has published it. If
-// some predecessor in the window has published its inclusive prefix, the
-// nearest one (the highest lane) ends the search: the prefix is its value
-// combined with the aggregates after it. Otherwise the window's 32 aggregates
-// are combined and the window moves 32 tiles back. Every combination keeps
-// scan order (lower lane on the left; an earlier window on the left of a later
-// one), so non-commutative operators are exact.
+// The warp reads a window of 32 * PER_LANE predecessors at once, lane l the
+// PER_LANE consecutive ones starting at `end - 32 * PER_LANE + l * PER_LANE`,
+// spinning (then sleeping, with backoff) until this launch has published each.
+// If some predecessor in the window has published its inclusive prefix, the
+// nearest one ends the search: the prefix is its value combined with the
+// aggregates after it. Otherwise the window's aggregates are combined and the
+// window moves back. Every combination keeps scan order (within a lane, then
+// lower lane on the left, an earlier window on the left of a later one), so
+// non-commutative operators are exact.
+//
+// Why a wide window: in steady state every tile finds the nearest inclusive
+// prefix about as far back as tiles arrive during one status round trip, and
+// the prefixes advance by at most one window per round trip. So the scan's rate
+// is bounded by (window tiles x tile bytes) / round trip; a window of 32 tiles
+// bounded it at about half of copy speed on an H200 (see bench/).
 //
 // Progress never depends on block scheduling: tiles are numbered by an atomic
 // counter in the order blocks start, so every predecessor belongs to a block
@@ -16,31 +23,56 @@
 
 namespace scan {
 
-template <class Op, class Status>
+// Waits until this launch's status of tile `pred` is published; returns its kind.
+template <class Status, class Item>
+__device__ __forceinline__ unsigned wait_status(const Status& status, i64 pred, unsigned epoch, Item& value) {
+    unsigned polls = 0, ns = 32;
+    for (;;) {
+        const unsigned code = status.read(pred, value);
+        if ((code >> 2) == epoch && (code & 3u) != 0) return code & 3u;
+        // A few polls first: a predecessor is usually a moment away.
+        if (++polls > 4) {
+            __nanosleep(ns);
+            ns = ns < 256 ? 2 * ns : 256;
+        }
+    }
+}
+
+template <class Op, int PER_LANE, class Status>
 __device__ __forceinline__ typename Op::Item lookback(const Status& status, i64 tile, unsigned epoch) {
     typedef typename Op::Item Item;
+    constexpr int WINDOW = 32 * PER_LANE;
     const unsigned lane = lane_id();
     Item after = Op::identity();  // the predecessors already passed (they follow the window)
     bool first = true;
-    for (i64 end = tile;; end -= 32) {
-        const i64 pred = end - 32 + (i64)lane;
-        unsigned kind = STATUS_PREFIX;  // before tile 0: nothing, i.e. an identity prefix
-        Item value = Op::identity();
-        if (pred >= 0) {
-            unsigned ns = 32;
-            for (;;) {
-                const unsigned code = status.read(pred, value);
-                if ((code >> 2) == epoch && (code & 3u) != 0) {
-                    kind = code & 3u;
-                    break;
-                }
-                __nanosleep(ns);
-                ns = ns < 512 ? 2 * ns : 512;
+    for (i64 end = tile;; end -= WINDOW) {
+        const i64 base = end - WINDOW + (i64)lane * PER_LANE;
+        // Issue every read of the window before waiting on any.
+        unsigned codes[PER_LANE];
+        Item values[PER_LANE];
+#pragma unroll
+        for (int j = 0; j < PER_LANE; ++j) {
+            values[j] = Op::identity();
+            codes[j] = base + j < 0 ? status_code(epoch, STATUS_PREFIX) : status.read(base + j, values[j]);
+        }
+        // This lane's part of the window, left to right from its nearest
+        // inclusive prefix; before tile 0 is an identity prefix.
+        Item part = Op::identity();
+        bool has_prefix = false;
+#pragma unroll
+        for (int j = 0; j < PER_LANE; ++j) {
+            unsigned kind = codes[j] & 3u;
+            if ((codes[j] >> 2) != epoch || kind == 0) kind = wait_status(status, base + j, epoch, values[j]);
+            if (kind == STATUS_PREFIX) {
+                part = values[j];
+                has_prefix = true;
+            } else {
+                part = Op::combine(part, values[j]);
             }
         }
-        const unsigned prefixes = __ballot_sync(0xffffffffu, kind == STATUS_PREFIX);
+        const unsigned prefixes = __ballot_sync(0xffffffffu, has_prefix);
         const int nearest = prefixes ? 31 - __clz(prefixes) : -1;
-        const Item mine = (int)lane >= nearest ? value : Op::identity();
+        const Item mine = (int)lane >= nearest ? part : Op::identity();
         const Item window = Shuffle<Item>::from(warp_reduce<Op>(mine), 0);
         after = first ? window : Op::combine(window, after);
         first = false;

@@ -1,5 +1,6 @@
 // Device layer: the single-pass scan. One CUDA block scans one tile of
-// THREADS * ITEMS items and chains it to its predecessors through the tile
+// THREADS * ITEMS items (its look-back reads 32 * LOOKBACK predecessors at a
+// time) and chains it to its predecessors through the tile
 // status (tile_status.cuh) and the look-back (lookback.cuh), so the input is
 // read once and the output written once: the bytes a copy moves.
 //
@@ -42,7 +43,7 @@ __device__ __forceinline__ void chaos_pause(unsigned chaos, unsigned salt, i64 t
     }
 }
 
-template <class Op, int THREADS, int ITEMS, bool REVERSE, bool INCLUSIVE, class Status>
+template <class Op, int THREADS, int ITEMS, int LOOKBACK, bool REVERSE, bool INCLUSIVE, class Status>
 __device__ __forceinline__ void single_pass(const typename Op::Item* src, typename Op::Item* dst, u64 len,
                                             u64* counter, Status status, unsigned epoch, unsigned chaos) {
     typedef typename Op::Item Item;
@@ -110,7 +111,7 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
                 chaos_pause(chaos, 1, tile);
                 status.publish(tile, status_code(epoch, STATUS_AGGREGATE), aggregate);
             }
-            const Item before = lookback<Op>(status, tile, epoch);
+            const Item before = lookback<Op, LOOKBACK>(status, tile, epoch);
             if (lane_id() == 0) {
                 chaos_pause(chaos, 2, tile);
                 status.publish(tile, status_code(epoch, STATUS_PREFIX), Op::combine(before, aggregate));

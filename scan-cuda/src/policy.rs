@@ -68,6 +68,13 @@ pub struct SinglePassPolicy {
     pub items_per_thread: u32,
     /// How tiles publish their status.
     pub status: StatusLayout,
+    /// Predecessor statuses each lane of the look-back warp reads per round
+    /// trip: the window is `32 * lookback` tiles.
+    pub lookback: u32,
+    /// Blocks per SM the kernel's registers are capped for
+    /// (`__launch_bounds__`): more blocks overlap more loads with look-backs,
+    /// fewer registers per thread may spill.
+    pub blocks_per_sm: u32,
 }
 
 impl SinglePassPolicy {
@@ -75,14 +82,17 @@ impl SinglePassPolicy {
     /// (e.g. 90 for the H100/H200), or why the single-pass kernels cannot run
     /// them.
     ///
-    /// Each thread keeps a run of about 64 bytes (16 `f32`s, 4 16-byte items),
-    /// loaded with 16-byte vectors where the run length allows; 256 threads
-    /// for small items, fewer for large ones so registers last.
+    /// Each thread keeps a run of about 128 bytes (32 `f32`s, 8 16-byte
+    /// items), loaded with 16-byte vectors where the run length allows; 256
+    /// threads for small items, fewer for large ones so registers last; the
+    /// look-back reads 32 predecessors per round trip. Large tiles keep the
+    /// chain of tile prefixes ahead of the loads (measured on the H200:
+    /// bench/gpu-h200-results.md).
     ///
     /// ```
     /// use scan_cuda::{SinglePassPolicy, StatusLayout};
     /// let p = SinglePassPolicy::for_item(4, 90).unwrap();
-    /// assert_eq!((p.threads, p.items_per_thread, p.status), (256, 16, StatusLayout::Packed));
+    /// assert_eq!((p.threads, p.items_per_thread, p.status), (256, 32, StatusLayout::Packed));
     /// assert!(SinglePassPolicy::for_item(4, 61).is_err()); // no __nanosleep before sm_70
     /// ```
     pub fn for_item(size: usize, arch: u32) -> std::result::Result<SinglePassPolicy, String> {
@@ -101,7 +111,7 @@ impl SinglePassPolicy {
                  (a thread keeps its items in registers)"
             ));
         }
-        let mut items = (64 / size).max(1);
+        let mut items = (128 / size).clamp(1, 64);
         // Prefer a run that moves as whole 16-byte vectors, if that costs at
         // most half the run.
         if (items * size) % 16 != 0 {
@@ -115,21 +125,17 @@ impl SinglePassPolicy {
             _ => 64,
         };
         let status = if size <= 8 { StatusLayout::Packed } else { StatusLayout::Split };
-        Ok(SinglePassPolicy { threads, items_per_thread: items as u32, status })
+        // Registers for 1024 resident threads (64 each) for small items, 512
+        // past 8 bytes; a window of 32 predecessors. Wider windows and fewer
+        // blocks measured slower (bench/gpu-h200-results.md, policy table).
+        let threads_per_sm = if size <= 8 { 1024 } else { 512 };
+        let blocks_per_sm = (threads_per_sm / threads).max(1);
+        Ok(SinglePassPolicy { threads, items_per_thread: items as u32, status, lookback: 1, blocks_per_sm })
     }
 
     /// Items one block (one tile) scans.
     pub fn tile(self) -> usize {
         self.threads as usize * self.items_per_thread as usize
-    }
-
-    /// The number of blocks per SM to ask registers for
-    /// (`__launch_bounds__`): enough that 1024 threads can be resident (at
-    /// most 64 registers each), so loads of one block overlap the look-back of
-    /// another; 768 for items past 16 bytes, whose runs need more registers.
-    pub fn min_blocks(self, size: usize) -> u32 {
-        let threads_per_sm = if size <= 16 { 1024 } else { 768 };
-        (threads_per_sm / self.threads).max(1)
     }
 
     /// Shared memory of one block for items of `size` bytes (the exchange
@@ -160,6 +166,15 @@ impl SinglePassPolicy {
         }
         if !(1..=64).contains(&self.items_per_thread) {
             return bad(format!("{} items per thread: want 1 to 64", self.items_per_thread));
+        }
+        if !(1..=32).contains(&self.blocks_per_sm) || self.blocks_per_sm * self.threads > 2048 {
+            return bad(format!(
+                "{} blocks of {} threads per SM: an SM holds 2048 threads",
+                self.blocks_per_sm, self.threads
+            ));
+        }
+        if !(1..=8).contains(&self.lookback) {
+            return bad(format!("{} look-back statuses per lane: want 1 to 8", self.lookback));
         }
         if self.status == StatusLayout::Packed && size > 8 {
             return bad(format!(
@@ -262,6 +277,8 @@ pub struct Tuning {
     threads: Option<u32>,
     items_per_thread: Option<u32>,
     status: Option<StatusLayout>,
+    lookback: Option<u32>,
+    blocks_per_sm: Option<u32>,
     adversarial_seed: u32,
 }
 
@@ -284,6 +301,19 @@ impl Tuning {
         self
     }
 
+    /// Predecessor statuses each look-back lane reads per round trip (the
+    /// window is 32 times that).
+    pub fn lookback(mut self, per_lane: u32) -> Self {
+        self.lookback = Some(per_lane);
+        self
+    }
+
+    /// Blocks per SM to cap registers for.
+    pub fn blocks_per_sm(mut self, blocks: u32) -> Self {
+        self.blocks_per_sm = Some(blocks);
+        self
+    }
+
     /// A debugging mode for tests: with a seed other than 0, blocks claim
     /// their tiles in an order unrelated to their index and publish their
     /// status late, at pseudo-random, sometimes skipping the aggregate, so
@@ -299,12 +329,17 @@ impl Tuning {
         self.adversarial_seed
     }
 
-    /// `policy` with these overrides applied.
+    /// `policy` with these overrides applied. Another block size without a
+    /// `blocks_per_sm` keeps the policy's threads per SM.
     pub fn apply(self, policy: SinglePassPolicy) -> SinglePassPolicy {
+        let threads = self.threads.unwrap_or(policy.threads);
+        let same_threads_per_sm = (policy.threads * policy.blocks_per_sm / threads.max(1)).max(1);
         SinglePassPolicy {
-            threads: self.threads.unwrap_or(policy.threads),
+            threads,
             items_per_thread: self.items_per_thread.unwrap_or(policy.items_per_thread),
             status: self.status.unwrap_or(policy.status),
+            lookback: self.lookback.unwrap_or(policy.lookback),
+            blocks_per_sm: self.blocks_per_sm.unwrap_or(same_threads_per_sm),
         }
     }
 
@@ -316,7 +351,11 @@ impl Tuning {
     /// True when a launch-shape override is set (the module must be built
     /// for it).
     pub fn overrides_shape(self) -> bool {
-        self.threads.is_some() || self.items_per_thread.is_some() || self.status.is_some()
+        self.threads.is_some()
+            || self.items_per_thread.is_some()
+            || self.status.is_some()
+            || self.lookback.is_some()
+            || self.blocks_per_sm.is_some()
     }
 }
 
@@ -346,7 +385,23 @@ mod tests {
             let p = SinglePassPolicy::for_item(size, 90).unwrap();
             p.validate(size).unwrap_or_else(|e| panic!("size {size}: {p:?}: {e}"));
             assert_eq!(p.status == StatusLayout::Packed, size <= 8, "size {size}");
-            assert!(p.items_per_thread as usize * size <= 64 || p.items_per_thread == 1, "size {size}: {p:?}");
+            assert!(p.items_per_thread as usize * size <= 128 || p.items_per_thread == 1, "size {size}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn another_block_size_keeps_the_threads_per_sm() {
+        for size in [4, 8, 16, 32] {
+            let p = SinglePassPolicy::for_item(size, 90).unwrap();
+            for threads in [32, 96, 128, 256, 512, 1024] {
+                let t = Tuning::default().threads(threads).items_per_thread(1).apply(p);
+                let budget = p.threads * p.blocks_per_sm;
+                let resident = t.threads * t.blocks_per_sm;
+                assert!(resident <= budget.max(threads) && resident + threads > budget, "{size} B, {t:?}");
+                if t.shared_bytes(size) <= SHARED_LIMIT {
+                    t.validate(size).unwrap_or_else(|e| panic!("{size} B, {t:?}: {e}"));
+                }
+            }
         }
     }
 

@@ -113,7 +113,7 @@ impl ModuleSource {
             }
         }
         if let Ok(p) = single_pass {
-            let (threads, items, min_blocks) = (p.threads, p.items_per_thread, p.min_blocks(size));
+            let (threads, items, min_blocks, lookback) = (p.threads, p.items_per_thread, p.blocks_per_sm, p.lookback);
             let status = match p.status {
                 StatusLayout::Packed => format!("scan::PackedStatus<{item}>"),
                 StatusLayout::Split => format!("scan::SplitStatus<{item}>"),
@@ -127,7 +127,7 @@ impl ModuleSource {
                     "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {kernel}(\n\
                      \x20   const {item}* src, {item}* dst, unsigned long long len, unsigned long long* counter,\n\
                      \x20   void* words, void* aggregates, void* prefixes, unsigned epoch, unsigned chaos) {{\n\
-                     \x20 scan::single_pass<{name}, {threads}, {items}, {reverse}, {inclusive}>(\n\
+                     \x20 scan::single_pass<{name}, {threads}, {items}, {lookback}, {reverse}, {inclusive}>(\n\
                      \x20     src, dst, len, counter, {status}::make(words, aggregates, prefixes), epoch, chaos);\n\
                      }}\n"
                 );

@@ -175,12 +175,36 @@ fn the_single_pass_kernels_build_for_every_status_layout_and_tuned_shape() {
         Tuning::default().threads(256).items_per_thread(32),
         Tuning::default().threads(128).items_per_thread(24),
         Tuning::default().threads(1024).items_per_thread(4),
-        Tuning::default().threads(96).items_per_thread(3),
+        Tuning::default().threads(96).items_per_thread(3).lookback(2),
+        Tuning::default().threads(128).items_per_thread(64).lookback(3),
+        Tuning::default().threads(256).items_per_thread(32).lookback(1),
+        Tuning::default().threads(256).items_per_thread(32).lookback(8),
     ];
     build::<AddF32>(&[split]);
     build::<AddF32>(&shapes);
     build::<LinRecF32>(&[split, Tuning::default().items_per_thread(16)]);
     build::<AddF64x8>(&[Tuning::default().threads(64).items_per_thread(2)]);
+    // The shapes tests/gpu_single_pass.rs runs (4-byte items, and 16-byte
+    // items with a quarter of the items).
+    for (threads, items, lookback, split) in [
+        (512, 16, 4, false),
+        (128, 24, 1, false),
+        (96, 3, 2, false),
+        (1024, 4, 8, true),
+        (32, 1, 1, false),
+        (128, 64, 3, false),
+    ] {
+        let tuning = |items: u32| {
+            let t = Tuning::default().threads(threads).items_per_thread(items).lookback(lookback);
+            if split {
+                t.status(StatusLayout::Split)
+            } else {
+                t
+            }
+        };
+        build::<AddU32>(&[tuning(items)]);
+        build::<MatMulI32>(&[tuning((items / 4).max(1))]);
+    }
     build::<StatsOp>(&[Tuning::default().threads(512).items_per_thread(3)]);
 }
 

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The whole GPU check in one device call, from the repository root, after
+# ../shared/tools/stage-gpu (binaries in .gpu/). Every step has a time limit,
+# so a hang costs minutes, not the lease; logs and results go to $OUT.
+#
+#   bash scan-cuda/gpu-check.sh tests      # smoke test, then every GPU test binary
+#   bash scan-cuda/gpu-check.sh bench      # examples/bench --gpu, peers, plot
+#   bash scan-cuda/gpu-check.sh policies   # examples/bench --gpu-policies-only (single-pass tuning sweep)
+#   bash scan-cuda/gpu-check.sh sanitize   # compute-sanitizer memcheck/racecheck/synccheck
+#   bash scan-cuda/gpu-check.sh profile    # ncu of the single-pass kernel (f32 add, 2^28)
+set -uo pipefail
+out=${OUT:-/tmp/scan-gpu}
+mkdir -p "$out"
+source "$(dirname "$0")/gpu-env.sh" >/dev/null
+export SCAN_REQUIRE_GPU=1 RUST_BACKTRACE=1 SCAN_CUDA_CACHE_DIR=/tmp/scan-cache
+bin=.gpu/bin
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+status=0
+step() { # step LIMIT NAME CMD...: run with a time limit, log to $out/NAME.log
+  local limit=$1 name=$2; shift 2
+  echo "== $name"
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1; local rc=$?
+  grep -E '^test result|FAILED|panicked|ERROR SUMMARY|RACECHECK SUMMARY|SYNCCHECK SUMMARY|GPU RUN' "$out/$name.log" | head -20
+  [ $rc -eq 0 ] || { echo "!! $name exited $rc"; tail -25 "$out/$name.log"; status=1; }
+}
+for what in "$@"; do
+  case $what in
+  tests)
+    step 60 quickstart $bin/examples/quickstart
+    # The NVRTC suites need no GPU: CI runs them (.ci/run).
+    for t in $bin/tests/*; do
+      case $t in *nvrtc*) continue ;; esac
+      step 300 "test-$(basename "$t")" "$t" --ignored --test-threads=1
+    done
+    ;;
+  bench)
+    step 420 bench $bin/examples/bench --gpu --reps 15 --out "$out/bench.md" --sweep-out "$out/sweep.csv"
+    PYTHONUNBUFFERED=1 step 300 peers python3 bench/peers.py --reps 15 --out "$out/peers.md" --sweep-out "$out/peers-sweep.csv"
+    step 60 plot python3 bench/plot.py "$out/sweep.csv" "$out/peers-sweep.csv" "$out/gpu-sweep.png" "f32 inclusive scan, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+    ;;
+  policies)
+    step 400 policies $bin/examples/bench --gpu-policies-only --reps 11 --out "$out/policies.md"
+    ;;
+  sanitize)
+    for tool in memcheck racecheck synccheck; do
+      SCAN_TEST_MAX_LEN=40000 step 300 "sanitize-$tool" compute-sanitizer --tool $tool --error-exitcode 9 \
+        $bin/tests/scan-gpu_single_pass --ignored --test-threads=1 adversarial tile_status shapes
+      SCAN_TEST_MAX_LEN=5000 step 300 "sanitize-$tool-scan" compute-sanitizer --tool $tool --error-exitcode 9 \
+        $bin/tests/scan-gpu_scan --ignored --test-threads=1 non_commutative
+    done
+    ;;
+  profile)
+    step 300 ncu ncu --clock-control none --set full --launch-skip 2 --launch-count 1 -k regex:single_pass \
+      -o "$out/single-pass-f32-2e28" $bin/examples/gpu_profile f32-add 28
+    ncu --import "$out/single-pass-f32-2e28.ncu-rep" --page details >"$out/ncu-details.txt" 2>&1
+    grep -E "Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Theoretical Occupancy|Bank" "$out/ncu-details.txt" | head -30
+    ;;
+  esac
+done
+# The device tool returns at most 8 files: the logs travel as one archive.
+(cd "$out" && ls *.log >/dev/null 2>&1 && tar czf "logs-$(date +%H%M%S).tar.gz" *.log && rm -f *.log)
+[ $status -eq 0 ] && echo "GPU CHECK: all passed" || echo "GPU CHECK: FAILURES (logs in $out)"
+exit $status
