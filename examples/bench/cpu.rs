@@ -20,9 +20,10 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
     let load = std::fs::read_to_string("/proc/loadavg")
         .map_or("unknown".into(), |l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
     let about = format!(
-        "CPU: {} threads available, load average {load} at start; tiled tile = {} f32 items; \
+        "CPU: 2^{} items per case, {} threads available, load average {load} at start; tiled tile = {} f32 items; \
          memcpy = one thread, `copy_from_slice` (the x memcpy column), and split over the threads; \
          GB/s count input + output bytes.",
+        args.size_log2,
         cpu.threads(),
         scan_cpu::tile_len::<f32>()
     );

@@ -148,7 +148,7 @@ fn main() -> ExitCode {
     };
     let mut rows = Vec::new();
     let mut notes = String::new();
-    let mut header = format!("# scan benchmark: 2^{} items, median of {} reps", args.size_log2, args.reps);
+    let mut header = format!("# scan benchmark: median of {} reps", args.reps);
     if args.cpu {
         match cpu::run(&args) {
             Ok((about, r)) => {
