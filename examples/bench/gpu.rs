@@ -27,7 +27,6 @@ use scan::ops::{Add, LinearRecurrence, Max};
 /// The Hamilton product of quaternions (w, x, y, z): a 32-byte,
 /// non-commutative item.
 #[scan_op(identity = [1.0, 0.0, 0.0, 0.0])]
-#[allow(dead_code)] // used through the generated `QuaternionProduct`
 fn quaternion_product(l: [f64; 4], r: [f64; 4]) -> [f64; 4] {
     [
         l[0] * r[0] - l[1] * r[1] - l[2] * r[2] - l[3] * r[3],

@@ -9,7 +9,7 @@ use crate::attr::Attr;
 pub struct Operator<'a> {
     pub func: &'a ItemFn,
     pub attr: Attr,
-    /// `linear_recurrence` -> `LinearRecurrence`.
+    /// `linear_recurrence` -> `LinearRecurrence`, unless `name = ...` says otherwise.
     pub type_name: Ident,
     /// The type parameters (`T`); other generic parameters are rejected by `valid`.
     pub type_params: Vec<&'a Ident>,
@@ -28,7 +28,10 @@ pub struct Param<'a> {
 
 impl<'a> Operator<'a> {
     pub fn from_fn(func: &'a ItemFn, attr: Attr) -> Self {
-        let type_name = Ident::new(&camel_case(&func.sig.ident.to_string()), func.sig.ident.span());
+        let type_name = match &attr.name {
+            Some(name) => name.clone(),
+            None => Ident::new(&camel_case(&func.sig.ident.to_string()), func.sig.ident.span()),
+        };
         let type_params = func
             .sig
             .generics

@@ -1,4 +1,4 @@
-//! The arguments of `#[scan_op(identity = EXPR, assume_associative)]`.
+//! The arguments of `#[scan_op(identity = EXPR, name = TypeName, assume_associative)]`.
 
 use proc_macro2::{Span, TokenStream};
 use syn::parse::{Parse, ParseStream};
@@ -10,6 +10,8 @@ pub struct Attr {
     pub identity: Option<Expr>,
     /// The `assume_associative` flag, with its token.
     pub assume_associative: Option<Ident>,
+    /// `name = TypeName`: the generated type's name instead of the fn's name in CamelCase.
+    pub name: Option<Ident>,
     /// Where to point "missing identity" (the attribute's arguments, or the call site).
     pub span: Span,
 }
@@ -25,7 +27,7 @@ impl Attr {
 
 impl Parse for Attr {
     fn parse(input: ParseStream) -> Result<Self> {
-        let mut attr = Attr { identity: None, assume_associative: None, span: Span::call_site() };
+        let mut attr = Attr { identity: None, assume_associative: None, name: None, span: Span::call_site() };
         let mut errors: Option<Error> = None;
         let mut push = |e: Error| match &mut errors {
             Some(all) => all.combine(e),
@@ -40,6 +42,13 @@ impl Parse for Attr {
                     push(Error::new(key.span(), "`identity` is given twice"));
                 }
                 attr.identity = Some(value);
+            } else if key == "name" {
+                input.parse::<Token![=]>()?;
+                let value: Ident = input.parse()?;
+                if attr.name.is_some() {
+                    push(Error::new(key.span(), "`name` is given twice"));
+                }
+                attr.name = Some(value);
             } else if key == "assume_associative" {
                 if attr.assume_associative.is_some() {
                     push(Error::new(key.span(), "`assume_associative` is given twice"));
@@ -48,7 +57,10 @@ impl Parse for Attr {
             } else {
                 push(Error::new(
                     key.span(),
-                    format!("unknown argument `{key}`; #[scan_op] takes `identity = EXPR` and the flag `assume_associative`"),
+                    format!(
+                        "unknown argument `{key}`; #[scan_op] takes `identity = EXPR`, `name = TypeName` and the flag \
+                         `assume_associative`"
+                    ),
                 ));
                 // Skip to the next argument so that later errors are reported too.
                 while !input.is_empty() && !input.peek(Token![,]) {
