@@ -6,6 +6,8 @@
 //! assert_eq!(reference::scan::<Add<i32>>(&[1, 2, 3], ScanSpec::inclusive()), [1, 3, 6]);
 //! ```
 
+#![warn(missing_docs)]
+
 pub use scan_core::{blelloch, ops, reference, CudaOp, CudaSource, Direction, Error, Kind, Result, ScanOp, ScanSpec};
 pub use scan_cpu::{Algorithm, Cpu};
 /// The CUDA backend crate (its `cudarc` re-export included).

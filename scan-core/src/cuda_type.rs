@@ -74,7 +74,9 @@ pub trait CudaScalar:
     + Div<Output = Self>
     + Rem<Output = Self>
 {
+    /// Zero, the identity of addition.
     const ZERO: Self;
+    /// One, the identity of multiplication.
     const ONE: Self;
     /// The identity of `max`: `-inf` for floats, `MIN` for integers.
     const LOWEST: Self;

@@ -38,7 +38,12 @@ pub enum Operands<'a, B: ?Sized> {
     InPlace(&'a mut B),
     /// Read every item of `src` (left unchanged) and write every item of
     /// `dst`, which must have the same length.
-    Into { src: &'a B, dst: &'a mut B },
+    Into {
+        /// The input, read only.
+        src: &'a B,
+        /// The output, every item written.
+        dst: &'a mut B,
+    },
 }
 
 /// A whole scan on one device, in place or out of place, for any [`ScanSpec`].

@@ -14,17 +14,30 @@ pub enum Error {
     #[error(
         "length mismatch: the input has {input} items but the output has {output}; pass an output of the same length"
     )]
-    LengthMismatch { input: usize, output: usize },
+    LengthMismatch {
+        /// Items in the input.
+        input: usize,
+        /// Items in the output.
+        output: usize,
+    },
 
     /// A batched scan's buffer is not `rows` whole rows.
     #[error(
         "bad shape: {len} items cannot be split into {rows} rows of equal length; pass rows > 0 that divide the length"
     )]
-    BadShape { len: usize, rows: usize },
+    BadShape {
+        /// Items in the buffer.
+        len: usize,
+        /// Rows asked for.
+        rows: usize,
+    },
 
     /// A size does not fit what the backend can address or allocate.
     #[error("too large: {what}")]
-    TooLarge { what: String },
+    TooLarge {
+        /// What did not fit, and what to do instead.
+        what: String,
+    },
 
     /// A tuning override that cannot run (e.g. a tile past shared memory).
     #[error("invalid tuning: {0}")]
@@ -32,15 +45,30 @@ pub enum Error {
 
     /// No usable CUDA driver, device or NVRTC library.
     #[error("CUDA is not available: {reason}")]
-    CudaUnavailable { reason: String },
+    CudaUnavailable {
+        /// What is missing, and the fix.
+        reason: String,
+    },
 
     /// The CUDA driver returned an error.
     #[error("CUDA driver error during {during}: {message}")]
-    Driver { during: String, message: String },
+    Driver {
+        /// The operation that failed.
+        during: String,
+        /// The driver's message.
+        message: String,
+    },
 
     /// NVRTC rejected the generated source.
     #[error("NVRTC could not compile operator `{op}`: {log}\n--- generated source ---\n{code}")]
-    Compile { op: String, log: String, code: String },
+    Compile {
+        /// The operator's C++ name.
+        op: String,
+        /// NVRTC's log.
+        log: String,
+        /// The whole source NVRTC saw.
+        code: String,
+    },
 
     /// Anything else a backend wants to report (e.g. an I/O error in a cache).
     #[error("{0}")]

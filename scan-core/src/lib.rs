@@ -1,6 +1,6 @@
 //! The core of `scan`: the monoid contract ([`ScanOp`]), what a scan is
 //! ([`ScanSpec`]), the device-level contract every algorithm implements
-//! ([`device::DeviceScan`]), the sequential [`reference`], the [`blelloch`]
+//! ([`device::DeviceScan`]), the sequential [`mod@reference`], the [`blelloch`]
 //! algorithms, the naive [`hillis_steele`] scan, and the [`Error`] every
 //! fallible call returns.
 //!
@@ -8,6 +8,8 @@
 //! implement [`blelloch::BlockBackend`] to run the same multi-block driver,
 //! and [`device::DeviceScan`] for their own algorithms (the CPU's tiled scan,
 //! the GPU's single-pass scan).
+
+#![warn(missing_docs)]
 
 // Generated code names `::scan_core::...`; this lets the built-in operators,
 // declared inside this crate, use the same generated paths.

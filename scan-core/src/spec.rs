@@ -34,7 +34,9 @@ pub enum Direction {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ScanSpec {
+    /// Inclusive or exclusive.
     pub kind: Kind,
+    /// Forward or reverse.
     pub direction: Direction,
 }
 

@@ -23,6 +23,8 @@
 //!
 //! [`ScanOp`]: scan_core::ScanOp
 
+#![warn(missing_docs)]
+
 mod blelloch;
 mod cpu;
 mod kernel;

@@ -43,6 +43,8 @@
 //! (it loads `libnvrtc-builtins` from there), which is what
 //! `source scan-cuda/gpu-env.sh` sets up.
 
+#![warn(missing_docs)]
+
 mod blelloch;
 mod buffer;
 mod cache;

@@ -7,6 +7,8 @@
 //! `check`), `expand` (Rust items), `rust` and `cuda` (the two printers of the
 //! IR). See the `scan` crate's docs for the supported subset.
 
+#![warn(missing_docs)]
+
 mod ast;
 mod attr;
 mod check;
