@@ -30,7 +30,7 @@ for what in "$@"; do
     # The NVRTC suites need no GPU: CI runs them (.ci/run).
     for t in $bin/tests/*; do
       case $t in *nvrtc*) continue ;; esac
-      step 300 "test-$(basename "$t")" "$t" --ignored --test-threads=1
+      step 300 "test-$(basename "$t")" "$t" --ignored --test-threads=1 --nocapture
     done
     ;;
   bench)
