@@ -221,9 +221,9 @@ impl Cuda {
     /// kernels, an old GPU). Builds `Op`'s module if needed.
     pub fn algorithm_for<Op: CudaOp>(&self) -> Result<(Algorithm, Option<String>)> {
         let module = self.module::<Op>()?;
-        Ok(match (self.algorithm, &module.single_pass) {
-            (Algorithm::SinglePass, Err(why)) => (Algorithm::Blelloch, Some(why.clone())),
-            (algorithm, _) => (algorithm, None),
+        Ok(match module.plan(self.algorithm) {
+            Ok(_) => (Algorithm::SinglePass, None),
+            Err(why) => (Algorithm::Blelloch, why.map(str::to_string)),
         })
     }
 
@@ -522,14 +522,14 @@ impl Cuda {
             return Ok(());
         }
         let module = self.module::<Op>()?;
-        match (self.algorithm, &module.single_pass) {
-            (Algorithm::SinglePass, &Ok(policy)) => {
-                let single_pass =
-                    SinglePass { stream: &self.stream, module: &module, policy, chaos: self.tuning.adversarial_seed() };
+        match module.plan(self.algorithm) {
+            Ok(policy) => {
+                let chaos = self.tuning.adversarial_seed();
+                let single_pass = SinglePass { stream: &self.stream, module: &module, policy, chaos };
                 Self::each_row::<Op, _>(&single_pass, src, dst, row_len, rows, spec)
             }
-            // The fallback was reported once when the module was built.
-            _ => {
+            // A fallback was reported once, when the module was built.
+            Err(_) => {
                 let blelloch = Driver(GpuBlocks { stream: &self.stream, module: &module });
                 Self::each_row::<Op, _>(&blelloch, src, dst, row_len, rows, spec)
             }
@@ -587,7 +587,7 @@ impl Cuda {
                 Module::load(&self.ctx, &source, cubin)?
             }
         };
-        if let (Algorithm::SinglePass, Err(why)) = (self.algorithm, &module.single_pass) {
+        if let Err(Some(why)) = module.plan(self.algorithm) {
             // Once per operator and executor: the user asked for the fast path.
             eprintln!("scan-cuda: `{}` runs the Blelloch scan instead of the single-pass scan: {why}", source.op_name);
         }

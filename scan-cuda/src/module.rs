@@ -9,7 +9,7 @@ use scan_core::{Error, Result};
 
 use crate::buffer::driver_error;
 use crate::kernels::KernelTable;
-use crate::policy::{BlellochPolicy, SinglePassPolicy};
+use crate::policy::{Algorithm, BlellochPolicy, SinglePassPolicy};
 use crate::single_pass::TileState;
 use crate::source::ModuleSource;
 
@@ -37,6 +37,19 @@ impl Module {
                 .map_err(|_| Error::TooLarge { what: "shared memory".into() })?,
             tile_state: Mutex::new(TileState::default()),
         })
+    }
+}
+
+impl Module {
+    /// What a scan asked to run with `algorithm` runs with: the single-pass
+    /// policy, or `Err(why)` when it runs Blelloch (asked for, or the
+    /// fallback with its reason).
+    pub(crate) fn plan(&self, algorithm: Algorithm) -> std::result::Result<SinglePassPolicy, Option<&str>> {
+        match (algorithm, &self.single_pass) {
+            (Algorithm::SinglePass, Ok(policy)) => Ok(*policy),
+            (Algorithm::SinglePass, Err(why)) => Err(Some(why)),
+            (Algorithm::Blelloch, _) => Err(None),
+        }
     }
 }
 
