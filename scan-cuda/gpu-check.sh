@@ -42,6 +42,11 @@ for what in "$@"; do
     step 400 policies $bin/examples/bench --gpu-policies-only --reps 11 --out "$out/policies.md"
     ;;
   sanitize)
+    # -lineinfo: reports name the line of the generated source
+    # (scan_cuda::module_source). racecheck reports the single-pass slot
+    # hand-overs (bar.arrive, then bar.sync on the same barrier: ordered by the
+    # PTX memory model, not modelled by racecheck) as hazards; see DEVELOPERS.md.
+    export SCAN_CUDA_LINEINFO=1
     for tool in memcheck racecheck synccheck; do
       SCAN_TEST_MAX_LEN=40000 step 300 "sanitize-$tool" compute-sanitizer --tool $tool --error-exitcode 9 \
         $bin/tests/scan-gpu_single_pass --ignored --test-threads=1 adversarial tile_status shapes

@@ -68,19 +68,25 @@ where
 {
     let mut rng = Rng::fresh(label);
     let tile = single_pass_tile::<Op>();
-    for seed in [1u32, 0xC0FFEE] {
-        let mut tuning = Tuning::default().adversarial_schedule(seed);
-        if let Some(layout) = status {
-            tuning = tuning.status(layout);
+    // The default shape, and one-warp tiles of one item, so that each block
+    // of the persistent grid runs thousands of tiles through 3 slots.
+    let tiny = Tuning::default().threads(32).items_per_thread(1).stages(3);
+    let shapes = [(Tuning::default(), lengths(tile)), (tiny, vec![32 * 1000 + 7, 32 * 20_000 + 1])];
+    for (shape, lengths) in shapes {
+        for seed in [1u32, 0xC0FFEE] {
+            let mut tuning = shape.adversarial_schedule(seed);
+            if let Some(layout) = status {
+                tuning = tuning.status(layout);
+            }
+            let cuda = cuda().with_tuning(tuning);
+            assert_eq!(cuda.algorithm_for::<Op>().unwrap(), (Algorithm::SinglePass, None), "{label}");
+            for &n in lengths.iter().filter(|&&n| n <= max_len()) {
+                let input = rng.vec(n, &mut gen);
+                check_device::<Op>(&cuda, &format!("{label}, {shape:?}, adversarial seed {seed}"), &input);
+            }
         }
-        let cuda = cuda().with_tuning(tuning);
-        assert_eq!(cuda.algorithm_for::<Op>().unwrap(), (Algorithm::SinglePass, None), "{label}");
-        for n in lengths(tile) {
-            let input = rng.vec(n, &mut gen);
-            check_device::<Op>(&cuda, &format!("{label}, adversarial seed {seed}"), &input);
-        }
+        eprintln!("[{label}] exact under the adversarial schedule, {shape:?}, lengths {lengths:?}");
     }
-    eprintln!("[{label}] exact under the adversarial schedule on lengths {:?}", lengths(tile));
 }
 
 #[test]
@@ -138,18 +144,19 @@ fn tile_status_is_reused_across_back_to_back_scans_of_any_length() {
 fn every_status_layout_and_tile_shape_is_exact() {
     let mut rng = Rng::fresh("tile shapes");
     // (threads, items per thread of 4 bytes, look-back statuses per lane,
-    // status layout); 16-byte items take a quarter of the items.
+    // stages, status layout); 16-byte items take a quarter of the
+    // items.
     let shapes = [
-        (512, 16, 4, None),
-        (128, 24, 1, None),
-        (96, 3, 2, None),
-        (1024, 4, 8, Some(StatusLayout::Split)),
-        (32, 1, 1, None),
-        (128, 64, 3, None),
+        (512, 16, 4, 2, None),
+        (128, 24, 1, 1, None),
+        (96, 3, 2, 3, None),
+        (992, 4, 8, 2, Some(StatusLayout::Split)),
+        (32, 1, 1, 4, None),
+        (128, 64, 3, 1, None),
     ];
-    for (threads, items, lookback, status) in shapes {
+    for (threads, items, lookback, stages, status) in shapes {
         let tuning = |items: u32| {
-            let t = Tuning::default().threads(threads).items_per_thread(items).lookback(lookback);
+            let t = Tuning::default().threads(threads).items_per_thread(items).lookback(lookback).stages(stages);
             status.map_or(t, |s| t.status(s))
         };
         let (small, large) = (cuda().with_tuning(tuning(items)), cuda().with_tuning(tuning((items / 4).max(1))));
@@ -165,7 +172,7 @@ fn every_status_layout_and_tile_shape_is_exact() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_tuning_the_kernels_cannot_run_is_an_error_not_a_panic() {
-    let cuda = cuda().with_tuning(Tuning::default().threads(1024).items_per_thread(64));
+    let cuda = cuda().with_tuning(Tuning::default().threads(992).items_per_thread(64));
     let err = cuda.scan::<Add<f32>>(&[1.0, 2.0], ScanSpec::inclusive()).unwrap_err();
     assert!(matches!(err, scan::Error::BadTuning(_)), "{err}");
     eprintln!("{err}");

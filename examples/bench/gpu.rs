@@ -311,36 +311,42 @@ fn sweep(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Result<
 fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
     let _ = writeln!(
         notes,
-        "\n## Single-pass policies (threads x items per thread, look-back statuses per lane, blocks per SM, status)\n\n\
+        "\n## Single-pass policies (threads x items per thread, look-back statuses per lane, blocks per SM, stages, status)\n\n\
          | case | policy | GB/s | x copy |\n|---|---|---:|---:|"
     );
-    // (threads, items per thread, look-back statuses per lane, blocks per SM, status layout)
-    type Shape = (u32, u32, u32, u32, Option<StatusLayout>);
-    let tuning = |(threads, items, lookback, blocks, status): Shape| {
-        let t = Tuning::default().threads(threads).items_per_thread(items).lookback(lookback).blocks_per_sm(blocks);
+    // (scanning threads, items per thread, look-back statuses per lane,
+    // blocks per SM, stages, status layout)
+    type Shape = (u32, u32, u32, u32, u32, Option<StatusLayout>);
+    let tuning = |(threads, items, lookback, blocks, stages, status): Shape| {
+        let t = Tuning::default()
+            .threads(threads)
+            .items_per_thread(items)
+            .lookback(lookback)
+            .blocks_per_sm(blocks)
+            .stages(stages);
         status.map_or(t, |s| t.status(s))
     };
     let mut row = |case: &str, shape: Shape, r: (f64, f64)| {
-        let (threads, items, lookback, blocks, status) = shape;
+        let (threads, items, lookback, blocks, stages, status) = shape;
         let status = status.map_or("default".to_string(), |s| format!("{s:?}"));
         let _ = writeln!(
             notes,
-            "| {case} | {threads} x {items}, {lookback}/lane, {blocks} blocks/SM, {status} | {:.0} | {:.2} |",
+            "| {case} | {threads} x {items}, {lookback}/lane, {blocks} blocks/SM, {stages} stage(s), {status} | {:.0} | \
+             {:.2} |",
             r.0, r.1
         );
     };
 
     let n = 1usize << 28;
     let x = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
-    let shapes: [Shape; 8] = [
-        (256, 32, 4, 3, None),
-        (256, 32, 4, 4, None),
-        (256, 32, 1, 4, None),
-        (256, 32, 1, 3, None),
-        (256, 16, 4, 4, None),
-        (128, 32, 4, 8, None),
-        (128, 32, 1, 6, None),
-        (512, 16, 4, 2, None),
+    let shapes: [Shape; 7] = [
+        (256, 32, 1, 3, 2, None),
+        (256, 32, 1, 2, 2, None),
+        (256, 32, 1, 3, 1, None),
+        (256, 32, 4, 3, 2, None),
+        (256, 16, 1, 3, 3, None),
+        (128, 32, 1, 3, 3, None),
+        (128, 32, 1, 5, 2, None),
     ];
     for shape in shapes {
         let tile = (shape.0 * shape.1) as usize;
@@ -353,10 +359,10 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
 
     let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32));
     let shapes: [Shape; 4] = [
-        (256, 16, 4, 3, None),
-        (256, 16, 1, 4, None),
-        (256, 16, 4, 4, None),
-        (256, 12, 4, 4, Some(StatusLayout::Split)),
+        (256, 16, 1, 3, 2, None),
+        (256, 16, 1, 2, 2, None),
+        (256, 8, 1, 3, 3, None),
+        (256, 16, 1, 3, 2, Some(StatusLayout::Split)),
     ];
     for shape in shapes {
         let r = tuned::<LinearRecurrence<f32>>(tuning(shape), "linear recurrence f32", &x, args.reps, &|_, got| {
@@ -368,7 +374,8 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
 
     let n = 1usize << 27;
     let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0), r.range_f64(-1.0, 1.0)));
-    let shapes: [Shape; 4] = [(256, 8, 4, 2, None), (256, 8, 1, 2, None), (256, 4, 4, 4, None), (128, 8, 4, 4, None)];
+    let shapes: [Shape; 4] =
+        [(256, 8, 1, 3, 2, None), (256, 8, 1, 2, 2, None), (128, 8, 1, 5, 2, None), (128, 8, 1, 3, 3, None)];
     for shape in shapes {
         let r = tuned::<LinearRecurrence<f64>>(tuning(shape), "linear recurrence f64", &x, args.reps, &|_, got| {
             bad_recurrence_f64(&x, got)
@@ -383,7 +390,8 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
         q
     });
     let want = scan::reference::scan::<QuaternionProduct>(&x, ScanSpec::inclusive());
-    let shapes: [Shape; 4] = [(128, 4, 4, 4, None), (128, 4, 1, 4, None), (128, 2, 4, 8, None), (64, 4, 4, 8, None)];
+    let shapes: [Shape; 4] =
+        [(128, 4, 1, 5, 2, None), (128, 4, 1, 4, 2, None), (128, 4, 1, 3, 3, None), (256, 4, 1, 2, 2, None)];
     for shape in shapes {
         let r = tuned::<QuaternionProduct>(tuning(shape), "quaternion", &x, args.reps, &|_, got| {
             (0..n).find(|&i| got[i] != want[i])

@@ -13,7 +13,10 @@ struct Slot {
     __device__ __forceinline__ T& get() { return *reinterpret_cast<T*>(bytes); }
 };
 
-template <class Op, int THREADS>
+// BARRIER 0 synchronises the whole block (__syncthreads); another id, only
+// the THREADS threads that scan (a named barrier), so that other warps of the
+// block can do other work meanwhile.
+template <class Op, int THREADS, unsigned BARRIER = 0>
 struct BlockScan {
     typedef typename Op::Item Item;
     static constexpr int WARPS = THREADS / 32;
@@ -25,13 +28,17 @@ struct BlockScan {
 
     // Returns this thread's exclusive prefix (the combination of the values of
     // all lower threads; the identity for thread 0) and sets `total` to the
-    // combination of every thread's value. Contains one __syncthreads.
+    // combination of every thread's value. Contains one barrier.
     static __device__ __forceinline__ Item exclusive(Item x, Item& total, Shared& s) {
         const unsigned lane = lane_id(), warp = warp_id();
         const Item inclusive = warp_inclusive<Op>(x);
         const Item below = Shuffle<Item>::up(inclusive, 1);
         if (lane == 31) s.warp_totals[warp].get() = inclusive;
-        __syncthreads();
+        if constexpr (BARRIER == 0) {
+            __syncthreads();
+        } else {
+            barrier_sync(BARRIER, THREADS);
+        }
         Item acc = Op::identity();
         Item warp_prefix = acc;
 #pragma unroll

@@ -1,24 +1,50 @@
-// Device layer: the single-pass scan. One CUDA block scans one tile of
-// THREADS * ITEMS items (its look-back reads 32 * LOOKBACK predecessors at a
-// time) and chains it to its predecessors through the tile
-// status (tile_status.cuh) and the look-back (lookback.cuh), so the input is
-// read once and the output written once: the bytes a copy moves.
+// Device layer: the single-pass scan. A tile is THREADS * ITEMS items; each
+// tile is chained to its predecessors through the tile status
+// (tile_status.cuh) and the look-back (lookback.cuh, 32 * LOOKBACK
+// predecessors per round trip), so the input is read once and the output
+// written once: the bytes a copy moves.
 //
-// Per block:
-//  1. claim a tile number from the atomic counter (the last claimant resets
-//     it for the next launch), in scan order;
-//  2. each warp loads its segment and each lane reduces its run (thread);
-//  3. warp scans and the warp totals give each thread its prefix within the
-//     tile and the tile's aggregate (block);
-//  4. warp 0 publishes the aggregate, looks back for the tile's exclusive
-//     prefix and publishes the inclusive prefix; tile 0 publishes at once;
-//  5. each lane rescans its run from its prefix and the warp stores it.
+// Warp-specialised and persistent. A block is THREADS scanning threads plus
+// one look-back warp, and the grid about as many blocks as the GPU holds at
+// once. The scanning warps never wait for a look-back of the tile they just
+// scanned: they leave it in one of STAGES shared-memory slots and go on to
+// the next tile, while the look-back warp finds the prefixes of the slots in
+// order. A slot is stored once its prefix is known, just before it is
+// reused, so a look-back has STAGES - 1 tiles' time to finish. (With the
+// whole block waiting at a barrier for each look-back, an H200 ran at 0.70
+// of copy speed; loading the next tile early instead, but publishing its
+// aggregate only after the look-back, delayed every successor's look-back in
+// turn and ran at 0.43: bench/gpu-h200-results.md.)
+//
+// Scanning warps, per tile (slot k = iteration % STAGES):
+//  1. store the tile slot k holds, once the look-back warp has its prefix:
+//     each lane rescans its run from the tile's prefix combined with the
+//     lane's prefix within the tile, and the warp stores its segment;
+//  2. thread 0 claims a tile from the atomic counter, so tiles are numbered
+//     in the order blocks ask for them (the last claim resets the counter
+//     for the next launch); claiming it earlier, to hide the atomic's round
+//     trip behind the store, measured slower (its successors wait longer);
+//  3. each warp loads its segment of the tile into slot k; each lane
+//     reduces its run (thread), and the warp scans and the warp totals give
+//     each lane its prefix within the tile and the tile's aggregate (block);
+//  4. thread 0 publishes the aggregate at once (tile 0: its inclusive
+//     prefix), and the slot is handed to the look-back warp.
+// Look-back warp, per slot in the same order: look back for the tile's
+// exclusive prefix, publish its inclusive prefix, hand the slot back.
+// Hand-overs are named barriers (util.cuh): the scanning warps arrive at
+// READY + k and the look-back warp waits there; it arrives at PREFIXED + k
+// and the scanning warps wait there before storing.
+//
+// Progress never depends on scheduling: a look-back waits only for tiles
+// numbered before its own, each claimed by a running block, and a block
+// publishes a tile's aggregate before waiting for anything but its own
+// earlier tiles.
 //
 // A reverse scan is the forward scan of the reversed sequence: tile t covers
 // the t-th block of items counted from the end, and only the addressing
 // changes (exchange.cuh).
 //
-// `chaos` != 0 is a test mode: blocks claim tiles in an order unrelated to
+// `chaos` != 0 is a test mode: blocks start claiming in an order unrelated to
 // their index, and pause at random before publishing (sometimes skipping the
 // aggregate), so the look-back meets every mix of statuses. The result must
 // not change.
@@ -43,94 +69,183 @@ __device__ __forceinline__ void chaos_pause(unsigned chaos, unsigned salt, i64 t
     }
 }
 
-template <class Op, int THREADS, int ITEMS, int LOOKBACK, bool REVERSE, bool INCLUSIVE, class Status>
+// Where one warp's segment of a tile lives, and how it moves.
+template <class Op, int THREADS, int ITEMS, bool REVERSE>
+struct TileSegment {
+    typedef WarpExchange<Op, ITEMS, REVERSE> Exchange;
+    static constexpr int TILE = THREADS * ITEMS;
+    typedef typename Op::Item Item;
+
+    u64 first;      // scan position of the segment's first item
+    int valid;      // items of the segment that exist (may be <= 0)
+    bool whole;     // the whole tile exists
+    u64 base;       // the segment's lowest address when the tile is whole
+
+    __device__ __forceinline__ TileSegment(i64 tile, u64 len) {
+        const u64 start = (u64)tile * TILE;
+        const int tile_valid = len - start < (u64)TILE ? (int)(len - start) : TILE;
+        first = start + (u64)warp_id() * Exchange::SEGMENT;
+        valid = tile_valid - (int)warp_id() * Exchange::SEGMENT;
+        whole = tile_valid == TILE;
+        base = REVERSE ? len - first - Exchange::SEGMENT : first;
+    }
+
+    // Whether the segment moves a vector at a time (else item by item).
+    __device__ __forceinline__ bool vectors(const Item* p) const { return whole && Exchange::aligned(p + base); }
+};
+
+// Shared memory of the kernel beyond its static part: per slot, the warps'
+// exchange slices, then each scanning thread's prefix within the tile.
+template <class Op, int THREADS, int ITEMS, int STAGES>
+struct SinglePassSlots {
+    typedef typename Op::Item Item;
+    typedef WarpExchange<Op, ITEMS, false> Exchange;
+    typedef typename Exchange::Word Word;
+    static constexpr int WARPS = THREADS / 32;
+    static constexpr size_t SLICES_BYTES = (size_t)STAGES * WARPS * Exchange::SHARED_WORDS * sizeof(Word);
+    static_assert(SLICES_BYTES % 16 == 0, "prefixes start 16-byte aligned");
+};
+
+template <class Op, int THREADS, int ITEMS, int LOOKBACK, int STAGES, bool REVERSE, bool INCLUSIVE, class Status>
 __device__ __forceinline__ void single_pass(const typename Op::Item* src, typename Op::Item* dst, u64 len,
-                                            u64* counter, Status status, unsigned epoch, unsigned chaos) {
+                                            u64* counter, Status status, unsigned epoch, unsigned chaos,
+                                            unsigned char* shared) {
     typedef typename Op::Item Item;
     typedef WarpExchange<Op, ITEMS, REVERSE> Exchange;
-    typedef BlockScan<Op, THREADS> Block;
+    typedef TileSegment<Op, THREADS, ITEMS, REVERSE> Segment;
     typedef typename Exchange::Word Word;
     constexpr int WARPS = THREADS / 32;
     constexpr int TILE = THREADS * ITEMS;
+    constexpr unsigned ALL = THREADS + 32;  // the scanning threads and the look-back warp
+    // Named barriers: the scanning threads alone, then per slot.
+    constexpr unsigned SCANNERS = 1, READY = 2, PREFIXED = 2 + STAGES;
+    typedef BlockScan<Op, THREADS, SCANNERS> Block;
+    static_assert(STAGES >= 1 && STAGES <= 4, "1 to 4 slots");
+    Word* const slices = reinterpret_cast<Word*>(shared);
+    Item* const withins =
+        reinterpret_cast<Item*>(shared + SinglePassSlots<Op, THREADS, ITEMS, STAGES>::SLICES_BYTES);
 
-    __shared__ __align__(16) Word exchange[WARPS][Exchange::SHARED_WORDS];
     __shared__ typename Block::Shared block;
-    __shared__ Slot<Item> tile_prefix;
-    __shared__ i64 claimed;
+    __shared__ i64 claimed;                   // the tile thread 0 claimed last
+    __shared__ i64 slot_tile[STAGES];         // the tile each slot holds
+    __shared__ Slot<Item> slot_aggregate[STAGES], slot_prefix[STAGES];
 
-    // 1. The tile, in the order blocks start.
-    if (threadIdx.x == 0) {
-        if (chaos) {
-            const unsigned late = (gridDim.x - 1u - blockIdx.x) % 16u;
-            for (unsigned i = 0; i < late; ++i) __nanosleep(2000);
-        }
-        i64 t = 0;
-        if (gridDim.x > 1) {
-            t = (i64)atomicAdd(counter, 1ull);
-            if (t == (i64)gridDim.x - 1) atomicExch(counter, 0ull);
-        }
-        claimed = t;
-    }
-    __syncthreads();
-    const i64 tile = claimed;
-    const u64 start = (u64)tile * TILE;
-    const int valid = len - start < (u64)TILE ? (int)(len - start) : TILE;
+    const i64 tiles = (i64)((len + TILE - 1) / TILE);
     const int warp = (int)warp_id();
-    Word* slice = exchange[warp];
 
-    // 2. Load this warp's segment; scan position p of the segment is global
-    // index `index(p)`.
-    const u64 first = start + (u64)warp * Exchange::SEGMENT;  // scan position of the segment's first item
-    const int seg_valid = valid - warp * Exchange::SEGMENT;
-    auto index = [=](int p) -> u64 { return REVERSE ? len - 1 - (first + p) : first + p; };
-    // The segment's lowest address when it is whole.
-    const u64 base = REVERSE ? len - first - Exchange::SEGMENT : first;
-    const bool whole = valid == TILE;
-    if (whole && Exchange::aligned(src + base)) {
-        Exchange::load_vectors(src + base, slice);
-    } else {
-        Exchange::load_items(src, index, seg_valid, slice);
+    if (warp == WARPS) {
+        // The look-back warp.
+        for (unsigned i = 0;; ++i) {
+            const int k = (int)(i % STAGES);
+            barrier_sync(READY + k, ALL);
+            const i64 tile = slot_tile[k];
+            if (tile >= tiles) return;
+            if (tile != 0) {
+                const Item before = lookback<Op, LOOKBACK>(status, tile, epoch);
+                if (lane_id() == 0) {
+                    chaos_pause(chaos, 2, tile);
+                    status.publish(tile, status_code(epoch, STATUS_PREFIX),
+                                   Op::combine(before, slot_aggregate[k].get()));
+                    slot_prefix[k].get() = before;
+                }
+            }
+            __syncwarp();
+            barrier_arrive(PREFIXED + k, ALL);
+        }
     }
-    __syncwarp();
-    Item run[ITEMS];
-    Exchange::read_run(slice, run);
 
-    // 3. Prefix within the tile, and the tile's aggregate.
-    Item aggregate;
-    const Item within = Block::exclusive(thread_reduce<Op, ITEMS>(run), aggregate, block);
+    // The scanning warps. This warp's slice of slot `k`:
+    auto slice = [=](int k) -> Word* { return slices + ((size_t)k * WARPS + warp) * Exchange::SHARED_WORDS; };
+    // The next tile for this block, or `tiles` when there is none (thread 0).
+    bool exhausted = false;
+    auto claim = [&]() -> i64 {
+        if (exhausted) return tiles;
+        i64 t = 0;
+        if (counter == nullptr) {
+            exhausted = true;  // one tile: nothing to count
+        } else {
+            t = (i64)atomicAdd(counter, 1ull);
+            // Every block claims until it is refused once: tiles + gridDim.x
+            // claims in all, and the last one resets the counter.
+            if (t == tiles + (i64)gridDim.x - 1) atomicExch(counter, 0ull);
+            exhausted = t >= tiles;
+        }
+        return t < tiles ? t : tiles;
+    };
+    // 1. Stores the tile in slot `k` once the look-back warp has its prefix.
+    auto store = [&](int k) {
+        barrier_sync(PREFIXED + k, ALL);
+        const i64 tile = slot_tile[k];
+        const Segment seg(tile, len);
+        auto index = [=](int p) -> u64 { return REVERSE ? len - 1 - (seg.first + p) : seg.first + p; };
+        Word* buf = slice(k);
+        Item run[ITEMS];
+        Exchange::read_run(buf, run);
+        const Item within = withins[k * THREADS + threadIdx.x];
+        thread_scan<Op, ITEMS, INCLUSIVE>(run, tile == 0 ? within : Op::combine(slot_prefix[k].get(), within));
+        Exchange::write_run(buf, run);
+        __syncwarp();
+        if (seg.vectors(dst)) {
+            Exchange::store_vectors(dst + seg.base, buf);
+        } else {
+            Exchange::store_items(dst, index, seg.valid, buf);
+        }
+        __syncwarp();  // before the slice is loaded again
+    };
 
-    // 4. The tile's prefix.
-    Item prefix;
-    if (tile == 0) {
-        if (gridDim.x > 1 && threadIdx.x == 0) status.publish(0, status_code(epoch, STATUS_PREFIX), aggregate);
-        prefix = within;
-    } else {
-        if (warp == 0) {
-            const bool skip_aggregate = chaos && (mix32(chaos + (unsigned)tile) & 15u) == 0;
-            if (lane_id() == 0 && !skip_aggregate) {
+    if (chaos && threadIdx.x == 0) {
+        const unsigned late = (gridDim.x - 1u - blockIdx.x) % 16u;
+        for (unsigned i = 0; i < late; ++i) __nanosleep(2000);
+    }
+    unsigned i = 0;
+    for (;; ++i) {
+        const int k = (int)(i % STAGES);
+        if (i >= STAGES) store(k);
+
+        // 2. Claim, only now: a tile's successors wait for its aggregate, so
+        // a block claims no tile before it can load it. (slot_tile[k] is
+        // written only after this barrier, which every scanning thread
+        // reaches after reading it in store(k).)
+        if (threadIdx.x == 0) claimed = claim();
+        barrier_sync(SCANNERS, THREADS);
+        const i64 tile = claimed;
+        if (tile >= tiles) {
+            if (threadIdx.x == 0) slot_tile[k] = tiles;  // tells the look-back warp to stop
+            barrier_arrive(READY + k, ALL);
+            break;
+        }
+
+        // 3. Load and scan this warp's segment; scan position p of the
+        // segment is global index `index(p)`.
+        const Segment seg(tile, len);
+        auto index = [=](int p) -> u64 { return REVERSE ? len - 1 - (seg.first + p) : seg.first + p; };
+        Word* buf = slice(k);
+        if (seg.vectors(src)) {
+            Exchange::load_vectors(src + seg.base, buf);
+        } else {
+            Exchange::load_items(src, index, seg.valid, buf);
+        }
+        __syncwarp();
+        Item run[ITEMS];
+        Exchange::read_run(buf, run);
+        Item aggregate;
+        withins[k * THREADS + threadIdx.x] = Block::exclusive(thread_reduce<Op, ITEMS>(run), aggregate, block);
+
+        // 4. Publish the aggregate and hand the slot over.
+        if (threadIdx.x == 0) {
+            slot_tile[k] = tile;
+            slot_aggregate[k].get() = aggregate;
+            if (tile == 0) {
+                if (tiles > 1) status.publish(0, status_code(epoch, STATUS_PREFIX), aggregate);
+            } else if (!(chaos && (mix32(chaos + (unsigned)tile) & 15u) == 0)) {  // chaos: sometimes no aggregate
                 chaos_pause(chaos, 1, tile);
                 status.publish(tile, status_code(epoch, STATUS_AGGREGATE), aggregate);
             }
-            const Item before = lookback<Op, LOOKBACK>(status, tile, epoch);
-            if (lane_id() == 0) {
-                chaos_pause(chaos, 2, tile);
-                status.publish(tile, status_code(epoch, STATUS_PREFIX), Op::combine(before, aggregate));
-                tile_prefix.get() = before;
-            }
         }
-        __syncthreads();
-        prefix = Op::combine(tile_prefix.get(), within);
+        barrier_arrive(READY + k, ALL);
     }
-
-    // 5. Rescan the run and store the segment.
-    thread_scan<Op, ITEMS, INCLUSIVE>(run, prefix);
-    Exchange::write_run(slice, run);
-    __syncwarp();
-    if (whole && Exchange::aligned(dst + base)) {
-        Exchange::store_vectors(dst + base, slice);
-    } else {
-        Exchange::store_items(dst, index, seg_valid, slice);
-    }
+    // The tiles still in their slots, oldest first.
+    for (unsigned j = i >= STAGES - 1 ? i - (STAGES - 1) : 0; j < i; ++j) store((int)(j % STAGES));
 }
 
 }  // namespace scan

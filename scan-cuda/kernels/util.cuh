@@ -73,6 +73,18 @@ struct Shuffle {
     }
 };
 
+// Named barriers (bar.sync / bar.arrive): `threads` threads (whole warps)
+// meet at barrier `id` (1 to 15; 0 is __syncthreads). A producer arrives
+// without waiting, a consumer syncs and waits for it; the writes to shared
+// memory before the arrival are visible after the sync (PTX memory model:
+// the arrive synchronizes with the sync of the same barrier).
+__device__ __forceinline__ void barrier_sync(unsigned id, unsigned threads) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void barrier_arrive(unsigned id, unsigned threads) {
+    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 __device__ __forceinline__ unsigned lane_id() { return threadIdx.x & 31u; }
 __device__ __forceinline__ unsigned warp_id() { return threadIdx.x >> 5; }
 

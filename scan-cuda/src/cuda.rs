@@ -566,7 +566,7 @@ impl Cuda {
         }
         let started = Instant::now();
         let source = ModuleSource::of::<Op>(self.capability, self.tuning)?;
-        let key = cache::key(&source.code, nvrtc::OPTIONS, &self.arch, self.nvrtc_version);
+        let key = cache::key(&source.code, &nvrtc::options(), &self.arch, self.nvrtc_version);
         let mut stats = CompileStats::default();
         let mut module = None;
         if let Some(cubin) = self.disk.as_ref().and_then(|d| d.get(key)) {

@@ -3,12 +3,13 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::CudaContext;
 use cudarc::nvrtc::Ptx;
 use scan_core::{Error, Result};
 
 use crate::buffer::driver_error;
-use crate::kernels::KernelTable;
+use crate::kernels::{variants, KernelTable, Stage};
 use crate::policy::{Algorithm, BlellochPolicy, SinglePassPolicy};
 use crate::single_pass::TileState;
 use crate::source::ModuleSource;
@@ -20,6 +21,9 @@ pub(crate) struct Module {
     pub(crate) single_pass: std::result::Result<SinglePassPolicy, String>,
     pub(crate) blelloch: BlellochPolicy,
     pub(crate) blelloch_shared_bytes: u32,
+    /// The single-pass kernels' persistent grid: as many blocks as the whole
+    /// GPU holds at once (0 without single-pass kernels).
+    pub(crate) single_pass_grid: u32,
     pub(crate) tile_state: Mutex<TileState>,
 }
 
@@ -28,8 +32,14 @@ impl Module {
     pub(crate) fn load(ctx: &Arc<CudaContext>, source: &ModuleSource, cubin: Vec<u8>) -> Result<Module> {
         let module = ctx.load_module(Ptx::from_binary(cubin)).map_err(|e| driver_error("module load", e))?;
         let shared = source.blelloch.shared_bytes(source.item_size);
+        let kernels = KernelTable::load(module, &source.stages())?;
+        let single_pass_grid = match &source.single_pass {
+            Ok(policy) => persistent_grid(ctx, &kernels, policy, source.item_size)?,
+            Err(_) => 0,
+        };
         Ok(Module {
-            kernels: KernelTable::load(module, &source.stages())?,
+            kernels,
+            single_pass_grid,
             item_size: source.item_size,
             single_pass: source.single_pass.clone(),
             blelloch: source.blelloch,
@@ -38,6 +48,42 @@ impl Module {
             tile_state: Mutex::new(TileState::default()),
         })
     }
+}
+
+/// Lets the single-pass kernels use their slots' dynamic shared memory
+/// (past the 48 KiB default, an opt-in) and returns how many of their blocks
+/// the GPU holds at once.
+fn persistent_grid(
+    ctx: &Arc<CudaContext>,
+    kernels: &KernelTable,
+    policy: &SinglePassPolicy,
+    item_size: usize,
+) -> Result<u32> {
+    let bytes = policy.dynamic_shared_bytes(item_size);
+    let dynamic = i32::try_from(bytes).map_err(|_| Error::TooLarge { what: "shared memory".into() })?;
+    let sms = ctx
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .map_err(|e| driver_error("SM count query", e))?;
+    let mut per_sm = u32::MAX;
+    for (direction, kind) in variants() {
+        let spec = scan_core::ScanSpec { direction, kind };
+        let f = kernels
+            .get(Stage::SinglePass, spec)
+            .ok_or_else(|| Error::Other("internal: the module has no single-pass kernels".into()))?;
+        f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic)
+            .map_err(|e| driver_error(&format!("opting in to {bytes} bytes of shared memory"), e))?;
+        let blocks = f
+            .occupancy_max_active_blocks_per_multiprocessor(policy.block_threads(), bytes, None)
+            .map_err(|e| driver_error("occupancy query", e))?;
+        per_sm = per_sm.min(blocks);
+    }
+    if per_sm == 0 {
+        return Err(Error::BadTuning(format!(
+            "no block of the single-pass kernels fits an SM ({} threads, {bytes} bytes of shared memory)",
+            policy.block_threads()
+        )));
+    }
+    Ok(per_sm * sms.max(1) as u32)
 }
 
 impl Module {

@@ -13,7 +13,18 @@ use scan_core::{Error, Result};
 ///
 /// `--fmad=false`: the CPU never fuses `a * b + c`, so neither does the GPU;
 /// results then differ from the CPU only by the order of combination.
-pub(crate) const OPTIONS: &[&str] = &["-std=c++17", "--fmad=false"];
+const OPTIONS: &[&str] = &["-std=c++17", "--fmad=false"];
+
+/// [`OPTIONS`], plus `-lineinfo` when the environment variable
+/// `SCAN_CUDA_LINEINFO` is set (to 1): compute-sanitizer and Nsight Compute
+/// then name the source line of each report, at no cost to the kernels.
+pub(crate) fn options() -> Vec<&'static str> {
+    let mut options = OPTIONS.to_vec();
+    if std::env::var_os("SCAN_CUDA_LINEINFO").is_some_and(|v| v == "1") {
+        options.push("-lineinfo");
+    }
+    options
+}
 
 /// Whether libnvrtc can be loaded (cudarc's loader panics when it cannot).
 pub fn is_available() -> bool {
@@ -114,7 +125,7 @@ fn compile_unguarded(code: &str, op: &str, arch: &str) -> Result<Vec<u8>> {
     })?;
     let name = CString::new(format!("scan_{op}.cu")).unwrap_or_default();
     let prog = Program(result::create_program(&src, Some(&name)).map_err(|e| nvrtc_err("nvrtcCreateProgram", e))?);
-    let mut options: Vec<String> = OPTIONS.iter().map(|s| s.to_string()).collect();
+    let mut options: Vec<String> = options().iter().map(|s| s.to_string()).collect();
     options.push(format!("--gpu-architecture={arch}"));
     // SAFETY: prog is live (owned by `prog`).
     let compiled = unsafe { result::compile_program(prog.0, &options) };

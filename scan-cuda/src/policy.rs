@@ -8,6 +8,25 @@ use scan_core::{Error, Result};
 /// Dynamic or static shared memory a block may use without opting in to more.
 const SHARED_LIMIT: usize = 48 * 1024;
 
+/// Shared memory one block may opt in to on compute capability `arch`
+/// (CUDA C++ Programming Guide, "Technical specifications per compute
+/// capability"); unknown architectures get the smallest recent figure.
+pub(crate) fn shared_limit_per_block(arch: u32) -> usize {
+    let kib = match arch {
+        70 | 72 => 96,
+        75 => 64,
+        80 | 87 => 163,
+        90..=109 => 227,
+        _ => 99,
+    };
+    kib * 1024
+}
+
+/// Shared memory of one SM; each resident block also reserves 1 KiB.
+fn shared_per_sm(arch: u32) -> usize {
+    shared_limit_per_block(arch) + 1024
+}
+
 /// The largest item the single-pass kernels take: a thread keeps a few items
 /// in registers through the look-back, and past this size they spill.
 pub const SINGLE_PASS_MAX_ITEM_BYTES: usize = 128;
@@ -62,7 +81,8 @@ pub enum StatusLayout {
 /// The launch shape of the single-pass kernels for one item type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SinglePassPolicy {
-    /// Threads per block (whole warps, 32 to 1024).
+    /// Scanning threads per block (whole warps, 32 to 992); the block has
+    /// one more warp, which looks back ([`SinglePassPolicy::block_threads`]).
     pub threads: u32,
     /// Consecutive items each thread scans in registers.
     pub items_per_thread: u32,
@@ -75,6 +95,12 @@ pub struct SinglePassPolicy {
     /// (`__launch_bounds__`): more blocks overlap more loads with look-backs,
     /// fewer registers per thread may spill.
     pub blocks_per_sm: u32,
+    /// Tiles a block holds in shared memory: the one it scans and up to
+    /// `stages - 1` waiting for their look-back, so that a look-back has `stages - 1`
+    /// tiles' time to finish before the block waits for it (1: the block
+    /// waits for each look-back). Each stage is a tile's worth of shared
+    /// memory.
+    pub stages: u32,
 }
 
 impl SinglePassPolicy {
@@ -85,9 +111,10 @@ impl SinglePassPolicy {
     /// Each thread keeps a run of about 128 bytes (32 `f32`s, 8 16-byte
     /// items), loaded with 16-byte vectors where the run length allows; 256
     /// threads for small items, fewer for large ones so registers last; the
-    /// look-back reads 32 predecessors per round trip. Large tiles keep the
-    /// chain of tile prefixes ahead of the loads (measured on the H200:
-    /// bench/gpu-h200-results.md).
+    /// look-back reads 32 predecessors per round trip; two stages, so a
+    /// block scans the next tile while its look-back warp finds the prefix of
+    /// the last one, and as many blocks per SM as their shared memory allows
+    /// (measured on the H200: bench/gpu-h200-results.md).
     ///
     /// ```
     /// use scan_cuda::{SinglePassPolicy, StatusLayout};
@@ -125,12 +152,43 @@ impl SinglePassPolicy {
             _ => 64,
         };
         let status = if size <= 8 { StatusLayout::Packed } else { StatusLayout::Split };
-        // Registers for 1024 resident threads (64 each) for small items, 512
-        // past 8 bytes; a window of 32 predecessors. Wider windows and fewer
-        // blocks measured slower (bench/gpu-h200-results.md, policy table).
+        // Registers for up to 1024 resident threads (64 each) for small
+        // items, 512 past 8 bytes, as far as shared memory allows; a window of
+        // 32 predecessors (wider windows measured slower:
+        // bench/gpu-h200-results.md, policy table).
         let threads_per_sm = if size <= 8 { 1024 } else { 512 };
-        let blocks_per_sm = (threads_per_sm / threads).max(1);
-        Ok(SinglePassPolicy { threads, items_per_thread: items as u32, status, lookback: 1, blocks_per_sm })
+        let mut policy = SinglePassPolicy {
+            threads,
+            items_per_thread: items as u32,
+            status,
+            lookback: 1,
+            blocks_per_sm: 1,
+            stages: 2,
+        };
+        // Smaller GPUs: one stage, then shorter runs, until a block fits.
+        while policy.shared_bytes(size) > shared_limit_per_block(arch) {
+            if policy.stages > 1 {
+                policy.stages -= 1;
+            } else if policy.items_per_thread > 1 {
+                policy.items_per_thread /= 2;
+            } else {
+                return Err(format!("items of {size} bytes do not fit this GPU's shared memory"));
+            }
+        }
+        policy.blocks_per_sm = policy.resident_blocks(size, arch, threads_per_sm);
+        Ok(policy)
+    }
+
+    /// Blocks of this shape that fit one SM's shared memory, at most
+    /// `threads_per_sm / threads` and at least 1.
+    fn resident_blocks(self, size: usize, arch: u32, threads_per_sm: u32) -> u32 {
+        let by_shared = shared_per_sm(arch) / (self.shared_bytes(size) + 1024);
+        (threads_per_sm / self.block_threads()).min(by_shared as u32).max(1)
+    }
+
+    /// Threads per block: the scanning threads and the look-back warp.
+    pub fn block_threads(self) -> u32 {
+        self.threads + 32
     }
 
     /// Items one block (one tile) scans.
@@ -138,14 +196,22 @@ impl SinglePassPolicy {
         self.threads as usize * self.items_per_thread as usize
     }
 
-    /// Shared memory of one block for items of `size` bytes (the exchange
-    /// slices and the block scan), an upper bound of what the kernel declares.
-    pub fn shared_bytes(self, size: usize) -> usize {
-        let run = self.items_per_thread as usize * size.max(1);
+    /// Dynamic shared memory of one block for items of `size` bytes: per
+    /// stage, a tile (the warps' exchange slices) and each scanning thread's
+    /// prefix within it; at least what the kernel uses.
+    pub fn dynamic_shared_bytes(self, size: usize) -> usize {
+        let size = size.max(1);
+        let run = self.items_per_thread as usize * size;
         // One padding vector (at most 16 bytes) per run, see exchange.cuh.
-        let exchange = self.threads as usize * (run + 16);
+        self.stages as usize * self.threads as usize * (run + 16 + size)
+    }
+
+    /// All the shared memory of one block for items of `size` bytes: the
+    /// buffers and the block scan, an upper bound of what the kernel uses.
+    pub fn shared_bytes(self, size: usize) -> usize {
         let warps = self.threads as usize / 32;
-        exchange + (warps + 1) * size.max(1).next_multiple_of(16) + 64
+        let slots = 2 * self.stages as usize + warps;
+        self.dynamic_shared_bytes(size) + slots * size.max(1).next_multiple_of(16) + 8 * (self.stages as usize + 1)
     }
 
     /// Bytes of tile status per tile for items of `size` bytes.
@@ -158,20 +224,28 @@ impl SinglePassPolicy {
     }
 
     /// Checks a policy (a default or an override) against the kernels'
-    /// limits, for items of `size` bytes.
-    pub fn validate(self, size: usize) -> Result<SinglePassPolicy> {
+    /// limits, for items of `size` bytes on compute capability `arch`.
+    pub fn validate(self, size: usize, arch: u32) -> Result<SinglePassPolicy> {
         let bad = |what: String| Err(Error::BadTuning(what));
-        if self.threads % 32 != 0 || !(32..=1024).contains(&self.threads) {
-            return bad(format!("{} threads per block: want a multiple of 32 from 32 to 1024", self.threads));
+        if self.threads % 32 != 0 || !(32..=992).contains(&self.threads) {
+            return bad(format!(
+                "{} scanning threads per block: want a multiple of 32 from 32 to 992 (the look-back warp makes \
+                 the block one warp larger)",
+                self.threads
+            ));
         }
         if !(1..=64).contains(&self.items_per_thread) {
             return bad(format!("{} items per thread: want 1 to 64", self.items_per_thread));
         }
-        if !(1..=32).contains(&self.blocks_per_sm) || self.blocks_per_sm * self.threads > 2048 {
+        if !(1..=32).contains(&self.blocks_per_sm) || self.blocks_per_sm * self.block_threads() > 2048 {
             return bad(format!(
                 "{} blocks of {} threads per SM: an SM holds 2048 threads",
-                self.blocks_per_sm, self.threads
+                self.blocks_per_sm,
+                self.block_threads()
             ));
+        }
+        if !(1..=4).contains(&self.stages) {
+            return bad(format!("{} stages: want 1 to 4", self.stages));
         }
         if !(1..=8).contains(&self.lookback) {
             return bad(format!("{} look-back statuses per lane: want 1 to 8", self.lookback));
@@ -181,12 +255,16 @@ impl SinglePassPolicy {
                 "a packed tile status holds items of up to 8 bytes, not {size}; use StatusLayout::Split"
             ));
         }
-        let shared = self.shared_bytes(size);
-        if shared > SHARED_LIMIT {
+        let (shared, limit) = (self.shared_bytes(size), shared_limit_per_block(arch));
+        if shared > limit {
             return bad(format!(
-                "{} threads x {} items of {size} bytes need {shared} bytes of shared memory per block; the limit is \
-                 {SHARED_LIMIT}",
-                self.threads, self.items_per_thread
+                "{} stage(s) of {} threads x {} items of {size} bytes need {shared} bytes of shared memory per \
+                 block; compute capability {}.{} allows {limit}",
+                self.stages,
+                self.threads,
+                self.items_per_thread,
+                arch / 10,
+                arch % 10
             ));
         }
         Ok(self)
@@ -279,6 +357,7 @@ pub struct Tuning {
     status: Option<StatusLayout>,
     lookback: Option<u32>,
     blocks_per_sm: Option<u32>,
+    stages: Option<u32>,
     adversarial_seed: u32,
 }
 
@@ -314,6 +393,13 @@ impl Tuning {
         self
     }
 
+    /// Stages (tiles a block holds at once, see
+    /// [`SinglePassPolicy::stages`]).
+    pub fn stages(mut self, stages: u32) -> Self {
+        self.stages = Some(stages);
+        self
+    }
+
     /// A debugging mode for tests: with a seed other than 0, blocks claim
     /// their tiles in an order unrelated to their index and publish their
     /// status late, at pseudo-random, sometimes skipping the aggregate, so
@@ -333,13 +419,14 @@ impl Tuning {
     /// `blocks_per_sm` keeps the policy's threads per SM.
     pub fn apply(self, policy: SinglePassPolicy) -> SinglePassPolicy {
         let threads = self.threads.unwrap_or(policy.threads);
-        let same_threads_per_sm = (policy.threads * policy.blocks_per_sm / threads.max(1)).max(1);
+        let same_threads_per_sm = (policy.block_threads() * policy.blocks_per_sm / (threads + 32)).max(1);
         SinglePassPolicy {
             threads,
             items_per_thread: self.items_per_thread.unwrap_or(policy.items_per_thread),
             status: self.status.unwrap_or(policy.status),
             lookback: self.lookback.unwrap_or(policy.lookback),
             blocks_per_sm: self.blocks_per_sm.unwrap_or(same_threads_per_sm),
+            stages: self.stages.unwrap_or(policy.stages),
         }
     }
 
@@ -356,6 +443,7 @@ impl Tuning {
             || self.status.is_some()
             || self.lookback.is_some()
             || self.blocks_per_sm.is_some()
+            || self.stages.is_some()
     }
 }
 
@@ -383,7 +471,11 @@ mod tests {
     fn every_default_single_pass_policy_is_valid() {
         for size in 1..=SINGLE_PASS_MAX_ITEM_BYTES {
             let p = SinglePassPolicy::for_item(size, 90).unwrap();
-            p.validate(size).unwrap_or_else(|e| panic!("size {size}: {p:?}: {e}"));
+            p.validate(size, 90).unwrap_or_else(|e| panic!("size {size}: {p:?}: {e}"));
+            assert!(
+                p.blocks_per_sm as usize * (p.shared_bytes(size) + 1024) <= shared_per_sm(90),
+                "size {size}: {p:?}"
+            );
             assert_eq!(p.status == StatusLayout::Packed, size <= 8, "size {size}");
             assert!(p.items_per_thread as usize * size <= 128 || p.items_per_thread == 1, "size {size}: {p:?}");
         }
@@ -393,13 +485,13 @@ mod tests {
     fn another_block_size_keeps_the_threads_per_sm() {
         for size in [4, 8, 16, 32] {
             let p = SinglePassPolicy::for_item(size, 90).unwrap();
-            for threads in [32, 96, 128, 256, 512, 1024] {
+            for threads in [32, 96, 128, 256, 512, 992] {
                 let t = Tuning::default().threads(threads).items_per_thread(1).apply(p);
-                let budget = p.threads * p.blocks_per_sm;
-                let resident = t.threads * t.blocks_per_sm;
-                assert!(resident <= budget.max(threads) && resident + threads > budget, "{size} B, {t:?}");
-                if t.shared_bytes(size) <= SHARED_LIMIT {
-                    t.validate(size).unwrap_or_else(|e| panic!("{size} B, {t:?}: {e}"));
+                let (budget, block) = (p.block_threads() * p.blocks_per_sm, t.block_threads());
+                let resident = block * t.blocks_per_sm;
+                assert!(resident <= budget.max(block) && resident + block > budget, "{size} B, {t:?}");
+                if t.shared_bytes(size) <= shared_limit_per_block(90) {
+                    t.validate(size, 90).unwrap_or_else(|e| panic!("{size} B, {t:?}: {e}"));
                 }
             }
         }
@@ -409,13 +501,13 @@ mod tests {
     fn bad_overrides_are_errors() {
         let p = SinglePassPolicy::for_item(16, 90).unwrap();
         assert!(matches!(
-            Tuning::default().status(StatusLayout::Packed).apply(p).validate(16),
+            Tuning::default().status(StatusLayout::Packed).apply(p).validate(16, 90),
             Err(Error::BadTuning(_))
         ));
-        assert!(matches!(Tuning::default().threads(100).apply(p).validate(16), Err(Error::BadTuning(_))));
-        assert!(matches!(Tuning::default().items_per_thread(0).apply(p).validate(16), Err(Error::BadTuning(_))));
+        assert!(matches!(Tuning::default().threads(100).apply(p).validate(16, 90), Err(Error::BadTuning(_))));
+        assert!(matches!(Tuning::default().items_per_thread(0).apply(p).validate(16, 90), Err(Error::BadTuning(_))));
         assert!(matches!(
-            Tuning::default().threads(1024).items_per_thread(64).apply(p).validate(16),
+            Tuning::default().threads(1024).items_per_thread(64).apply(p).validate(16, 90),
             Err(Error::BadTuning(_))
         ));
     }

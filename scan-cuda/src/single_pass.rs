@@ -137,10 +137,14 @@ impl<Op: ScanOp> DeviceScan<Op> for SinglePass<'_> {
             Operands::Into { src, dst } => (src.ptr, dst.ptr),
         };
         let tiles = len.div_ceil(self.policy.tile());
+        // A persistent grid: blocks take tiles from the counter until none
+        // are left (kernels/single_pass.cuh).
+        let blocks = tiles.min(self.module.single_pass_grid.max(1) as usize);
+        let shared = self.policy.dynamic_shared_bytes(self.module.item_size);
         let cfg = LaunchConfig {
-            grid_dim: (grid(tiles)?, 1, 1),
-            block_dim: (self.policy.threads, 1, 1),
-            shared_mem_bytes: 0,
+            grid_dim: (grid(blocks)?, 1, 1),
+            block_dim: (self.policy.block_threads(), 1, 1),
+            shared_mem_bytes: u32::try_from(shared).map_err(|_| Error::TooLarge { what: "shared memory".into() })?,
         };
         let kernel = self
             .module

@@ -50,7 +50,7 @@ impl ModuleSource {
         let align = std::mem::align_of::<Op::Item>();
         let blelloch = BlellochPolicy::for_item_size(size)?;
         let single_pass = match SinglePassPolicy::for_item(size, arch) {
-            Ok(p) => Ok(tuning.apply(p).validate(size)?),
+            Ok(p) => Ok(tuning.apply(p).validate(size, arch)?),
             Err(why) if tuning.overrides_shape() => return Err(scan_core::Error::BadTuning(why)),
             Err(why) => Err(why),
         };
@@ -114,6 +114,8 @@ impl ModuleSource {
         }
         if let Ok(p) = single_pass {
             let (threads, items, min_blocks, lookback) = (p.threads, p.items_per_thread, p.blocks_per_sm, p.lookback);
+            let block_threads = p.block_threads();
+            let stages = p.stages;
             let status = match p.status {
                 StatusLayout::Packed => format!("scan::PackedStatus<{item}>"),
                 StatusLayout::Split => format!("scan::SplitStatus<{item}>"),
@@ -124,11 +126,12 @@ impl ModuleSource {
                 let kernel = Stage::SinglePass.kernel_name(direction, kind);
                 let _ = write!(
                     code,
-                    "extern \"C\" __global__ void __launch_bounds__({threads}, {min_blocks}) {kernel}(\n\
+                    "extern \"C\" __global__ void __launch_bounds__({block_threads}, {min_blocks}) {kernel}(\n\
                      \x20   const {item}* src, {item}* dst, unsigned long long len, unsigned long long* counter,\n\
                      \x20   void* words, void* aggregates, void* prefixes, unsigned epoch, unsigned chaos) {{\n\
-                     \x20 scan::single_pass<{name}, {threads}, {items}, {lookback}, {reverse}, {inclusive}>(\n\
-                     \x20     src, dst, len, counter, {status}::make(words, aggregates, prefixes), epoch, chaos);\n\
+                     \x20 extern __shared__ __align__(16) unsigned char slots[];\n\
+                     \x20 scan::single_pass<{name}, {threads}, {items}, {lookback}, {stages}, {reverse}, {inclusive}>(\n\
+                     \x20     src, dst, len, counter, {status}::make(words, aggregates, prefixes), epoch, chaos, slots);\n\
                      }}\n"
                 );
             }

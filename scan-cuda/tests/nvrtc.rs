@@ -174,11 +174,13 @@ fn the_single_pass_kernels_build_for_every_status_layout_and_tuned_shape() {
         Tuning::default().threads(512).items_per_thread(16),
         Tuning::default().threads(256).items_per_thread(32),
         Tuning::default().threads(128).items_per_thread(24),
-        Tuning::default().threads(1024).items_per_thread(4),
+        Tuning::default().threads(992).items_per_thread(4),
         Tuning::default().threads(96).items_per_thread(3).lookback(2),
         Tuning::default().threads(128).items_per_thread(64).lookback(3),
         Tuning::default().threads(256).items_per_thread(32).lookback(1),
         Tuning::default().threads(256).items_per_thread(32).lookback(8),
+        Tuning::default().threads(32).items_per_thread(1).stages(3),
+        Tuning::default().threads(256).items_per_thread(16).stages(1),
     ];
     build::<AddF32>(&[split]);
     build::<AddF32>(&shapes);
@@ -186,16 +188,16 @@ fn the_single_pass_kernels_build_for_every_status_layout_and_tuned_shape() {
     build::<AddF64x8>(&[Tuning::default().threads(64).items_per_thread(2)]);
     // The shapes tests/gpu_single_pass.rs runs (4-byte items, and 16-byte
     // items with a quarter of the items).
-    for (threads, items, lookback, split) in [
-        (512, 16, 4, false),
-        (128, 24, 1, false),
-        (96, 3, 2, false),
-        (1024, 4, 8, true),
-        (32, 1, 1, false),
-        (128, 64, 3, false),
+    for (threads, items, lookback, stages, split) in [
+        (512, 16, 4, 2, false),
+        (128, 24, 1, 1, false),
+        (96, 3, 2, 3, false),
+        (992, 4, 8, 2, true),
+        (32, 1, 1, 4, false),
+        (128, 64, 3, 1, false),
     ] {
         let tuning = |items: u32| {
-            let t = Tuning::default().threads(threads).items_per_thread(items).lookback(lookback);
+            let t = Tuning::default().threads(threads).items_per_thread(items).lookback(lookback).stages(stages);
             if split {
                 t.status(StatusLayout::Split)
             } else {
@@ -212,6 +214,6 @@ fn the_single_pass_kernels_build_for_every_status_layout_and_tuned_shape() {
 fn a_tuning_the_kernels_cannot_run_is_an_error() {
     let packed_16_bytes = scan_cuda::compile_with::<StatsOp>("sm_90", Tuning::default().status(StatusLayout::Packed));
     assert!(matches!(packed_16_bytes, Err(Error::BadTuning(_))), "{packed_16_bytes:?}");
-    let too_big = scan_cuda::compile_with::<AddF64x8>("sm_90", Tuning::default().threads(1024).items_per_thread(8));
+    let too_big = scan_cuda::compile_with::<AddF64x8>("sm_90", Tuning::default().threads(992).items_per_thread(8));
     assert!(matches!(too_big, Err(Error::BadTuning(_))), "{too_big:?}");
 }
