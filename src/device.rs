@@ -1,6 +1,6 @@
 //! `Device`: run scans on the GPU when CUDA works, on the CPU otherwise.
 
-use scan_core::{CudaOp, Result, ScanSpec};
+use scan_core::{CudaOp, Result, Scan, ScanSpec};
 use scan_cpu::Cpu;
 use scan_cuda::Cuda;
 
@@ -136,6 +136,24 @@ impl Device {
             Backend::Cuda(cuda) => cuda.scan_rows_in_place::<Op>(data, rows, spec),
             Backend::Cpu(cpu) => cpu.scan_rows_in_place::<Op>(data, rows, spec),
         }
+    }
+}
+
+impl<Op: CudaOp> Scan<Op> for Device {
+    fn scan_into(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+        Device::scan_into::<Op>(self, input, output, spec)
+    }
+    fn scan(&self, input: &[Op::Item], spec: ScanSpec) -> Result<Vec<Op::Item>> {
+        Device::scan::<Op>(self, input, spec)
+    }
+    fn scan_in_place(&self, data: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+        Device::scan_in_place::<Op>(self, data, spec)
+    }
+    fn scan_rows(&self, input: &[Op::Item], output: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
+        Device::scan_rows::<Op>(self, input, output, rows, spec)
+    }
+    fn scan_rows_in_place(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
+        Device::scan_rows_in_place::<Op>(self, data, rows, spec)
     }
 }
 

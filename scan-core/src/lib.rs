@@ -2,7 +2,7 @@
 //! ([`ScanSpec`]), the device-level contract every algorithm implements
 //! ([`device::DeviceScan`]), the sequential [`mod@reference`], the [`blelloch`]
 //! algorithms, the naive [`hillis_steele`] scan, and the [`Error`] every
-//! fallible call returns.
+//! fallible call returns, and [`Scan`], the calls every executor offers.
 //!
 //! Nothing here knows about threads or GPUs: backends (`scan-cpu`, `scan-cuda`)
 //! implement [`blelloch::BlockBackend`] to run the same multi-block driver,
@@ -19,6 +19,7 @@ pub mod blelloch;
 mod cuda_type;
 pub mod device;
 mod error;
+mod executor;
 pub mod hillis_steele;
 mod op;
 pub mod ops;
@@ -28,6 +29,7 @@ pub mod testing;
 
 pub use cuda_type::{CudaFloat, CudaScalar, CudaType};
 pub use error::{Error, Result};
+pub use executor::Scan;
 pub use op::{CudaOp, CudaSource, ScanOp};
 pub use spec::{Direction, Kind, ScanSpec};
 

@@ -4,7 +4,7 @@ use std::fmt;
 use std::mem::MaybeUninit;
 
 use scan_core::device::{DeviceScan, Operands};
-use scan_core::{blelloch, reference, Error, Result, ScanOp, ScanSpec};
+use scan_core::{blelloch, reference, Error, Result, Scan, ScanOp, ScanSpec};
 
 use crate::blelloch::ThreadedBlocks;
 use crate::{rows, sequential, tiled};
@@ -222,6 +222,24 @@ impl Cpu {
     /// How to run a scan whose whole output holds `len` items of `T`.
     pub(crate) fn run<T>(&self, len: usize) -> Run {
         Run { algorithm: self.algorithm, threads: self.threads, stream: tiled::should_stream::<T>(len) }
+    }
+}
+
+impl<Op: ScanOp> Scan<Op> for Cpu {
+    fn scan_into(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+        Cpu::scan_into::<Op>(self, input, output, spec)
+    }
+    fn scan(&self, input: &[Op::Item], spec: ScanSpec) -> Result<Vec<Op::Item>> {
+        Cpu::scan::<Op>(self, input, spec)
+    }
+    fn scan_in_place(&self, data: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+        Cpu::scan_in_place::<Op>(self, data, spec)
+    }
+    fn scan_rows(&self, input: &[Op::Item], output: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
+        Cpu::scan_rows::<Op>(self, input, output, rows, spec)
+    }
+    fn scan_rows_in_place(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
+        Cpu::scan_rows_in_place::<Op>(self, data, rows, spec)
     }
 }
 

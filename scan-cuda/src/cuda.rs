@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
 use scan_core::blelloch::Driver;
 use scan_core::device::{DeviceScan, Operands};
-use scan_core::{reference, CudaOp, Error, Result, ScanSpec};
+use scan_core::{reference, CudaOp, Error, Result, Scan, ScanSpec};
 
 use crate::blelloch::GpuBlocks;
 use crate::buffer::{driver_error, raw, DeviceBuffer, Raw};
@@ -604,6 +604,24 @@ impl Cuda {
         drop(all);
         lock(&self.modules).insert(id, module.clone());
         Ok(module)
+    }
+}
+
+impl<Op: CudaOp> Scan<Op> for Cuda {
+    fn scan_into(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+        Cuda::scan_into::<Op>(self, input, output, spec)
+    }
+    fn scan(&self, input: &[Op::Item], spec: ScanSpec) -> Result<Vec<Op::Item>> {
+        Cuda::scan::<Op>(self, input, spec)
+    }
+    fn scan_in_place(&self, data: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+        Cuda::scan_in_place::<Op>(self, data, spec)
+    }
+    fn scan_rows(&self, input: &[Op::Item], output: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
+        Cuda::scan_rows::<Op>(self, input, output, rows, spec)
+    }
+    fn scan_rows_in_place(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
+        Cuda::scan_rows_in_place::<Op>(self, data, rows, spec)
     }
 }
 

@@ -1,0 +1,78 @@
+//! [`Scan`]: the calls every executor offers, so that code written once runs
+//! on any of them.
+
+use crate::{Result, ScanOp, ScanSpec};
+
+/// An executor of scans of `Op`: `scan_cpu::Cpu` for every [`ScanOp`],
+/// `scan_cuda::Cuda` and the facade's `Device` for every
+/// [`CudaOp`](crate::CudaOp).
+///
+/// Each executor also has these calls as inherent methods, generic over the
+/// operator (`cpu.scan::<Add<i32>>(..)`); the trait is for code that takes
+/// "any executor" and is written once:
+///
+/// ```
+/// use scan_core::{ops::Add, Scan, ScanSpec};
+///
+/// fn running_totals<E: Scan<Add<u64>>>(executor: &E, x: &[u64]) -> scan_core::Result<Vec<u64>> {
+///     executor.scan(x, ScanSpec::inclusive())
+/// }
+///
+/// // Any executor: here a sequential one, written in a few lines.
+/// struct Sequential;
+/// impl<Op: scan_core::ScanOp> Scan<Op> for Sequential {
+///     fn scan_into(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> scan_core::Result<()> {
+///         scan_core::Error::check_lengths(input.len(), output.len())?;
+///         output.copy_from_slice(&scan_core::reference::scan::<Op>(input, spec));
+///         Ok(())
+///     }
+/// }
+/// assert_eq!(running_totals(&Sequential, &[1, 2, 3])?, [1, 3, 6]);
+/// # Ok::<(), scan_core::Error>(())
+/// ```
+///
+/// Only [`Scan::scan_into`] is required; the other calls have default
+/// implementations through it, which executors replace with their own.
+pub trait Scan<Op: ScanOp> {
+    /// Scans `input` into `output`, which must have the same length
+    /// ([`Error::LengthMismatch`](crate::Error::LengthMismatch) otherwise).
+    fn scan_into(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()>;
+
+    /// Scans `input` into a new vector.
+    fn scan(&self, input: &[Op::Item], spec: ScanSpec) -> Result<Vec<Op::Item>> {
+        let mut output = input.to_vec();
+        self.scan_into(input, &mut output, spec)?;
+        Ok(output)
+    }
+
+    /// Scans `data` in place.
+    fn scan_in_place(&self, data: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+        let input = data.to_vec();
+        self.scan_into(&input, data, spec)
+    }
+
+    /// Scans each row of a row-major `[rows, len / rows]` buffer
+    /// independently, from `input` into `output` (same length). Errors:
+    /// [`Error::LengthMismatch`](crate::Error::LengthMismatch), and
+    /// [`Error::BadShape`](crate::Error::BadShape) when `rows` is 0 or does
+    /// not divide the length.
+    fn scan_rows(&self, input: &[Op::Item], output: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
+        crate::Error::check_lengths(input.len(), output.len())?;
+        let row_len = crate::reference::row_len(input.len(), rows)?;
+        if row_len == 0 {
+            return Ok(());
+        }
+        for (x, y) in input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)) {
+            self.scan_into(x, y, spec)?;
+        }
+        Ok(())
+    }
+
+    /// Scans each row of a row-major `[rows, len / rows]` buffer in place
+    /// ([`Error::BadShape`](crate::Error::BadShape) when `rows` is 0 or does
+    /// not divide the length).
+    fn scan_rows_in_place(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
+        let input = data.to_vec();
+        self.scan_rows(&input, data, rows, spec)
+    }
+}
