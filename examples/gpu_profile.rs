@@ -5,13 +5,12 @@
 //! ncu --launch-skip 2 --launch-count 1 -k regex:single_pass target/release/examples/gpu_profile f32-add 28
 //! ```
 //!
-//! Inputs are random (never zeros), the scan is inclusive, forward and out of
+//! Inputs are pseudo-random (a Weyl sequence), the scan is inclusive, forward and out of
 //! place between device buffers, three times.
 
 use scan::cuda::{Algorithm, Cuda};
 use scan::ops::{Add, LinearRecurrence};
 use scan::{CudaOp, ScanSpec};
-use scan_core::testing::Rng;
 
 fn run<Op: CudaOp>(cuda: &Cuda, x: &[Op::Item]) -> scan::Result<()> {
     let input = cuda.upload(x)?;
@@ -34,17 +33,17 @@ fn main() -> scan::Result<()> {
     };
     let cuda = Cuda::new()?.with_algorithm(algorithm);
     println!("{cuda}: {case} 2^{log}, {algorithm}");
-    let mut rng = Rng::new(7);
     let n = 1usize << log;
+    // Deterministic, well-spread data: u(i) in [0, 1) (never a run of zeros).
+    let u = |i: usize| (i as f64 * 0.618_033_988_749_895).fract();
+    let a = |i: usize| 0.9 + 0.1 * u(i);
+    let b = |i: usize| 2.0 * u(7 * i + 3) - 1.0;
     match case {
-        "i32-add" => run::<Add<i32>>(&cuda, &rng.vec(n, |r| r.next_u64() as i32)),
-        "linrec-f32" => run::<LinearRecurrence<f32>>(
-            &cuda,
-            &rng.vec(n, |r| (r.range_f64(0.9, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32)),
-        ),
-        "linrec-f64" => {
-            run::<LinearRecurrence<f64>>(&cuda, &rng.vec(n, |r| (r.range_f64(0.9, 1.0), r.range_f64(-1.0, 1.0))))
+        "i32-add" => run::<Add<i32>>(&cuda, &(0..n).map(|i| (u(i) * 2e9) as i32 - 1_000_000_000).collect::<Vec<_>>()),
+        "linrec-f32" => {
+            run::<LinearRecurrence<f32>>(&cuda, &(0..n).map(|i| (a(i) as f32, b(i) as f32)).collect::<Vec<_>>())
         }
-        _ => run::<Add<f32>>(&cuda, &rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32)),
+        "linrec-f64" => run::<LinearRecurrence<f64>>(&cuda, &(0..n).map(|i| (a(i), b(i))).collect::<Vec<_>>()),
+        _ => run::<Add<f32>>(&cuda, &(0..n).map(|i| b(i) as f32).collect::<Vec<_>>()),
     }
 }

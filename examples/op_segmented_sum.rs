@@ -4,13 +4,12 @@
 //! The body branches on the flag; the checker splits cases on the flags and
 //! proves both laws at compile time, so no `assume_associative` is needed.
 //!
-//! Prints the generated CUDA, scans random segments on the CPU and checks each
+//! Prints the generated CUDA, scans segments of irregular lengths on the CPU and checks each
 //! running sum against a direct per-segment loop.
 //!
 //! `cargo run --example op_segmented_sum`
 
 use scan::{scan_op, Cpu, CudaOp, ScanSpec};
-use scan_core::testing::Rng;
 
 /// A set flag on the right starts a new segment: keep only its value.
 #[scan_op(identity = (false, 0))]
@@ -21,9 +20,11 @@ pub fn segmented_sum(l: (bool, i64), r: (bool, i64)) -> (bool, i64) {
 pub fn main() -> scan::Result<()> {
     println!("{}", SegmentedSum::cuda_source().code);
 
-    let mut rng = Rng::fresh("op_segmented_sum");
     let n = 100_003;
-    let items = rng.vec(n, |r| (r.below(50) == 0, r.below(2001) as i64 - 1000));
+    // Segments of irregular lengths (a head where the Weyl sequence u(i)
+    // falls below 0.02, about one item in 50), values in [-1000, 1000].
+    let u = |i: usize| (i as f64 * 0.618_033_988_749_895).fract();
+    let items: Vec<(bool, i64)> = (0..n).map(|i| (u(i) < 0.02, (i * 7919 % 2001) as i64 - 1000)).collect();
     let out = Cpu::new().scan::<SegmentedSum>(&items, ScanSpec::inclusive())?;
 
     let mut running = 0i64;

@@ -1,4 +1,4 @@
-//! The first thing to run: scans 2^24 random items on the best backend this
+//! The first thing to run: scans 2^24 pseudo-random items on the best backend this
 //! machine has (a CUDA GPU if one works, the CPU otherwise), checks every
 //! result against an f64 evaluation, and says how fast it went.
 //!
@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use scan::ops::{Add, LinearRecurrence};
 use scan::{CudaOp, Device, ScanSpec};
-use scan_core::testing::Rng;
 
 const N: usize = 1 << 24;
 
@@ -28,16 +27,17 @@ fn main() -> ExitCode {
 fn run() -> Result<(), String> {
     let device = Device::auto();
     println!("backend: {device}");
-    let mut rng = Rng::fresh("quickstart");
+    // Deterministic, well-spread data: u(i) in [0, 1).
+    let u = |i: usize| (i as f64 * 0.618_033_988_749_895).fract();
 
-    // Prefix sums of random floats.
-    let x = rng.vec(N, |r| r.range_f64(-1.0, 1.0) as f32);
+    // Prefix sums of floats in [-1, 1).
+    let x: Vec<f32> = (0..N).map(|i| (2.0 * u(i) - 1.0) as f32).collect();
     let (out, time) = timed_scan::<Add<f32>>(&device, &x)?;
     let (worst, bound) = check_sum(&x, &out)?;
     report("f32 add (prefix sums)", &x, time, worst, bound);
 
     // h_t = a_t * h_{t-1} + b_t: the recurrence of state-space models.
-    let ab = rng.vec(N, |r| (r.range_f64(0.9, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32));
+    let ab: Vec<(f32, f32)> = (0..N).map(|i| ((0.9 + 0.1 * u(i)) as f32, (2.0 * u(7 * i + 3) - 1.0) as f32)).collect();
     let (out, time) = timed_scan::<LinearRecurrence<f32>>(&device, &ab)?;
     let (worst, bound) = check_recurrence(&ab, &out)?;
     report("linear recurrence h_t = a_t h_(t-1) + b_t", &ab, time, worst, bound);

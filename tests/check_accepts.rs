@@ -7,7 +7,7 @@
 #![allow(dead_code)]
 
 use scan::{reference, scan_op, Cpu, ScanOp, ScanSpec};
-use scan_core::testing::{boundary_sizes, Rng};
+use scan_testing::{boundary_sizes, Rng};
 
 #[scan_op(identity = 0.0)]
 fn add(a: f64, b: f64) -> f64 {

@@ -9,7 +9,7 @@
 
 use scan::ops::{Add, LinearRecurrence, MatMul2x2, Max};
 use scan::{reference, Algorithm, Cpu, Device, Error, ScanOp, ScanSpec};
-use scan_core::testing::Rng;
+use scan_testing::Rng;
 
 fn sizes<T>() -> Vec<usize> {
     let mut s = vec![0, 1, 2, 3, 7, 8, 9, 31, 32, 33, 1000, (1 << 20) + 7];

@@ -9,7 +9,7 @@ use std::fmt::Debug;
 
 use scan::ops::{Add, MatMul2x2, Max};
 use scan::{reference, Algorithm, Cpu, Cuda, Device, Error, Scan, ScanOp, ScanSpec};
-use scan_core::testing::Rng;
+use scan_testing::Rng;
 
 /// Every call of the trait on `x`, every kind and direction, rows included,
 /// and the two shape errors.

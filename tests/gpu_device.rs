@@ -5,7 +5,7 @@ mod support;
 
 use scan::ops::{LinearRecurrence, MatMul2x2};
 use scan::{Device, ScanSpec};
-use scan_core::testing::Rng;
+use scan_testing::Rng;
 type LinRecF32 = LinearRecurrence<f32>;
 
 /// Runs everywhere: opening CUDA never panics; without it the error says why.

@@ -11,9 +11,9 @@
 mod support;
 
 use scan::ops::{Add, BestPrefix, LinearRecurrence, MatMul2x2, Max, Min, Mul, SegmentedAdd, Xor};
-use scan_core::testing::Rng;
 use scan_core::{reference, ScanSpec};
 use scan_cuda::{Algorithm, SinglePassPolicy};
+use scan_testing::Rng;
 use support::gpu::{check_op, check_rows, cuda, exact, executors, small_int};
 use support::ops::{AddF64x8, SegSumU64, Stats, StatsOp};
 use support::user_ops::{Affine, AffineI32Counted, Compose, CountAndSum, QuaternionProduct};

@@ -22,9 +22,9 @@ use std::fmt::Debug;
 use scan::ops::{Add, LinearRecurrence, MatMul2x2};
 use scan::{CudaOp, ScanSpec};
 use scan_core::reference;
-use scan_core::testing::Rng;
 use scan_cuda::{Algorithm, Cuda, StatusLayout, Tuning};
-use support::gpu::{cuda, max_len, single_pass_tile, small_int, POISON};
+use scan_testing::Rng;
+use support::gpu::{cuda, max_len, poisoned, single_pass_tile, small_int};
 use support::ops::{AddF64x8, AddU64x20};
 use support::user_ops::{AffineI32Counted, QuaternionProduct};
 
@@ -37,9 +37,7 @@ where
     for spec in ScanSpec::ALL {
         let want = reference::scan::<Op>(input, spec);
         let dev_in = cuda.upload(input).unwrap();
-        let mut dev_out = cuda.upload(input).unwrap();
-        // SAFETY: POISON repeated is a valid item of every type scanned here.
-        unsafe { dev_out.poison(POISON) }.unwrap();
+        let mut dev_out = cuda.upload(&poisoned::<Op::Item>(input.len())).unwrap();
         cuda.scan_device_into::<Op>(&dev_in, &mut dev_out, spec).unwrap();
         let got = dev_out.download().unwrap();
         if let Some(i) = (0..input.len()).find(|&i| got[i] != want[i]) {

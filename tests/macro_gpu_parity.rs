@@ -20,7 +20,7 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 use macro_ops::*;
 use scan::ops::{Add, BestPrefix, LinearRecurrence as Lr, MatMul2x2, Max, Min, Mul, SegmentedAdd};
 use scan::CudaOp;
-use scan_core::testing::Rng;
+use scan_testing::Rng;
 
 /// Random values with a good share of edge cases.
 trait Sample: Sized {

@@ -7,7 +7,7 @@ mod macro_ops;
 use macro_ops::*;
 use scan::ops::{Add, And, BestPrefix, MatMul2x2, Max, Min, SegmentedAdd, Xor};
 use scan::{reference, Cpu, CudaOp, ScanOp, ScanSpec};
-use scan_core::testing::{boundary_sizes, Rng};
+use scan_testing::{boundary_sizes, Rng};
 
 #[test]
 fn generated_combine_equals_the_fn_on_random_inputs() {

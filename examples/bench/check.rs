@@ -2,7 +2,7 @@
 //! shared by the CPU and GPU sections. Every comparison goes through
 //! [`within`], which NaN never passes (unlike a test written `err > bound`).
 
-use scan_core::testing::within;
+use scan_testing::within;
 
 /// The first index where `got` is not the inclusive sum of `x` (or where the
 /// lengths differ), against an f64 evaluation, within the first-order bound

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 
 use scan::ops::{Add, LinearRecurrence, Max};
 use scan::{Algorithm, Cpu, ScanOp, ScanSpec};
-use scan_core::testing::Rng;
+use scan_testing::Rng;
 
 use crate::check::{bad_recurrence, bad_sum};
 use crate::{median_times, Args, Row};

@@ -16,8 +16,8 @@
 use std::fmt::Write as _;
 
 use scan::{scan_op, CudaOp, ScanSpec};
-use scan_core::testing::Rng;
 use scan_cuda::{Algorithm, Cuda, DeviceBuffer, SinglePassPolicy, StatusLayout, Tuning};
+use scan_testing::Rng;
 
 use crate::check::{bad_recurrence, bad_recurrence_f64, bad_sum};
 use crate::{Args, Row};
@@ -157,8 +157,15 @@ fn checked<Op: CudaOp>(
 where
     Op::Item: PartialEq,
 {
-    // SAFETY: 0xA5 repeated is a valid item of every case (floats and integers).
-    unsafe { work.poison(0xA5) }.map_err(err(name))?;
+    let mut poison = Vec::<Op::Item>::with_capacity(input.len());
+    // SAFETY: the capacity holds input.len() items, all of whose bytes are
+    // written; 0xA5 repeated is a valid item of every case (floats and
+    // integers and aggregates of them).
+    unsafe {
+        std::ptr::write_bytes(poison.as_mut_ptr(), 0xA5, input.len());
+        poison.set_len(input.len());
+    }
+    *work = cuda.upload(&poison).map_err(err(name))?;
     cuda.scan_device_into::<Op>(pristine, work, ScanSpec::inclusive()).map_err(err(name))?;
     if let Some(i) = bad(cuda.algorithm(), &work.download().map_err(err(name))?) {
         return Err(format!("{name}: the GPU {} scan is wrong at index {i}", cuda.algorithm()));

@@ -24,8 +24,8 @@ pub mod hillis_steele;
 mod op;
 pub mod ops;
 pub mod reference;
+mod rng;
 mod spec;
-pub mod testing;
 
 pub use cuda_type::{CudaFloat, CudaScalar, CudaType};
 pub use error::{Error, Result};
@@ -38,4 +38,5 @@ pub use spec::{Direction, Kind, ScanSpec};
 pub mod __private {
     pub use crate::cuda_type::__private::{c_struct, op_name, PRELUDE};
     pub use crate::cuda_type::CField;
+    pub use crate::rng::Rng;
 }

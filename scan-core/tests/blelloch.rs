@@ -7,8 +7,8 @@
 
 use scan_core::blelloch::{block, scan_in_place, SliceBackend};
 use scan_core::ops::{Add, LinearRecurrence, MatMul2x2, Max};
-use scan_core::testing::{boundary_sizes, Rng};
 use scan_core::{reference, ScanOp, ScanSpec};
+use scan_testing::{boundary_sizes, Rng};
 
 /// 0..=70 (every ragged tail for blocks up to 4, up to 4 levels), then a few
 /// larger boundary sizes.

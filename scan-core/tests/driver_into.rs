@@ -3,8 +3,8 @@
 
 use scan_core::blelloch::{scan_into, SliceBackend};
 use scan_core::ops::{Add, MatMul2x2};
-use scan_core::testing::{boundary_sizes, Rng};
 use scan_core::{reference, Error, ScanSpec};
+use scan_testing::{boundary_sizes, Rng};
 
 #[test]
 fn scan_into_writes_every_item_and_keeps_the_input() {

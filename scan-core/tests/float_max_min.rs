@@ -4,8 +4,8 @@
 //! either order, as CUDA's `fmaxf`/`fminf` do.
 
 use scan_core::ops::{Max, Min};
-use scan_core::testing::Rng;
 use scan_core::ScanOp;
+use scan_testing::Rng;
 
 fn specials() -> Vec<f32> {
     vec![0.0, -0.0, 1.0, -1.0, f32::NAN, -f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MIN_POSITIVE, 1e-45]

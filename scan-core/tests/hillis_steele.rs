@@ -6,8 +6,8 @@ use std::cell::Cell;
 
 use scan_core::blelloch::block;
 use scan_core::ops::{Add, LinearRecurrence, MatMul2x2};
-use scan_core::testing::{boundary_sizes, Rng};
 use scan_core::{hillis_steele, reference, ScanOp, ScanSpec};
+use scan_testing::{boundary_sizes, Rng};
 
 fn check<Op: ScanOp>(label: &str, mut gen: impl FnMut(&mut Rng) -> Op::Item)
 where

@@ -161,7 +161,8 @@ pub(crate) fn finish_tile<Op: ScanOp, const REV: bool>(
 
 #[cfg(test)]
 mod tests {
-    use scan_core::{ops::MatMul2x2, reference, testing::Rng, ScanSpec};
+    use scan_core::{ops::MatMul2x2, reference, ScanSpec};
+    use scan_testing::Rng;
 
     use super::*;
 

@@ -4,9 +4,9 @@
 mod support;
 
 use scan_core::ops::{Add, LinearRecurrence, MatMul2x2};
-use scan_core::testing::Rng;
 use scan_core::{reference, Error, ScanOp, ScanSpec};
 use scan_cpu::{tile_len, Algorithm, Cpu, STREAM_MIN_BYTES};
+use scan_testing::Rng;
 
 use support::{for_each_scan_on, Check};
 

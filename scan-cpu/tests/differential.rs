@@ -15,8 +15,8 @@
 mod support;
 
 use scan_core::ops::{Add, LinearRecurrence, MatMul2x2, Max, Min, Mul};
-use scan_core::testing::Rng;
 use scan_core::ScanOp;
+use scan_testing::Rng;
 
 use support::{for_each_scan, sizes, Check, BIG};
 

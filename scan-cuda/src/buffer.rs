@@ -152,32 +152,6 @@ impl<T: Copy> DeviceBuffer<T> {
         stream.memcpy_dtod(&src.slice, &mut self.slice).map_err(|e| driver_error("device copy", e))
     }
 
-    /// Sets every byte to `byte`: tests poison outputs so that an item the
-    /// kernels never wrote cannot pass for a result.
-    ///
-    /// # Safety
-    ///
-    /// Items made of `byte` repeated may be invalid values of `T` (a `bool` is
-    /// 0 or 1 only). Before the buffer is read as `T` again (downloaded,
-    /// scanned in place, used as a scan's input), either every item must be
-    /// overwritten (e.g. as the output of [`Cuda::scan_device_into`](crate::Cuda::scan_device_into)),
-    /// or `byte` repeated must be a valid `T`: any byte for integers, floats and
-    /// aggregates of them; 0 or 1 where `T` holds a `bool`.
-    pub unsafe fn poison(&mut self, byte: u8) -> Result<()> {
-        if self.is_empty() {
-            return Ok(());
-        }
-        let bytes = self.num_bytes();
-        let stream = self.stream().clone();
-        let (ptr, _sync) = self.slice.device_ptr_mut(&stream);
-        // SAFETY: `ptr` addresses `bytes` bytes owned by this buffer, used on
-        // its own stream.
-        unsafe { result::memset_d8_async(ptr, byte, bytes, stream.cu_stream()) }
-            .map_err(|e| driver_error("poison", e))?;
-        drop(_sync);
-        stream.synchronize().map_err(|e| driver_error("poison", e))
-    }
-
     /// The device address of the first item, for launches on `stream` that
     /// only read the buffer.
     pub(crate) fn device_ptr(&self, stream: &CudaStream) -> u64 {

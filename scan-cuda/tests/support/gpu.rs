@@ -4,9 +4,9 @@
 
 use std::fmt::Debug;
 
-use scan_core::testing::{boundary_sizes, Rng};
 use scan_core::{reference, CudaOp, ScanSpec};
 use scan_cuda::{Algorithm, BlellochPolicy, Cuda, SinglePassPolicy};
+use scan_testing::{boundary_sizes, Rng};
 
 /// The GPU, or a failure: a GPU test that cannot run must not pass. (These
 /// tests are `#[ignore]`d so that machines without a GPU never run them;
@@ -73,10 +73,22 @@ fn first_mismatch<T: Debug>(got: &[T], want: &[T], eq: &impl Fn(&T, &T) -> bool)
 
 /// The byte poisoned outputs are filled with. 0x01 repeated is a valid value
 /// of every item type these tests scan (integers, floats, `bool` (true),
-/// aggregates of them), which `DeviceBuffer::poison` requires should a kernel
-/// leave an item unwritten; it is also no scan result the tests' data makes
+/// aggregates of them), so an item a kernel left unwritten is still a valid
+/// value, which the comparison then reports; it is also no scan result the tests' data makes
 /// (an exclusive scan's first item is the identity, never 0x0101...).
 pub const POISON: u8 = 0x01;
+
+/// `n` items made of [`POISON`] bytes.
+pub fn poisoned<T: Copy>(n: usize) -> Vec<T> {
+    let mut v = Vec::<T>::with_capacity(n);
+    // SAFETY: the capacity holds `n` items, whose bytes are all written; POISON
+    // repeated is a valid value of every item type these tests scan (above).
+    unsafe {
+        std::ptr::write_bytes(v.as_mut_ptr(), POISON, n);
+        v.set_len(n);
+    }
+    v
+}
 
 /// Runs `Op` on the GPU, on every executor (one per algorithm), for every
 /// size and every (kind, direction), three ways, and compares every item of
@@ -103,10 +115,7 @@ pub fn check_op<Op: CudaOp>(
                 let ctx = format!("{label} ({}): n = {n}, {spec:?}", cuda.algorithm());
 
                 let dev_in = cuda.upload(&input).unwrap();
-                // A buffer of the right length whatever the item type, then poisoned.
-                let mut dev_out = cuda.upload(&input).unwrap();
-                // SAFETY: POISON repeated is a valid item of every type scanned here.
-                unsafe { dev_out.poison(POISON) }.unwrap();
+                let mut dev_out = cuda.upload(&poisoned::<Op::Item>(n)).unwrap();
                 cuda.scan_device_into::<Op>(&dev_in, &mut dev_out, spec).unwrap();
                 if let Some(m) = first_mismatch(&dev_out.download().unwrap(), &want, &eq) {
                     panic!("{ctx}, device into poisoned output: {m}");

@@ -212,7 +212,7 @@ pub fn laws_test(op: &OpDef) -> TokenStream {
             }
             /// A small nonnegative integer of any scalar type.
             #[allow(dead_code)]
-            fn __small<S: ::scan_core::CudaScalar>(rng: &mut ::scan_core::testing::Rng) -> S {
+            fn __small<S: ::scan_core::CudaScalar>(rng: &mut ::scan_core::__private::Rng) -> S {
                 let mut v = S::ZERO;
                 for _ in 0..rng.below(9) {
                     v = v + S::ONE;
@@ -223,7 +223,7 @@ pub fn laws_test(op: &OpDef) -> TokenStream {
                 let parts: Vec<String> = vec![#(#show),*];
                 format!("({})", parts.join(", "))
             }
-            let mut rng = ::scan_core::testing::Rng::fresh(concat!("laws of ", #fn_name));
+            let mut rng = ::scan_core::__private::Rng::fresh(concat!("laws of ", #fn_name));
             let e = <__Op as ::scan_core::ScanOp>::identity();
             let mut evaluated = 0usize;
             for _ in 0..#CASES {

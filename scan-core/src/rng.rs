@@ -1,8 +1,7 @@
-//! Test support shared by every backend's test suite: a seeded random source
-//! whose seed is printed, and the boundary sizes every algorithm is tested on.
-//!
-//! Not a stable API; it is public so that the backends' tests and benchmarks
-//! use one generator and one definition of "sizes around every boundary".
+//! The seeded random source of the law tests `#[scan_op(assume_associative)]`
+//! generates in the user's crate (reached as `__private::Rng`), also the one
+//! every test suite of this workspace uses (through the dev-only
+//! `scan-testing` crate). Not an API.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -54,31 +53,4 @@ impl Rng {
     pub fn vec<T>(&mut self, len: usize, mut gen: impl FnMut(&mut Rng) -> T) -> Vec<T> {
         (0..len).map(|_| gen(self)).collect()
     }
-}
-
-/// Sizes around every boundary of an algorithm whose tile or block holds
-/// `tile` items: 0, 1, 2, 3, 7, 8, 9, 31..=33, tile-1..=tile+1, 1000,
-/// 2·tile±1, and non-powers of two. Sorted, without duplicates.
-pub fn boundary_sizes(tile: usize) -> Vec<usize> {
-    let mut sizes = vec![0, 1, 2, 3, 7, 8, 9, 31, 32, 33, 1000, 4097];
-    for t in [tile, 2 * tile, tile * tile.min(64)] {
-        sizes.extend([t.saturating_sub(1), t, t + 1]);
-    }
-    sizes.sort_unstable();
-    sizes.dedup();
-    sizes
-}
-
-/// True when `got` is within `bound` of `want`. NaN anywhere (or an infinite
-/// difference) is never within: a comparison written `err > bound` would let
-/// NaN pass, this one cannot.
-///
-/// ```
-/// use scan_core::testing::within;
-/// assert!(within(1.0, 1.0 + 1e-9, 1e-6));
-/// assert!(!within(f64::NAN, 1.0, 1e-6));
-/// assert!(!within(1.0, 2.0, 1e-6));
-/// ```
-pub fn within(got: f64, want: f64, bound: f64) -> bool {
-    (got - want).abs() <= bound
 }
