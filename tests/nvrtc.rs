@@ -8,8 +8,8 @@
 //!   `identity` and `combine`, to compute_90 PTX: one program per operator,
 //!   then all of them in one program (the declarations are guarded).
 //!
-//! Needs libnvrtc, not a GPU:
-//! `LD_LIBRARY_PATH=.../nvidia/cuda_nvrtc/lib cargo test --test nvrtc -- --ignored`.
+//! Needs libnvrtc, not a GPU: `pip install --user nvidia-cuda-nvrtc-cu12 &&
+//! cargo test --test nvrtc -- --ignored` (found without `LD_LIBRARY_PATH`).
 //! A missing libnvrtc is a failure, never a silent pass.
 
 mod macro_ops;
@@ -104,13 +104,12 @@ fn compile_ptx(src: &str) -> Result<(), String> {
 }
 
 fn require_nvrtc() {
-    // SAFETY: only tries to dlopen libnvrtc; cudarc's loader panics on first
-    // use when it is absent, so ask before any NVRTC call.
-    let present = unsafe { cudarc::nvrtc::sys::is_culib_present() };
-    assert!(
-        present,
-        "libnvrtc cannot be loaded: `pip install nvidia-cuda-nvrtc-cu12` and put its nvidia/cuda_nvrtc/lib on LD_LIBRARY_PATH"
-    );
+    // cudarc's loader panics on first use when libnvrtc is absent, so ask
+    // first; scan_cuda's check also looks beyond the loader's path (a CUDA
+    // toolkit folder, a pip wheel) and loads what it finds.
+    if let Err(e) = scan::cuda::nvrtc_version() {
+        panic!("libnvrtc cannot be loaded: {e}");
+    }
 }
 
 /// The module the backend loads (operator + `kernels/*.cu` + the `extern "C"`

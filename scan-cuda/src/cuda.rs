@@ -16,6 +16,7 @@ use scan_core::{reference, CudaOp, Error, Result, Scan, ScanSpec};
 use crate::blelloch::GpuBlocks;
 use crate::buffer::{driver_error, raw, DeviceBuffer, Raw};
 use crate::cache::{self, DiskCache};
+use crate::discover;
 use crate::module::{lock, Module};
 use crate::nvrtc;
 use crate::policy::{Algorithm, Tuning};
@@ -128,12 +129,16 @@ impl Cuda {
         // cudarc's loader panics when a library is missing: look first, and
         // catch a panic anyway in case a symbol is missing from an old library.
         // SAFETY: only tries to dlopen libcuda by its candidate names.
-        let driver_present = catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false);
-        if !driver_present {
-            return Err(unavailable(
-                "no CUDA driver library (libcuda.so) was found; install the NVIDIA driver on a machine with an \
-                 NVIDIA GPU, or use the CPU backend (`Device::auto()` falls back to it)",
-            ));
+        let driver_present = || catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false);
+        if !driver_present() {
+            let search = discover::preload("cuda");
+            if !driver_present() {
+                return Err(unavailable(format!(
+                    "no CUDA driver library was found ({}); install the NVIDIA driver on a machine with an NVIDIA \
+                     GPU, or use the CPU backend (`Device::auto()` falls back to it)",
+                    search.describe("cuda")
+                )));
+            }
         }
         let nvrtc_version = nvrtc::version()?;
         let opened = catch_unwind(AssertUnwindSafe(|| -> std::result::Result<_, String> {

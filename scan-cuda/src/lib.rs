@@ -31,17 +31,20 @@
 //! # Ok(()) }
 //! ```
 //!
-//! # Finding libnvrtc
+//! # Finding libnvrtc and libcuda
 //!
-//! cudarc, built here for CUDA 12.8 with dynamic loading, opens NVRTC only by
-//! the names `libnvrtc.so`, `libnvrtc.so.12` (and older), never
-//! `libnvrtc.so.13`. On a machine with only CUDA 13's library (e.g.
-//! `/usr/local/cuda/lib64/libnvrtc.so.13`), [`Cuda::new`] returns
-//! [`Error::CudaUnavailable`](scan_core::Error::CudaUnavailable) naming the
-//! file it found and the fix: a `libnvrtc.so` link to it in a folder on
-//! `LD_LIBRARY_PATH`, with the library's own folder on `LD_LIBRARY_PATH` too
-//! (it loads `libnvrtc-builtins` from there), which is what
-//! `source scan-cuda/gpu-env.sh` sets up.
+//! cudarc, built here for CUDA 12.8 with dynamic loading, opens the libraries
+//! by the names `libnvrtc.so`, `libnvrtc.so.12` (and older), `libcuda.so.1`
+//! ... on the loader's path. Where that fails, the first call looks in
+//! `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda*`, `/opt/cuda` and the pip
+//! wheels (`nvidia/*/lib`) of the Python on `PATH`, of an active virtualenv or
+//! conda environment and of the usual system and user installs, and loads a
+//! match by its full path, so `pip install nvidia-cuda-nvrtc-cu12` is enough.
+//! Otherwise [`Cuda::new`] returns
+//! [`Error::CudaUnavailable`](scan_core::Error::CudaUnavailable) listing every
+//! folder searched and any library of another major version found. A machine
+//! with only CUDA 13's `libnvrtc.so.13` (and no `libnvrtc.so` link on the
+//! loader's path) is one such case: `source scan-cuda/gpu-env.sh` links it.
 
 #![warn(missing_docs)]
 
@@ -49,6 +52,7 @@ mod blelloch;
 mod buffer;
 mod cache;
 mod cuda;
+mod discover;
 mod kernels;
 mod module;
 mod nvrtc;

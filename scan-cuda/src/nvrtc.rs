@@ -2,12 +2,13 @@
 //! libnvrtc, not a GPU, so every instantiation can be checked anywhere.
 
 use std::ffi::{c_char, CString};
-use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use cudarc::nvrtc::{result, sys};
 use scan_core::{Error, Result};
+
+use crate::discover;
 
 /// Options every module is compiled with, besides the architecture.
 ///
@@ -27,57 +28,38 @@ pub(crate) fn options() -> Vec<&'static str> {
 }
 
 /// Whether libnvrtc can be loaded (cudarc's loader panics when it cannot).
+/// The first call also looks beyond the loader's path (see the crate docs).
 pub fn is_available() -> bool {
-    // SAFETY: only tries to dlopen the library by its candidate names.
-    catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false)
+    load().is_ok()
+}
+
+/// `Err`: where libnvrtc was looked for. Searched once per process.
+fn load() -> &'static std::result::Result<(), String> {
+    static LOADED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    LOADED.get_or_init(|| {
+        // SAFETY: only tries to dlopen the library by its candidate names.
+        let by_name = || catch_unwind(|| unsafe { sys::is_culib_present() }).unwrap_or(false);
+        if by_name() {
+            return Ok(());
+        }
+        let search = discover::preload("nvrtc");
+        if by_name() {
+            Ok(())
+        } else {
+            Err(search.describe("nvrtc"))
+        }
+    })
 }
 
 fn unavailable() -> Error {
-    let reason = match installed_nvrtc(Path::new("/usr/local")) {
-        Some(found) => {
-            let dir = found.parent().map_or_else(|| ".".into(), |d| d.display().to_string());
-            format!(
-                "libnvrtc was not found under the names this build of cudarc loads (libnvrtc.so, libnvrtc.so.12 \
-                 and older), but {found} exists (another CUDA major version). Link it as libnvrtc.so in a folder \
-                 on LD_LIBRARY_PATH, with its own folder there too (it loads libnvrtc-builtins from it): \
-                 `mkdir -p /tmp/scan-nvrtc && ln -sf {found} /tmp/scan-nvrtc/libnvrtc.so && \
-                 export LD_LIBRARY_PATH=/tmp/scan-nvrtc:{dir}:$LD_LIBRARY_PATH`, or in a checkout of scan, \
-                 `source scan-cuda/gpu-env.sh`",
-                found = found.display()
-            )
-        }
-        None => "libnvrtc (the CUDA runtime compiler) was not found; install the CUDA toolkit, or \
-                 `pip install nvidia-cuda-nvrtc-cu12` and put its `nvidia/cuda_nvrtc/lib` folder on LD_LIBRARY_PATH"
-            .into(),
+    let reason = match load() {
+        Err(searched) => format!(
+            "libnvrtc (the CUDA runtime compiler) was not found: {searched}. Install the CUDA toolkit, or \
+             `pip install nvidia-cuda-nvrtc-cu12`"
+        ),
+        Ok(()) => "libnvrtc was loaded but lacks a function this build calls (too old a CUDA?)".into(),
     };
     Error::CudaUnavailable { reason }
-}
-
-/// A libnvrtc installed by a CUDA toolkit under `prefix` (usually
-/// `/usr/local`): `cuda*/{lib64, targets/*/lib}/libnvrtc.so.*`, that the
-/// loader did not find (typically CUDA 13's `libnvrtc.so.13`).
-fn installed_nvrtc(prefix: &Path) -> Option<PathBuf> {
-    let mut found: Vec<PathBuf> = Vec::new();
-    let toolkits = fs::read_dir(prefix).ok()?.flatten().map(|e| e.path());
-    for toolkit in toolkits.filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("cuda"))) {
-        let mut dirs = vec![toolkit.join("lib64")];
-        if let Ok(targets) = fs::read_dir(toolkit.join("targets")) {
-            dirs.extend(targets.flatten().map(|t| t.path().join("lib")));
-        }
-        for dir in dirs {
-            let Ok(entries) = fs::read_dir(&dir) else { continue };
-            found.extend(
-                entries
-                    .flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libnvrtc.so."))),
-            );
-        }
-    }
-    // The shortest name is the one a link should point at (libnvrtc.so.13
-    // rather than libnvrtc.so.13.0.48); sorted first for a stable answer.
-    found.sort();
-    found.into_iter().min_by_key(|p| p.as_os_str().len())
 }
 
 /// NVRTC's version as (major, minor).
@@ -148,25 +130,4 @@ fn compile_unguarded(code: &str, op: &str, arch: &str) -> Result<Vec<u8>> {
 fn c_text(bytes: &[c_char]) -> String {
     let bytes: Vec<u8> = bytes.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
     String::from_utf8_lossy(&bytes).trim_end().to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A fake CUDA 13 layout: the shortest versioned name is the one named,
-    /// the builtins library never is, and an empty prefix finds nothing.
-    #[test]
-    fn a_toolkit_libnvrtc_is_found_by_its_shortest_versioned_name() {
-        let root = std::env::temp_dir().join(format!("scan-nvrtc-find-{}", std::process::id()));
-        let lib = root.join("cuda-13.0").join("targets").join("x86_64-linux").join("lib");
-        fs::create_dir_all(&lib).unwrap();
-        fs::create_dir_all(root.join("cuda-13.0").join("lib64")).unwrap();
-        assert_eq!(installed_nvrtc(&root), None);
-        for name in ["libnvrtc-builtins.so.13.0", "libnvrtc.so.13.0.48", "libnvrtc.so.13"] {
-            fs::write(lib.join(name), b"").unwrap();
-        }
-        assert_eq!(installed_nvrtc(&root), Some(lib.join("libnvrtc.so.13")));
-        fs::remove_dir_all(&root).unwrap();
-    }
 }

@@ -2,7 +2,8 @@
 //! every operator shape, and a compile failure is an `Error::Compile` with the
 //! log and the source.
 //!
-//! `LD_LIBRARY_PATH=/opt/nvrtc/nvidia/cuda_nvrtc/lib cargo test -p scan-cuda --test nvrtc -- --ignored`
+//! `pip install --user nvidia-cuda-nvrtc-cu12 && cargo test -p scan-cuda --test nvrtc -- --ignored`
+//! (libnvrtc is found in the wheel without `LD_LIBRARY_PATH`).
 
 mod support;
 

@@ -1,0 +1,234 @@
+//! Finding the CUDA libraries without environment variables.
+//!
+//! cudarc (dynamically loaded) opens `libcuda` and `libnvrtc` by bare names
+//! (`libnvrtc.so`, `libnvrtc.so.12`, ...: `cudarc::get_lib_name_candidates`),
+//! which the dynamic loader finds only on its search path. A CUDA toolkit
+//! under `/usr/local/cuda-12.x` or a pip wheel's `nvidia/cuda_nvrtc/lib` is
+//! usually not on it. Where cudarc cannot load a library, this looks in the
+//! usual places and loads a file named like one of cudarc's candidates by its
+//! full path: the loader then answers cudarc's open by name with the library
+//! already loaded (matched by its soname), and the library's own `$ORIGIN`
+//! run path finds its companions (libnvrtc loads libnvrtc-builtins).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where a library was looked for, and what was found there.
+#[derive(Debug, Default)]
+pub(crate) struct Search {
+    /// The folders searched, in order.
+    pub searched: Vec<PathBuf>,
+    /// Files of a name cudarc loads that could not be loaded.
+    pub unloadable: Vec<PathBuf>,
+    /// Files of the library found under a name cudarc does not load (another
+    /// CUDA major version, e.g. `libnvrtc.so.13` for a build that loads 12).
+    pub other_versions: Vec<PathBuf>,
+}
+
+impl Search {
+    /// A sentence for an error message: where the library was looked for.
+    pub fn describe(&self, lib: &str) -> String {
+        let mut names: Vec<String> = Vec::new();
+        for n in cudarc::get_lib_name_candidates(lib) {
+            if n.starts_with(&format!("lib{lib}.so")) && !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        let mut s = format!(
+            "looked for lib{lib} under the names this build loads ({}) on the loader's path and in {} folder(s): {}",
+            names.join(", "),
+            self.searched.len(),
+            self.searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        );
+        if !self.unloadable.is_empty() {
+            s.push_str(&format!(
+                "; could not load: {}",
+                self.unloadable.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if !self.other_versions.is_empty() {
+            s.push_str(&format!(
+                "; found only other versions: {}",
+                self.other_versions.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        s
+    }
+}
+
+/// Loads `lib` ("nvrtc" or "cuda") by full path from the first usual place
+/// holding a file of a name cudarc loads. Returns what was searched, for an
+/// error message should cudarc still not find it. Call it only when cudarc
+/// did not find the library by name.
+pub(crate) fn preload(lib: &str) -> Search {
+    preload_from(lib, folders(lib))
+}
+
+/// [`preload`] from the folders `dirs`, in order.
+fn preload_from(lib: &str, dirs: Vec<PathBuf>) -> Search {
+    let mut names: Vec<String> = Vec::new();
+    for name in cudarc::get_lib_name_candidates(lib) {
+        // Versioned names only (an unversioned `libnvrtc.so` is a link to some
+        // version whose soname may not be a name cudarc asks for), each once.
+        if name.contains(".so.") && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let prefix = format!("lib{lib}.so.");
+    let mut search = Search::default();
+    for dir in dirs {
+        if search.searched.contains(&dir) {
+            continue;
+        }
+        search.searched.push(dir.clone());
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        files.sort();
+        for name in &names {
+            if files.iter().any(|f| f.file_name().is_some_and(|n| n == name.as_str())) {
+                if open(&dir.join(name)) {
+                    return search;
+                }
+                search.unloadable.push(dir.join(name));
+            }
+        }
+        search.other_versions.extend(files.into_iter().filter(|f| {
+            f.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && !names.iter().any(|c| c == n))
+        }));
+    }
+    search
+}
+
+/// The folders to look in for `lib`, most specific first: `CUDA_HOME`,
+/// `CUDA_PATH`, `/usr/local/cuda*` and `/opt/cuda` (`lib64`, `lib`,
+/// `targets/*/lib`), the driver's usual folders (libcuda), and the `nvidia/*/lib`
+/// folders of pip wheels in the site-packages of the Python on `PATH`, of an
+/// active virtualenv or conda environment, and of the usual system and user
+/// installs.
+fn folders(lib: &str) -> Vec<PathBuf> {
+    let mut toolkits: Vec<PathBuf> =
+        ["CUDA_HOME", "CUDA_PATH"].iter().filter_map(std::env::var_os).map(PathBuf::from).collect();
+    toolkits.push("/usr/local/cuda".into());
+    let mut versioned = glob_dirs(Path::new("/usr/local"), |n| n.starts_with("cuda-"));
+    versioned.reverse(); // the newest first
+    toolkits.extend(versioned);
+    toolkits.push("/opt/cuda".into());
+
+    let mut dirs = Vec::new();
+    for t in &toolkits {
+        dirs.push(t.join("lib64"));
+        dirs.push(t.join("lib"));
+        dirs.extend(glob_dirs(&t.join("targets"), |_| true).into_iter().map(|d| d.join("lib")));
+    }
+    if lib == "cuda" {
+        dirs.extend(
+            ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib/wsl/lib"]
+                .map(PathBuf::from),
+        );
+        for t in &toolkits {
+            dirs.push(t.join("compat"));
+        }
+    }
+    // Pip wheels carry libnvrtc, never the driver.
+    for site in if lib == "cuda" { Vec::new() } else { site_packages() } {
+        dirs.extend(glob_dirs(&site.join("nvidia"), |_| true).into_iter().map(|d| d.join("lib")));
+    }
+    dirs
+}
+
+/// Python site-packages folders: asked of `python3` on `PATH` (its
+/// installation and user site), then the usual locations.
+fn site_packages() -> Vec<PathBuf> {
+    let mut sites = Vec::new();
+    let ask = "import site, sys\nfor p in site.getsitepackages() + [site.getusersitepackages()]: print(p)";
+    if let Ok(out) = Command::new("python3").args(["-c", ask]).output() {
+        if out.status.success() {
+            sites.extend(String::from_utf8_lossy(&out.stdout).lines().map(PathBuf::from));
+        }
+    }
+    let mut roots: Vec<PathBuf> =
+        ["VIRTUAL_ENV", "CONDA_PREFIX"].iter().filter_map(std::env::var_os).map(PathBuf::from).collect();
+    if let Some(home) = std::env::var_os("HOME") {
+        roots.push(Path::new(&home).join(".local"));
+    }
+    roots.extend(["/usr/local", "/usr"].map(PathBuf::from));
+    for root in roots {
+        for python in glob_dirs(&root.join("lib"), |n| n.starts_with("python3")) {
+            sites.push(python.join("site-packages"));
+            sites.push(python.join("dist-packages"));
+        }
+    }
+    sites.push("/usr/lib/python3/dist-packages".into());
+    sites
+}
+
+/// The sub-folders of `dir` whose names pass `keep`, sorted by name.
+fn glob_dirs(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(&keep) && e.path().is_dir())
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
+}
+
+/// Loads the library at `path` for the rest of the process (never unloaded),
+/// its symbols global so that later opens by its soname find it.
+#[cfg(target_os = "linux")]
+fn open(path: &Path) -> bool {
+    use std::ffi::{c_char, c_int, c_void, CString};
+    use std::os::unix::ffi::OsStrExt;
+    extern "C" {
+        fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
+    }
+    const RTLD_NOW: c_int = 2;
+    const RTLD_GLOBAL: c_int = 0x100;
+    let Ok(path) = CString::new(path.as_os_str().as_bytes()) else { return false };
+    // SAFETY: `path` is a NUL-terminated string; loading a CUDA library runs
+    // its initialisers, as cudarc's own open by name would.
+    !unsafe { dlopen(path.as_ptr(), RTLD_NOW | RTLD_GLOBAL) }.is_null()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open(_path: &Path) -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake layout: a library of another major version is reported, a
+    /// file of a name cudarc loads that is no library is passed over, and
+    /// the builtins library is never taken for libnvrtc.
+    #[test]
+    fn other_versions_are_reported_and_broken_files_passed_over() {
+        let root = std::env::temp_dir().join(format!("scan-discover-{}", std::process::id()));
+        let (a, b) = (root.join("cuda-13.0/lib64"), root.join("site/nvidia/cuda_nvrtc/lib"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        for (dir, name) in [(&a, "libnvrtc.so.13"), (&a, "libnvrtc-builtins.so.13.0"), (&b, "libnvrtc.so.12")] {
+            std::fs::write(dir.join(name), b"not an ELF file").unwrap();
+        }
+        let search = preload_from("nvrtc", vec![a.clone(), root.join("absent"), b.clone()]);
+        assert_eq!(search.searched, [a.clone(), root.join("absent"), b.clone()]);
+        assert_eq!(search.unloadable, [b.join("libnvrtc.so.12")]);
+        assert_eq!(search.other_versions, [a.join("libnvrtc.so.13")]);
+        let text = search.describe("nvrtc");
+        assert!(text.contains("could not load") && text.contains("libnvrtc.so.13"), "{text}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_missing_library_is_described_with_every_folder_searched() {
+        let search = preload("scan_no_such_library");
+        assert!(!search.searched.is_empty());
+        let text = search.describe("scan_no_such_library");
+        assert!(text.contains("/usr/local/cuda/lib64"), "{text}");
+        assert!(text.contains("libscan_no_such_library.so"), "{text}");
+    }
+}
