@@ -1,11 +1,21 @@
 //! `Device`: run scans on the GPU when CUDA works, on the CPU otherwise.
 
-use scan_core::{CudaOp, Result, Scan, ScanSpec};
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::{Mutex, OnceLock};
+
+use scan_core::{CudaOp, CudaSource, Error, Result, Scan, ScanOp, ScanSpec};
 use scan_cpu::Cpu;
 use scan_cuda::Cuda;
 
 /// Where scans run, chosen once; [`Display`](std::fmt::Display) says which
 /// and why.
+///
+/// It takes any [`ScanOp`]: on the CPU every operator runs; on the GPU, an
+/// operator with CUDA source (every `#[scan_op]` operator, see
+/// [`ScanOp::cuda_source_if_any`]), and any other is an
+/// [`Error::NotCuda`](crate::Error::NotCuda).
 ///
 /// ```
 /// use scan::{ops::Add, Device, ScanSpec};
@@ -70,25 +80,34 @@ impl Device {
     }
 
     /// Scans `input` into a new vector.
-    pub fn scan<Op: CudaOp>(&self, input: &[Op::Item], spec: ScanSpec) -> Result<Vec<Op::Item>> {
+    pub fn scan<Op: ScanOp>(&self, input: &[Op::Item], spec: ScanSpec) -> Result<Vec<Op::Item>> {
         match &self.backend {
-            Backend::Cuda(cuda) => cuda.scan::<Op>(input, spec),
+            Backend::Cuda(cuda) => {
+                has_cuda::<Op>()?;
+                cuda.scan::<OnGpu<Op>>(input, spec)
+            }
             Backend::Cpu(cpu) => cpu.scan::<Op>(input, spec),
         }
     }
 
     /// Scans `input` into `output`, which must have the same length.
-    pub fn scan_into<Op: CudaOp>(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+    pub fn scan_into<Op: ScanOp>(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
         match &self.backend {
-            Backend::Cuda(cuda) => cuda.scan_into::<Op>(input, output, spec),
+            Backend::Cuda(cuda) => {
+                has_cuda::<Op>()?;
+                cuda.scan_into::<OnGpu<Op>>(input, output, spec)
+            }
             Backend::Cpu(cpu) => cpu.scan_into::<Op>(input, output, spec),
         }
     }
 
     /// Scans `data` in place.
-    pub fn scan_in_place<Op: CudaOp>(&self, data: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+    pub fn scan_in_place<Op: ScanOp>(&self, data: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
         match &self.backend {
-            Backend::Cuda(cuda) => cuda.scan_in_place::<Op>(data, spec),
+            Backend::Cuda(cuda) => {
+                has_cuda::<Op>()?;
+                cuda.scan_in_place::<OnGpu<Op>>(data, spec)
+            }
             Backend::Cpu(cpu) => cpu.scan_in_place::<Op>(data, spec),
         }
     }
@@ -106,7 +125,7 @@ impl Device {
     /// assert_eq!(out, [1, 3, 6, 4, 9, 15]);
     /// # Ok(()) }
     /// ```
-    pub fn scan_rows<Op: CudaOp>(
+    pub fn scan_rows<Op: ScanOp>(
         &self,
         input: &[Op::Item],
         output: &mut [Op::Item],
@@ -114,7 +133,10 @@ impl Device {
         spec: ScanSpec,
     ) -> Result<()> {
         match &self.backend {
-            Backend::Cuda(cuda) => cuda.scan_rows::<Op>(input, output, rows, spec),
+            Backend::Cuda(cuda) => {
+                has_cuda::<Op>()?;
+                cuda.scan_rows::<OnGpu<Op>>(input, output, rows, spec)
+            }
             Backend::Cpu(cpu) => cpu.scan_rows::<Op>(input, output, rows, spec),
         }
     }
@@ -131,15 +153,18 @@ impl Device {
     /// assert_eq!(x, [0, 1, 0, 3, 0, 5]);
     /// # Ok(()) }
     /// ```
-    pub fn scan_rows_in_place<Op: CudaOp>(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
+    pub fn scan_rows_in_place<Op: ScanOp>(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
         match &self.backend {
-            Backend::Cuda(cuda) => cuda.scan_rows_in_place::<Op>(data, rows, spec),
+            Backend::Cuda(cuda) => {
+                has_cuda::<Op>()?;
+                cuda.scan_rows_in_place::<OnGpu<Op>>(data, rows, spec)
+            }
             Backend::Cpu(cpu) => cpu.scan_rows_in_place::<Op>(data, rows, spec),
         }
     }
 }
 
-impl<Op: CudaOp> Scan<Op> for Device {
+impl<Op: ScanOp> Scan<Op> for Device {
     fn scan_into(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
         Device::scan_into::<Op>(self, input, output, spec)
     }
@@ -163,5 +188,47 @@ impl std::fmt::Display for Device {
             Backend::Cuda(cuda) => write!(f, "CUDA: {cuda}"),
             Backend::Cpu(cpu) => write!(f, "{cpu} ({})", self.why),
         }
+    }
+}
+
+/// `Op` as a [`CudaOp`], through [`ScanOp::cuda_source_if_any`]; used only
+/// after [`has_cuda`] said yes.
+struct OnGpu<Op>(PhantomData<Op>);
+
+impl<Op: ScanOp> ScanOp for OnGpu<Op> {
+    type Item = Op::Item;
+    fn identity() -> Op::Item {
+        Op::identity()
+    }
+    fn combine(left: Op::Item, right: Op::Item) -> Op::Item {
+        Op::combine(left, right)
+    }
+    fn cuda_source_if_any() -> Option<CudaSource> {
+        Op::cuda_source_if_any()
+    }
+}
+
+impl<Op: ScanOp> CudaOp for OnGpu<Op> {
+    fn cuda_source() -> CudaSource {
+        // Not reached without a source (has_cuda comes first); should it be,
+        // NVRTC rejects this stand-in with a message, never a panic.
+        Op::cuda_source_if_any().unwrap_or_else(|| CudaSource {
+            name: "scan_operator_without_cuda_source".into(),
+            code: "#error \"this operator has no CUDA source\"\n".into(),
+        })
+    }
+}
+
+/// `Ok` when `Op` can run on the GPU, else [`Error::NotCuda`]. Asked once
+/// per operator type (building the source takes microseconds, a small scan
+/// on the GPU a few).
+fn has_cuda<Op: ScanOp>() -> Result<()> {
+    static KNOWN: OnceLock<Mutex<HashMap<TypeId, bool>>> = OnceLock::new();
+    let mut known = KNOWN.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let has = *known.entry(TypeId::of::<Op>()).or_insert_with(|| Op::cuda_source_if_any().is_some());
+    if has {
+        Ok(())
+    } else {
+        Err(Error::NotCuda { op: std::any::type_name::<Op>() })
     }
 }

@@ -74,3 +74,43 @@ fn cuda_rows_match_the_reference() {
     let device = Device::cuda().unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
     rows_match_the_reference(&device);
 }
+
+/// An operator with no CUDA source: the last `Some` so far.
+struct LastSome;
+impl scan::ScanOp for LastSome {
+    type Item = Option<u32>;
+    fn identity() -> Option<u32> {
+        None
+    }
+    fn combine(l: Option<u32>, r: Option<u32>) -> Option<u32> {
+        r.or(l)
+    }
+}
+
+#[test]
+fn a_cpu_only_operator_runs_on_a_cpu_device() {
+    let x = [Some(1), None, Some(3), None];
+    let device = Device::cpu();
+    assert_eq!(device.scan::<LastSome>(&x, ScanSpec::inclusive()).unwrap(), [Some(1), Some(1), Some(3), Some(3)]);
+    let generic: &dyn scan::Scan<LastSome> = &device;
+    assert_eq!(generic.scan(&x, ScanSpec::exclusive()).unwrap(), [None, Some(1), Some(1), Some(3)]);
+    // What the device asks before sending an operator to a GPU:
+    use scan::{CudaOp, ScanOp};
+    assert!(LastSome::cuda_source_if_any().is_none());
+    let built_in = <scan::ops::Add<u32> as ScanOp>::cuda_source_if_any().map(|s| s.name);
+    assert_eq!(built_in, Some(<scan::ops::Add<u32> as CudaOp>::cuda_source().name));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_cpu_only_operator_sent_to_the_gpu_is_a_clear_error() {
+    let device = Device::cuda().unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
+    let mut x = vec![Some(1), None, Some(3)];
+    let err = device.scan_in_place::<LastSome>(&mut x, ScanSpec::inclusive()).unwrap_err();
+    assert!(matches!(err, scan::Error::NotCuda { .. }), "{err}");
+    assert!(err.to_string().contains("LastSome"), "{err}");
+    assert_eq!(x, [Some(1), None, Some(3)], "a rejected call modified its data");
+    // An operator with CUDA source still runs there through the same calls.
+    let sums = device.scan::<scan::ops::Add<u32>>(&[1, 2, 3], ScanSpec::inclusive()).unwrap();
+    assert_eq!(sums, [1, 3, 6]);
+}

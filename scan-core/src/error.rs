@@ -70,6 +70,17 @@ pub enum Error {
         code: String,
     },
 
+    /// An operator without CUDA source was sent to the GPU.
+    #[error(
+        "`{op}` has no CUDA source, so it cannot run on the GPU: declare it with #[scan_op] (or, for a \
+         hand-written CudaOp, return Some(Self::cuda_source()) from ScanOp::cuda_source_if_any), or run it on \
+         the CPU (Device::cpu(), scan::Cpu)"
+    )]
+    NotCuda {
+        /// The operator's Rust type.
+        op: &'static str,
+    },
+
     /// Anything else a backend wants to report (e.g. an I/O error in a cache).
     #[error("{0}")]
     Other(String),

@@ -38,6 +38,15 @@ pub trait ScanOp: 'static {
     fn identity() -> Self::Item;
     /// Combines an earlier element (`left`) with a later one (`right`).
     fn combine(left: Self::Item, right: Self::Item) -> Self::Item;
+
+    /// The operator's [`CudaOp::cuda_source`] when it has one, so that an
+    /// executor that may run on either side (the facade's `Device`) can take
+    /// any `ScanOp` and say clearly when the GPU cannot run it. `#[scan_op]`
+    /// operators return `Some`; the default is `None`. A hand-written
+    /// [`CudaOp`] should return `Some(Self::cuda_source())`.
+    fn cuda_source_if_any() -> Option<CudaSource> {
+        None
+    }
 }
 
 /// The same operator as CUDA C++, implemented by `#[scan_op]` beside [`ScanOp`].

@@ -128,6 +128,9 @@ fn expand(op: &Operator, v: &Valid) -> Result<TokenStream> {
             fn combine(#l: #item, #r: #item) -> #item {
                 #body
             }
+            fn cuda_source_if_any() -> ::core::option::Option<::scan_core::CudaSource> {
+                ::core::option::Option::Some(<Self as ::scan_core::CudaOp>::cuda_source())
+            }
         }
 
         impl #impl_generics ::scan_core::CudaOp for #name #ty_generics #where_clause {

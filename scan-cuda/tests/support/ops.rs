@@ -16,6 +16,9 @@ macro_rules! op {
             fn combine($l: $item, $r: $item) -> $item {
                 $body
             }
+            fn cuda_source_if_any() -> Option<CudaSource> {
+                Some(<Self as CudaOp>::cuda_source())
+            }
         }
         impl CudaOp for $name {
             fn cuda_source() -> CudaSource {
