@@ -198,8 +198,6 @@ impl Printer {
                     BinOp::BitAnd => "&",
                     BinOp::BitOr => "|",
                     BinOp::BitXor => "^",
-                    BinOp::Shl => "<<",
-                    BinOp::Shr => ">>",
                     BinOp::And => "&&",
                     BinOp::Or => "||",
                     BinOp::Eq => "==",

@@ -72,8 +72,6 @@ pub enum BinOp {
     BitAnd,
     BitOr,
     BitXor,
-    Shl,
-    Shr,
     And,
     Or,
     Eq,

@@ -14,8 +14,6 @@ mod attr;
 mod check;
 mod cuda;
 mod expand;
-// The IR is shared with the checker, which reads parts the printers do not.
-#[allow(dead_code)]
 mod ir;
 mod item;
 mod lower;

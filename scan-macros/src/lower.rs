@@ -310,7 +310,7 @@ impl Lowerer {
             E::Group(g) => self.expr(&g.expr, expect),
             E::Block(b) if b.label.is_none() => self.block(&b.block, expect),
             E::Lit(l) => self.lit(&l.lit, expect),
-            E::Path(p) => self.path(p, expect),
+            E::Path(p) => self.path(p),
             E::Unary(u) => self.unary(u, expect),
             E::Binary(b) if !is_assign_op(&b.op) => self.binary(b, expect),
             E::MethodCall(m) => self.method(m, expect),
@@ -444,7 +444,7 @@ impl Lowerer {
         }
     }
 
-    fn path(&mut self, p: &syn::ExprPath, _expect: Option<&Ty>) -> Result<Expr> {
+    fn path(&mut self, p: &syn::ExprPath) -> Result<Expr> {
         let span = p.span();
         if p.qself.is_some() {
             return Err(unsupported(span, "qualified paths (`<T as Trait>::..`) are"));

@@ -15,7 +15,7 @@ pub fn expr(e: &Expr, names: &[Ident; 2]) -> TokenStream {
     let sp = e.span;
     let scalar = quote_spanned!(sp=> ::scan_core::CudaScalar);
     match &e.kind {
-        ExprKind::Param(i) => names[*i].to_token_stream_spanned(sp),
+        ExprKind::Param(i) => respanned(&names[*i], sp),
         ExprKind::Local(n) => Ident::new(n, sp).into_token_stream(),
         ExprKind::Lit(l) => lit(l, &e.ty, sp),
         ExprKind::Const { path, .. } => syn::parse_str::<syn::Expr>(path)
@@ -53,8 +53,6 @@ pub fn expr(e: &Expr, names: &[Ident; 2]) -> TokenStream {
                 BinOp::BitAnd => quote_spanned!(sp=> (#a & #b)),
                 BinOp::BitOr => quote_spanned!(sp=> (#a | #b)),
                 BinOp::BitXor => quote_spanned!(sp=> (#a ^ #b)),
-                BinOp::Shl => quote_spanned!(sp=> (#a << #b)),
-                BinOp::Shr => quote_spanned!(sp=> (#a >> #b)),
                 BinOp::And => quote_spanned!(sp=> (#a && #b)),
                 BinOp::Or => quote_spanned!(sp=> (#a || #b)),
                 BinOp::Eq => quote_spanned!(sp=> (#a == #b)),
@@ -130,13 +128,9 @@ fn lit(l: &Lit, ty: &Ty, sp: Span) -> TokenStream {
     quote!(#t)
 }
 
-trait Spanned2 {
-    fn to_token_stream_spanned(&self, sp: Span) -> TokenStream;
-}
-impl Spanned2 for Ident {
-    fn to_token_stream_spanned(&self, sp: Span) -> TokenStream {
-        let mut i = self.clone();
-        i.set_span(sp);
-        quote!(#i)
-    }
+/// `ident` as tokens carrying the span `sp` (of the expression it stands in).
+fn respanned(ident: &Ident, sp: Span) -> TokenStream {
+    let mut i = ident.clone();
+    i.set_span(sp);
+    quote!(#i)
 }

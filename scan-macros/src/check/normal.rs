@@ -548,13 +548,6 @@ fn binary(op: BinOp, a: &Lattice, b: &Lattice, ty: &Ty, span: Span) -> R<Lattice
         BinOp::BitAnd | BinOp::And => bits(BitForm::and),
         BinOp::BitOr | BinOp::Or => bits(BitForm::or),
         BinOp::BitXor => bits(BitForm::xor),
-        BinOp::Shl => match b.as_const() {
-            Some(k) if k.is_integer() && (0..64).contains(&k.num()) && !float => {
-                lat(a.scale(Rat::int(1i128 << k.num())))
-            }
-            _ => outside("`<<` by a non-constant", span),
-        },
-        BinOp::Shr => outside("`>>`, which rounds", span),
         BinOp::Eq | BinOp::Ne => {
             let ne = if float || matches!(ty, Ty::Param(_)) {
                 prop(Atom::Cmp(CmpOp::Ne, Box::new(lat(a.sub(b))?)))

@@ -405,14 +405,6 @@ impl<N: Num> Interp<'_, N> {
             BinOp::BitAnd => bits(|p, q| p & q),
             BinOp::BitOr => bits(|p, q| p | q),
             BinOp::BitXor => bits(|p, q| p ^ q),
-            BinOp::Shl => {
-                let k = u32::try_from(y.to_int()?).ok().filter(|k| *k < 64)?;
-                Some(Value::Num(N::int(x.to_int()?.checked_mul(1i128 << k)?)))
-            }
-            BinOp::Shr => {
-                let k = u32::try_from(y.to_int()?).ok().filter(|k| *k < 64)?;
-                Some(Value::Num(N::int(x.to_int()? >> k)))
-            }
             BinOp::Eq => cmp(|o| o == Ordering::Equal),
             BinOp::Ne => cmp(|o| o != Ordering::Equal),
             BinOp::Lt => cmp(|o| o == Ordering::Less),
