@@ -46,16 +46,17 @@ pub fn rust_type(t: &Ty, span: Span) -> Result<TokenStream> {
             let id = proc_macro2::Ident::new(crate::lower::scalar_name(*s), span);
             quote!(#id)
         }
-        Ty::Param(p) if !p.contains("::") => {
+        Ty::Param(p) => {
             let id = proc_macro2::Ident::new(p, span);
             quote!(#id)
         }
-        Ty::Param(p) => {
+        Ty::Field { strukt, field } => {
             return Err(Error::new(
                 span,
                 format!(
-                "cannot name the type of `{p}` in CUDA here: bind struct fields to a typed `let` (`let x: f32 = ...`)"
-            ),
+                    "cannot name the type of `{strukt}::{field}` in CUDA here: bind struct fields to a typed `let` \
+                     (`let x: f32 = ...`)"
+                ),
             ))
         }
         Ty::Tuple(ts) => {
@@ -116,7 +117,7 @@ impl Printer {
     fn cname(&mut self, t: &Ty, span: Span) -> Result<()> {
         let rt = rust_type(t, span)?;
         let key = rt.to_string();
-        if !matches!(t, Ty::Scalar(_) | Ty::Param(_)) && !self.types.iter().any(|x| x.to_string() == key) {
+        if !matches!(t, Ty::Scalar(_)) && !t.is_opaque_scalar() && !self.types.iter().any(|x| x.to_string() == key) {
             self.types.push(rt.clone());
         }
         self.out.push(Piece::CName(rt));
@@ -273,7 +274,7 @@ impl Printer {
             (Lit::Int(v), Ty::Scalar(Scalar::U64)) => L::u64_suffixed(*v as u64),
             (Lit::Float(v), Ty::Scalar(Scalar::F32)) => L::f32_suffixed(*v as f32),
             (Lit::Float(v), Ty::Scalar(Scalar::F64)) => L::f64_suffixed(*v),
-            (l, Ty::Param(p)) => {
+            (l, t) if t.is_opaque_scalar() => {
                 // A literal of a type the macro cannot see: a C++ functional
                 // cast to that type (a type parameter is a typedef in the struct).
                 let digits = match l {
@@ -281,13 +282,13 @@ impl Printer {
                     Lit::Float(v) => format!("{v:?}"),
                     Lit::Bool(b) => b.to_string(),
                 };
-                match p.rsplit_once("::") {
-                    None => self.text(&format!("{p}({digits})")),
-                    Some((s, f)) => {
+                match t {
+                    Ty::Field { strukt, field } => {
                         self.text("decltype(");
-                        self.cname(&Ty::Struct { name: s.to_string(), fields: Vec::new() }, span)?;
-                        self.text(&format!("::{f})({digits})"));
+                        self.cname(&Ty::Struct { name: strukt.clone(), fields: Vec::new() }, span)?;
+                        self.text(&format!("::{field})({digits})"));
                     }
+                    _ => self.text(&format!("{}({digits})", crate::lower::show(t))),
                 }
                 return Ok(());
             }

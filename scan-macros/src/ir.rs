@@ -32,20 +32,33 @@ impl Scalar {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Ty {
     Scalar(Scalar),
-    /// A scalar the macro cannot see: a type parameter of a generic operator
-    /// (`T`, a `scan_core::CudaScalar`), or the field of a user struct, written
-    /// `Struct::field` (`Pair::a`). Its concrete scalar is known only when the
-    /// operator is instantiated; rustc checks it.
+    /// A type parameter of a generic operator (`T`, a
+    /// `scan_core::CudaScalar`): its scalar is known only when the operator is
+    /// instantiated; rustc checks it.
     Param(String),
+    /// The type of a field of a user struct (`Pair::a`) whose scalar the
+    /// macro does not see (it never reads the struct's declaration); rustc
+    /// checks it.
+    Field {
+        strukt: String,
+        field: String,
+    },
     Tuple(Vec<Ty>),
     Array(Box<Ty>, usize),
     /// A `#[repr(C)]` `#[scan_item]` struct, by path. The macro does not see
     /// the declaration: `fields` lists the fields the operator constructs (in
-    /// the order written), each of type `Param("Struct::field")` unless known.
+    /// the order written), each of type `Field` unless known.
     Struct {
         name: String,
         fields: Vec<(String, Ty)>,
     },
+}
+
+impl Ty {
+    /// A scalar only rustc knows: a type parameter or a struct field's type.
+    pub fn is_opaque_scalar(&self) -> bool {
+        matches!(self, Ty::Param(_) | Ty::Field { .. })
+    }
 }
 
 /// A literal, with its written suffix resolved to a type where it had one.

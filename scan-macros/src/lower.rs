@@ -378,7 +378,7 @@ impl Lowerer {
                 let ty = match i.suffix() {
                     "" => match expect {
                         Some(t @ Ty::Scalar(s)) if s.is_int() => t.clone(),
-                        Some(t @ Ty::Param(_)) => t.clone(),
+                        Some(t) if t.is_opaque_scalar() => t.clone(),
                         Some(Ty::Scalar(s)) if s.is_float() => {
                             return Err(Error::new(
                                 span,
@@ -414,7 +414,7 @@ impl Lowerer {
                 let ty = match f.suffix() {
                     "" => match expect {
                         Some(t @ Ty::Scalar(s)) if s.is_float() => t.clone(),
-                        Some(t @ Ty::Param(_)) => t.clone(),
+                        Some(t) if t.is_opaque_scalar() => t.clone(),
                         Some(Ty::Scalar(s)) if s.is_int() => {
                             return Err(Error::new(
                                 span,
@@ -525,7 +525,7 @@ impl Lowerer {
         let ok = match (&op, &x.ty) {
             (UnOp::Neg, Ty::Scalar(s)) => *s != Scalar::Bool,
             (UnOp::Not, Ty::Scalar(s)) => !s.is_float(),
-            (_, Ty::Param(_)) => true,
+            (_, t) if t.is_opaque_scalar() => true,
             _ => false,
         };
         if !ok {
@@ -591,13 +591,13 @@ impl Lowerer {
         let t = x.ty.clone();
         let ok = match op {
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
-                matches!(&t, Ty::Param(_)) || matches!(&t, Ty::Scalar(s) if *s != Scalar::Bool)
+                t.is_opaque_scalar() || matches!(&t, Ty::Scalar(s) if *s != Scalar::Bool)
             }
             BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor => {
-                matches!(&t, Ty::Param(_)) || matches!(&t, Ty::Scalar(s) if !s.is_float())
+                t.is_opaque_scalar() || matches!(&t, Ty::Scalar(s) if !s.is_float())
             }
             BinOp::And | BinOp::Or => true,
-            _ => matches!(&t, Ty::Param(_) | Ty::Scalar(_)),
+            _ => t.is_opaque_scalar() || matches!(&t, Ty::Scalar(_)),
         };
         if !ok {
             return Err(Error::new(b.op.span(), format!("this operator does not apply to `{}`", show(&t))));
@@ -682,7 +682,7 @@ impl Lowerer {
         }
         match kind {
             Kind::Wrap(op) => {
-                if !matches!(&t, Ty::Scalar(s) if s.is_int()) && !matches!(&t, Ty::Param(_)) {
+                if !matches!(&t, Ty::Scalar(s) if s.is_int()) && !t.is_opaque_scalar() {
                     return Err(Error::new(name_span, format!("`{name}` applies to integers, found `{}`", show(&t))));
                 }
                 let y = lowered.pop().ok_or_else(|| Error::new(span, "missing argument"))?;
@@ -691,7 +691,7 @@ impl Lowerer {
             Kind::M(method, _) => {
                 let ok = match method {
                     Method::Max | Method::Min => {
-                        matches!(&t, Ty::Param(_)) || matches!(&t, Ty::Scalar(s) if *s != Scalar::Bool)
+                        t.is_opaque_scalar() || matches!(&t, Ty::Scalar(s) if *s != Scalar::Bool)
                     }
                     _ => matches!(&t, Ty::Scalar(s) if s.is_float()),
                 };
@@ -745,7 +745,7 @@ impl Lowerer {
                     .iter()
                     .find(|(f, _)| *f == field)
                     .map(|(_, t)| t.clone())
-                    .unwrap_or_else(|| Ty::Param(format!("{name}::{field}")));
+                    .unwrap_or_else(|| Ty::Field { strukt: name.to_string(), field: field.to_string() });
                 (Member::Named(field), t)
             }
             (m, t) => return Err(Error::new(m.span(), format!("no such field on `{}`", show(t)))),
@@ -788,7 +788,7 @@ impl Lowerer {
             }
             e => self.expr(e, None)?,
         };
-        if !matches!(&x.ty, Ty::Scalar(_) | Ty::Param(_)) {
+        if !matches!(&x.ty, Ty::Scalar(_)) && !x.ty.is_opaque_scalar() {
             return Err(Error::new(c.expr.span(), format!("cannot cast `{}`", show(&x.ty))));
         }
         Ok(self.mk(ExprKind::Cast(Box::new(x), to), Ty::Scalar(to), span))
@@ -837,7 +837,7 @@ impl Lowerer {
                 .iter()
                 .find(|(f, _)| *f == field)
                 .map(|(_, t)| t.clone())
-                .unwrap_or_else(|| Ty::Param(format!("{name}::{field}")));
+                .unwrap_or_else(|| Ty::Field { strukt: name.to_string(), field: field.to_string() });
             let x = self.expr(&fv.expr, Some(&want))?;
             fields.push((field.clone(), x.ty.clone()));
             exprs.push((field, x));
@@ -932,7 +932,7 @@ fn compatible(found: &Ty, want: &Ty) -> bool {
         (Ty::Tuple(a), Ty::Tuple(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| compatible(x, y)),
         (Ty::Array(a, n), Ty::Array(b, m)) => n == m && compatible(a, b),
         // A struct field's type is unknown to the macro: rustc checks it.
-        (Ty::Param(p), _) | (_, Ty::Param(p)) if p.contains("::") => true,
+        (Ty::Field { .. }, _) | (_, Ty::Field { .. }) => true,
         (a, b) => a == b,
     }
 }
@@ -942,6 +942,7 @@ pub fn show(t: &Ty) -> String {
     match t {
         Ty::Scalar(s) => scalar_name(*s).to_string(),
         Ty::Param(p) => p.clone(),
+        Ty::Field { strukt, field } => format!("{strukt}::{field}"),
         Ty::Tuple(ts) => {
             let inner: Vec<String> = ts.iter().map(show).collect();
             if ts.len() == 1 {

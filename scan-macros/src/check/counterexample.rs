@@ -58,7 +58,7 @@ impl Law<'_> {
 
 fn leaf_tys(ty: &Ty, out: &mut Vec<Ty>) {
     match ty {
-        Ty::Scalar(_) | Ty::Param(_) => out.push(ty.clone()),
+        Ty::Scalar(_) | Ty::Param(_) | Ty::Field { .. } => out.push(ty.clone()),
         Ty::Tuple(ts) => ts.iter().for_each(|t| leaf_tys(t, out)),
         Ty::Array(t, n) => (0..*n).for_each(|_| leaf_tys(t, out)),
         Ty::Struct { fields, .. } => fields.iter().for_each(|(_, t)| leaf_tys(t, out)),

@@ -115,7 +115,7 @@ fn compare(vars: &Vars, item: &ir::Ty, left: &Sym, right: &Sym, lhs: &str, rhs: 
     for ((path, l), (_, r)) in left.leaves().into_iter().zip(right.leaves()) {
         if let Some((guard, fl, fr)) = first_difference(l, r) {
             let mut at = String::new();
-            if !matches!(item, ir::Ty::Scalar(_) | ir::Ty::Param(_)) {
+            if !matches!(item, ir::Ty::Scalar(_)) && !item.is_opaque_scalar() {
                 at.push_str(&format!("in component {path}, "));
             }
             if !guard.is_empty() {

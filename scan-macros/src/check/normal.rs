@@ -177,7 +177,7 @@ impl Vars {
     /// A symbolic operand of type `ty` named `base`: one fresh variable per scalar.
     pub fn operand(&mut self, base: &str, ty: &Ty) -> Sym {
         match ty {
-            Ty::Scalar(_) | Ty::Param(_) => {
+            Ty::Scalar(_) | Ty::Param(_) | Ty::Field { .. } => {
                 let id = self.names.len() as u16;
                 self.names.push(base.to_string());
                 Sym::plain(Lattice::atom(Atom::Var(Var { id, kind: kind_of(ty) })))
@@ -549,7 +549,7 @@ fn binary(op: BinOp, a: &Lattice, b: &Lattice, ty: &Ty, span: Span) -> R<Lattice
         BinOp::BitOr | BinOp::Or => bits(BitForm::or),
         BinOp::BitXor => bits(BitForm::xor),
         BinOp::Eq | BinOp::Ne => {
-            let ne = if float || matches!(ty, Ty::Param(_)) {
+            let ne = if float || ty.is_opaque_scalar() {
                 prop(Atom::Cmp(CmpOp::Ne, Box::new(lat(a.sub(b))?)))
             } else if *ty == BOOL {
                 // On booleans `!=` is `^`: the value itself, not a proposition about it.

@@ -29,7 +29,7 @@ fn leaves(ty: &Ty, path: TokenStream, out: &mut Vec<(TokenStream, Option<Scalar>
         Ty::Scalar(s) => out.push((path, Some(*s))),
         // A struct field (`Tally::count`): rustc knows its scalar, and the
         // test compares it exactly (random inputs are small integers).
-        Ty::Param(p) if p.contains("::") => out.push((path, None)),
+        Ty::Field { .. } => out.push((path, None)),
         // A type parameter: the operator type has no concrete instance here.
         Ty::Param(_) => return None,
         Ty::Tuple(ts) => {
@@ -63,7 +63,7 @@ fn random(ty: &Ty) -> Option<TokenStream> {
         Ty::Scalar(Scalar::I64) => quote!(rng.below(201) as i64 - 100),
         Ty::Scalar(Scalar::U32) => quote!(rng.below(201) as u32),
         Ty::Scalar(Scalar::U64) => quote!(rng.below(201)),
-        Ty::Param(p) if p.contains("::") => quote!(__small(&mut rng)),
+        Ty::Field { .. } => quote!(__small(&mut rng)),
         Ty::Param(_) => return None,
         Ty::Tuple(ts) => {
             let xs = ts.iter().map(random).collect::<Option<Vec<_>>>()?;
@@ -131,7 +131,7 @@ pub fn f64_params(generics: &syn::Generics) -> Option<Vec<String>> {
 fn at_f64(ty: &Ty, params: &[String]) -> Ty {
     match ty {
         Ty::Param(p) if params.contains(p) => Ty::Scalar(Scalar::F64),
-        Ty::Scalar(_) | Ty::Param(_) => ty.clone(),
+        Ty::Scalar(_) | Ty::Param(_) | Ty::Field { .. } => ty.clone(),
         Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(|t| at_f64(t, params)).collect()),
         Ty::Array(t, n) => Ty::Array(Box::new(at_f64(t, params)), *n),
         Ty::Struct { name, fields } => Ty::Struct {

@@ -278,7 +278,7 @@ impl<N: Num> Value<N> {
     /// A value of type `ty` whose scalars are taken in order from `next`.
     pub fn build(ty: &Ty, next: &mut dyn FnMut(&Ty) -> Value<N>) -> Value<N> {
         match ty {
-            Ty::Scalar(_) | Ty::Param(_) => next(ty),
+            Ty::Scalar(_) | Ty::Param(_) | Ty::Field { .. } => next(ty),
             Ty::Tuple(ts) => Value::Tuple(ts.iter().map(|t| Value::build(t, next)).collect()),
             Ty::Array(t, n) => Value::Array((0..*n).map(|_| Value::build(t, next)).collect()),
             Ty::Struct { fields, .. } => {
