@@ -198,23 +198,22 @@ macro_rules! float_scalar {
             }
             #[inline]
             fn max(self, other: Self) -> Self {
-                // `f32::max` ignores NaN like CUDA's `fmaxf`, but may return
-                // either zero for (-0, +0); `fmaxf` returns +0. Equal operands
-                // are merged bitwise so both sides agree: +0 wins max.
-                if self == other {
-                    <$t>::from_bits(self.to_bits() & other.to_bits())
-                } else {
-                    <$t>::max(self, other)
-                }
+                // Like CUDA's `fmaxf`: a NaN operand is ignored, and +0 wins
+                // over -0 (`f32::max` may return either zero). Equal operands
+                // are merged bitwise (+0 & -0 = +0). Two selects and no call
+                // to `f32::max`: no branch per item in the CPU scan's chains.
+                let tie = <$t>::from_bits(self.to_bits() & other.to_bits());
+                #[allow(clippy::eq_op)]
+                let larger = if self > other || other != other { self } else { other };
+                if self == other { tie } else { larger }
             }
             #[inline]
             fn min(self, other: Self) -> Self {
-                // As `max`: -0 wins min, like `fminf`.
-                if self == other {
-                    <$t>::from_bits(self.to_bits() | other.to_bits())
-                } else {
-                    <$t>::min(self, other)
-                }
+                // As `max`, mirrored: -0 wins over +0, like `fminf`.
+                let tie = <$t>::from_bits(self.to_bits() | other.to_bits());
+                #[allow(clippy::eq_op)]
+                let smaller = if self < other || other != other { self } else { other };
+                if self == other { tie } else { smaller }
             }
         }
         impl CudaFloat for $t {}

@@ -65,7 +65,9 @@ impl<T> Chunks<T> {
 /// `src` readable and `out` writable (possibly uninitialized) for `n` items;
 /// either `src == out` (each item is read before it is overwritten) or the two
 /// do not overlap.
-#[inline]
+// Always inlined, so that the AVX2 build of the tile scan (tiled.rs) compiles
+// this loop for AVX2 too: an outlined copy would be the portable one.
+#[inline(always)]
 pub(crate) unsafe fn local_scan<Op: ScanOp, const REV: bool, const INCL: bool>(
     src: *const Op::Item,
     out: *mut Op::Item,
@@ -79,7 +81,7 @@ pub(crate) unsafe fn local_scan<Op: ScanOp, const REV: bool, const INCL: bool>(
 }
 
 /// [`local_scan`], with `SAME`: `src == out`, known at compile time.
-#[inline]
+#[inline(always)]
 unsafe fn local_scan_impl<Op: ScanOp, const REV: bool, const INCL: bool, const SAME: bool>(
     src: *const Op::Item,
     out: *mut Op::Item,

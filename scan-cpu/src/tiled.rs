@@ -222,6 +222,36 @@ unsafe fn start_tile<Op: ScanOp, const REV: bool, const INCL: bool>(
     buf: &mut [Op::Item],
     stream: bool,
 ) -> Started<Op::Item> {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        return start_tile_avx2::<Op, REV, INCL>(bufs, b, buf, stream);
+    }
+    start_tile_portable::<Op, REV, INCL>(bufs, b, buf, stream)
+}
+
+/// [`start_tile`] compiled for AVX2, where the chains' selects (max, min,
+/// segmented operators) are one instruction each instead of three. The same
+/// IR, so the results are bit for bit those of the portable build; `f32 max`
+/// at 2^26 went from 0.28 to about 0.40 of memcpy on this project's 2-core
+/// machine (add: unchanged).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn start_tile_avx2<Op: ScanOp, const REV: bool, const INCL: bool>(
+    bufs: Buffers<Op::Item>,
+    b: usize,
+    buf: &mut [Op::Item],
+    stream: bool,
+) -> Started<Op::Item> {
+    start_tile_portable::<Op, REV, INCL>(bufs, b, buf, stream)
+}
+
+#[inline(always)]
+unsafe fn start_tile_portable<Op: ScanOp, const REV: bool, const INCL: bool>(
+    bufs: Buffers<Op::Item>,
+    b: usize,
+    buf: &mut [Op::Item],
+    stream: bool,
+) -> Started<Op::Item> {
     let tile = tile_len::<Op::Item>();
     let start = b * tile;
     let end = (start + tile).min(bufs.len);
