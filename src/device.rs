@@ -162,6 +162,75 @@ impl Device {
             Backend::Cpu(cpu) => cpu.scan_rows_in_place::<Op>(data, rows, spec),
         }
     }
+
+    /// Scans each segment of `input` on its own, into `output` (same
+    /// length); `starts` as for [`Cpu::scan_segments`]. On a GPU this is
+    /// still one scan per segment (a kernel for many segments comes with
+    /// batched rows).
+    ///
+    /// ```
+    /// use scan::{ops::Add, Device, ScanSpec};
+    /// # fn main() -> scan::Result<()> {
+    /// let mut out = [0; 5];
+    /// Device::cpu().scan_segments::<Add<i32>>(&[1, 2, 3, 4, 5], &mut out, &[0, 2], ScanSpec::inclusive())?;
+    /// assert_eq!(out, [1, 3, 3, 7, 12]);
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_segments<Op: ScanOp>(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        starts: &[usize],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        match &self.backend {
+            Backend::Cuda(cuda) => {
+                has_cuda::<Op>()?;
+                Scan::<OnGpu<Op>>::scan_segments(cuda.as_ref(), input, output, starts, spec)
+            }
+            Backend::Cpu(cpu) => cpu.scan_segments::<Op>(input, output, starts, spec),
+        }
+    }
+
+    /// [`Device::scan_segments`] in place.
+    pub fn scan_segments_in_place<Op: ScanOp>(
+        &self,
+        data: &mut [Op::Item],
+        starts: &[usize],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        match &self.backend {
+            Backend::Cuda(cuda) => {
+                has_cuda::<Op>()?;
+                Scan::<OnGpu<Op>>::scan_segments_in_place(cuda.as_ref(), data, starts, spec)
+            }
+            Backend::Cpu(cpu) => cpu.scan_segments_in_place::<Op>(data, starts, spec),
+        }
+    }
+
+    /// Scans each segment on its own, a segment starting at every item whose
+    /// head flag is set (and at item 0); as [`Cpu::scan_flagged`].
+    pub fn scan_flagged<Op: ScanOp>(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        heads: &[bool],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        let starts = scan_core::reference::starts_of_heads(heads, input.len())?;
+        self.scan_segments::<Op>(input, output, &starts, spec)
+    }
+
+    /// [`Device::scan_flagged`] in place.
+    pub fn scan_flagged_in_place<Op: ScanOp>(
+        &self,
+        data: &mut [Op::Item],
+        heads: &[bool],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        let starts = scan_core::reference::starts_of_heads(heads, data.len())?;
+        self.scan_segments_in_place::<Op>(data, &starts, spec)
+    }
 }
 
 impl<Op: ScanOp> Scan<Op> for Device {
@@ -179,6 +248,18 @@ impl<Op: ScanOp> Scan<Op> for Device {
     }
     fn scan_rows_in_place(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
         Device::scan_rows_in_place::<Op>(self, data, rows, spec)
+    }
+    fn scan_segments(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        starts: &[usize],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        Device::scan_segments::<Op>(self, input, output, starts, spec)
+    }
+    fn scan_segments_in_place(&self, data: &mut [Op::Item], starts: &[usize], spec: ScanSpec) -> Result<()> {
+        Device::scan_segments_in_place::<Op>(self, data, starts, spec)
     }
 }
 

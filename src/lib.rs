@@ -79,10 +79,12 @@
 //! # Ok(()) }
 //! ```
 //!
-//! # Rows
+//! # Rows and segments
 //!
 //! `scan_rows` scans each row of a row-major `[rows, len / rows]` buffer on
-//! its own; the same call on every executor:
+//! its own; `scan_segments` each segment of a ragged batch (by its starts or
+//! CSR offsets), `scan_flagged` each run that a head flag starts. The same
+//! calls on every executor:
 //!
 //! ```
 //! use scan::{ops::Add, Device, ScanSpec};

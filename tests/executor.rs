@@ -1,7 +1,8 @@
 //! The `Scan` trait: one generic check, written once, run on every executor
 //! (`Cpu` with each algorithm and thread count, `Device::cpu()`, and on a GPU
 //! `Cuda` and `Device::cuda()`), against `scan::reference` on lengths around
-//! the CPU tiles, the Blelloch blocks and the GPU single-pass tile, with the
+//! the CPU tiles, the Blelloch blocks and the GPU single-pass tile (rows and
+//! segments by starts, CSR offsets and head flags included), with the
 //! non-commutative 2x2 matrix product among the operators. Executors are
 //! used through `&dyn Scan<Op>` too: the trait is object-safe.
 
@@ -37,6 +38,42 @@ where
             assert_eq!(data, want, "{label}: scan_rows_in_place, n {n}, {rows} rows, {spec:?}");
         }
     }
+    // Segments: a few long ones, many short ones (empty ones among them), as
+    // bare starts and as CSR offsets, and by head flags.
+    let mut rng = Rng::new(n as u64);
+    for per in [n / 3 + 1, 5] {
+        let mut starts: Vec<usize> = (0..n / per + 2).map(|_| rng.below(n as u64 + 1) as usize).collect();
+        starts.sort_unstable();
+        let mut csr = vec![0];
+        csr.extend(&starts);
+        csr.push(n);
+        for starts in [&starts, &csr] {
+            let spec = ScanSpec::exclusive().reversed();
+            let want = reference::scan_segments::<Op>(x, starts, spec).unwrap();
+            let mut out: Vec<Op::Item> = x.iter().rev().copied().collect();
+            executor.scan_segments(x, &mut out, starts, spec).unwrap();
+            assert_eq!(out, want, "{label}: scan_segments, n {n}, {} starts", starts.len());
+            let mut data = x.to_vec();
+            executor.scan_segments_in_place(&mut data, starts, ScanSpec::inclusive()).unwrap();
+            assert_eq!(data, reference::scan_segments::<Op>(x, starts, ScanSpec::inclusive()).unwrap(), "{label}");
+        }
+        let mut heads = vec![false; n];
+        starts.iter().filter(|&&s| s < n).for_each(|&s| heads[s] = true);
+        let mut out = x.to_vec();
+        executor.scan_flagged(x, &mut out, &heads, ScanSpec::inclusive()).unwrap();
+        assert_eq!(out, reference::scan_segments::<Op>(x, &starts, ScanSpec::inclusive()).unwrap(), "{label}: flags");
+    }
+    let mut data = x.to_vec();
+    let err = executor.scan_segments_in_place(&mut data, &[n + 1], ScanSpec::inclusive()).unwrap_err();
+    assert!(matches!(err, Error::BadSegments { index: 0, .. }), "{label}: {err}");
+    if n >= 2 {
+        let err = executor.scan_segments_in_place(&mut data, &[1, 0], ScanSpec::inclusive()).unwrap_err();
+        assert!(matches!(err, Error::BadSegments { index: 1, start: 0, previous: 1, .. }), "{label}: {err}");
+    }
+    assert_eq!(data, x, "{label}: a rejected segmented call modified its data");
+    let err = executor.scan_flagged_in_place(&mut data, &vec![false; n + 1], ScanSpec::inclusive()).unwrap_err();
+    assert!(matches!(err, Error::LengthMismatch { .. }), "{label}: {err}");
+
     let mut short = vec![Op::identity(); n + 1];
     let err = executor.scan_into(x, &mut short, ScanSpec::inclusive()).unwrap_err();
     assert!(matches!(err, Error::LengthMismatch { .. }), "{label}: {err}");

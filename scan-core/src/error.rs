@@ -70,6 +70,22 @@ pub enum Error {
         code: String,
     },
 
+    /// Segment starts that are not non-decreasing, or past the end.
+    #[error(
+        "bad segment starts: starts[{index}] = {start} after {previous}, with {len} items; starts must be \
+         non-decreasing and at most the length (equal starts make empty segments)"
+    )]
+    BadSegments {
+        /// The first offending position in the starts.
+        index: usize,
+        /// Its value.
+        start: usize,
+        /// The start before it (0 for the first).
+        previous: usize,
+        /// The number of items.
+        len: usize,
+    },
+
     /// An operator without CUDA source was sent to the GPU.
     #[error(
         "`{op}` has no CUDA source, so it cannot run on the GPU: declare it with #[scan_op] (or, for a \

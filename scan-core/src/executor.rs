@@ -68,6 +68,47 @@ pub trait Scan<Op: ScanOp> {
         Ok(())
     }
 
+    /// Scans each segment of `input` on its own, into `output` (same
+    /// length). `starts` are the segments' first indices, non-decreasing and
+    /// at most the length; equal starts make empty segments, and CSR offsets
+    /// `[0, ..., len]` work as they are ([`reference::segments`](crate::reference::segments)).
+    /// Errors: [`Error::LengthMismatch`](crate::Error::LengthMismatch),
+    /// [`Error::BadSegments`](crate::Error::BadSegments); nothing is written
+    /// then.
+    fn scan_segments(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        starts: &[usize],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        crate::Error::check_lengths(input.len(), output.len())?;
+        for r in crate::reference::segments(input.len(), starts)? {
+            self.scan_into(&input[r.clone()], &mut output[r], spec)?;
+        }
+        Ok(())
+    }
+
+    /// [`Scan::scan_segments`] in place.
+    fn scan_segments_in_place(&self, data: &mut [Op::Item], starts: &[usize], spec: ScanSpec) -> Result<()> {
+        let input = data.to_vec();
+        self.scan_segments(&input, data, starts, spec)
+    }
+
+    /// Scans each segment on its own, a segment starting at every item whose
+    /// head flag is set (and at item 0): one flag per item
+    /// ([`Error::LengthMismatch`](crate::Error::LengthMismatch) otherwise).
+    fn scan_flagged(&self, input: &[Op::Item], output: &mut [Op::Item], heads: &[bool], spec: ScanSpec) -> Result<()> {
+        let starts = crate::reference::starts_of_heads(heads, input.len())?;
+        self.scan_segments(input, output, &starts, spec)
+    }
+
+    /// [`Scan::scan_flagged`] in place.
+    fn scan_flagged_in_place(&self, data: &mut [Op::Item], heads: &[bool], spec: ScanSpec) -> Result<()> {
+        let starts = crate::reference::starts_of_heads(heads, data.len())?;
+        self.scan_segments_in_place(data, &starts, spec)
+    }
+
     /// Scans each row of a row-major `[rows, len / rows]` buffer in place
     /// ([`Error::BadShape`](crate::Error::BadShape) when `rows` is 0 or does
     /// not divide the length).

@@ -59,6 +59,55 @@ pub fn scan_rows<Op: ScanOp>(input: &[Op::Item], rows: usize, spec: ScanSpec) ->
     Ok(out)
 }
 
+/// The segments of `len` items that `starts` describes, as index ranges in
+/// order: `[0, starts[0])` (empty when `starts[0] == 0`), then
+/// `[starts[k], starts[k + 1])`, and the last up to `len`. Equal starts make
+/// empty segments, so CSR offsets (`[0, ..., len]`) and bare starts both work.
+/// [`Error::BadSegments`] unless `starts` is non-decreasing and at most `len`.
+///
+/// ```
+/// use scan_core::reference::segments;
+/// assert_eq!(segments(5, &[0, 2, 2, 5]).unwrap(), [0..0, 0..2, 2..2, 2..5, 5..5]);
+/// assert_eq!(segments(5, &[3]).unwrap(), [0..3, 3..5]);
+/// assert!(segments(5, &[3, 1]).is_err());
+/// assert!(segments(5, &[6]).is_err());
+/// ```
+pub fn segments(len: usize, starts: &[usize]) -> Result<Vec<std::ops::Range<usize>>> {
+    let mut ranges = Vec::with_capacity(starts.len() + 1);
+    let mut previous = 0;
+    for (index, &start) in starts.iter().enumerate() {
+        if start < previous || start > len {
+            return Err(Error::BadSegments { index, start, previous, len });
+        }
+        ranges.push(previous..start);
+        previous = start;
+    }
+    ranges.push(previous..len);
+    Ok(ranges)
+}
+
+/// The segment starts that head flags describe: every index whose flag is set
+/// ([`Error::LengthMismatch`] unless there is one flag per item).
+pub fn starts_of_heads(heads: &[bool], len: usize) -> Result<Vec<usize>> {
+    Error::check_lengths(len, heads.len())?;
+    Ok(heads.iter().enumerate().filter_map(|(i, &h)| h.then_some(i)).collect())
+}
+
+/// Scans each segment of `input` on its own (see [`segments`] for `starts`).
+///
+/// ```
+/// use scan_core::{ops::Add, reference, ScanSpec};
+/// let out = reference::scan_segments::<Add<i32>>(&[1, 2, 3, 4, 5], &[0, 2], ScanSpec::inclusive()).unwrap();
+/// assert_eq!(out, [1, 3, 3, 7, 12]);
+/// ```
+pub fn scan_segments<Op: ScanOp>(input: &[Op::Item], starts: &[usize], spec: ScanSpec) -> Result<Vec<Op::Item>> {
+    let mut out = input.to_vec();
+    for r in segments(input.len(), starts)? {
+        scan_in_place::<Op>(&mut out[r], spec);
+    }
+    Ok(out)
+}
+
 /// The length of one row of a `[rows, len / rows]` buffer, or [`Error::BadShape`].
 pub fn row_len(len: usize, rows: usize) -> Result<usize> {
     if rows == 0 || len % rows != 0 {

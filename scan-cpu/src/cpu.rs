@@ -219,6 +219,78 @@ impl Cpu {
         rows::scan_rows_in_place::<Op>(self, data, row_len, spec)
     }
 
+    /// Scans each segment of `input` on its own, into `output` (same
+    /// length). `starts` are the segments' first indices: non-decreasing, at
+    /// most the length; equal starts make empty segments, and CSR offsets
+    /// `[0, ..., len]` work as they are. Many segments are spread over the
+    /// threads, a few long ones each scanned with all of them. Errors:
+    /// [`Error::LengthMismatch`], [`Error::BadSegments`] (nothing written).
+    ///
+    /// ```
+    /// use scan_core::{ops::Add, Error, ScanSpec};
+    /// let cpu = scan_cpu::Cpu::new();
+    /// let mut out = [0; 6];
+    /// // Ragged rows [1, 2], [], [3, 4, 5], [6] as CSR offsets:
+    /// cpu.scan_segments::<Add<i32>>(&[1, 2, 3, 4, 5, 6], &mut out, &[0, 2, 2, 5, 6], ScanSpec::inclusive())?;
+    /// assert_eq!(out, [1, 3, 3, 7, 12, 6]);
+    /// let bad = cpu.scan_segments::<Add<i32>>(&[1, 2, 3, 4, 5, 6], &mut out, &[0, 4, 2], ScanSpec::inclusive());
+    /// assert!(matches!(bad, Err(Error::BadSegments { index: 2, .. })));
+    /// # Ok::<(), scan_core::Error>(())
+    /// ```
+    pub fn scan_segments<Op: ScanOp>(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        starts: &[usize],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        rows::scan_segments::<Op>(self, input, output, starts, spec)
+    }
+
+    /// [`Cpu::scan_segments`] in place.
+    pub fn scan_segments_in_place<Op: ScanOp>(
+        &self,
+        data: &mut [Op::Item],
+        starts: &[usize],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        rows::scan_segments_in_place::<Op>(self, data, starts, spec)
+    }
+
+    /// Scans each segment on its own, a segment starting at every item whose
+    /// head flag is set (and at item 0); one flag per item
+    /// ([`Error::LengthMismatch`] otherwise).
+    ///
+    /// ```
+    /// use scan_core::{ops::Add, ScanSpec};
+    /// let mut x = [1, 2, 3, 4, 5];
+    /// let heads = [false, false, true, false, true];
+    /// scan_cpu::Cpu::new().scan_flagged_in_place::<Add<i32>>(&mut x, &heads, ScanSpec::exclusive())?;
+    /// assert_eq!(x, [0, 1, 0, 3, 0]);
+    /// # Ok::<(), scan_core::Error>(())
+    /// ```
+    pub fn scan_flagged<Op: ScanOp>(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        heads: &[bool],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        let starts = reference::starts_of_heads(heads, input.len())?;
+        self.scan_segments::<Op>(input, output, &starts, spec)
+    }
+
+    /// [`Cpu::scan_flagged`] in place.
+    pub fn scan_flagged_in_place<Op: ScanOp>(
+        &self,
+        data: &mut [Op::Item],
+        heads: &[bool],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        let starts = reference::starts_of_heads(heads, data.len())?;
+        self.scan_segments_in_place::<Op>(data, &starts, spec)
+    }
+
     /// How to run a scan whose whole output holds `len` items of `T`.
     pub(crate) fn run<T>(&self, len: usize) -> Run {
         Run { algorithm: self.algorithm, threads: self.threads, stream: tiled::should_stream::<T>(len) }
@@ -241,6 +313,18 @@ impl<Op: ScanOp> Scan<Op> for Cpu {
     fn scan_rows_in_place(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
         Cpu::scan_rows_in_place::<Op>(self, data, rows, spec)
     }
+    fn scan_segments(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        starts: &[usize],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        Cpu::scan_segments::<Op>(self, input, output, starts, spec)
+    }
+    fn scan_segments_in_place(&self, data: &mut [Op::Item], starts: &[usize], spec: ScanSpec) -> Result<()> {
+        Cpu::scan_segments_in_place::<Op>(self, data, starts, spec)
+    }
 }
 
 impl<Op: ScanOp> DeviceScan<Op> for Run {
@@ -261,7 +345,7 @@ impl<Op: ScanOp> DeviceScan<Op> for Run {
 
 /// Views initialized items as possibly uninitialized ones, to share one code
 /// path with outputs that are still uninitialized.
-fn as_uninit<T>(items: &mut [T]) -> &mut [MaybeUninit<T>] {
+pub(crate) fn as_uninit<T>(items: &mut [T]) -> &mut [MaybeUninit<T>] {
     // SAFETY: `MaybeUninit<T>` has the layout of `T`; every writer behind this
     // view writes initialized items only, so `items` stays initialized.
     unsafe { &mut *(items as *mut [T] as *mut [MaybeUninit<T>]) }

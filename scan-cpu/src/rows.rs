@@ -1,14 +1,16 @@
-//! Batched scans: a row-major `[rows, row_len]` buffer, each row independent.
+//! Batched scans: a row-major `[rows, row_len]` buffer, each row independent,
+//! and segments of any lengths (by starts or head flags), each independent.
 //!
 //! Many rows: the rows are split over the threads, each row scanned on one
 //! thread. Few long rows: the rows are scanned one after another, each on all
-//! threads. The algorithm is the executor's either way.
+//! threads. Segments alike, by their count. The algorithm is the executor's
+//! either way.
 
 use std::mem::MaybeUninit;
 
-use scan_core::{Result, ScanOp, ScanSpec};
+use scan_core::{reference, Error, Result, ScanOp, ScanSpec};
 
-use crate::cpu::Run;
+use crate::cpu::{as_uninit, Run};
 use crate::{parallel, Cpu};
 
 /// Rows of at least this many bytes are long enough to be split over threads.
@@ -70,6 +72,78 @@ fn for_each_row<T, W: Send>(
     parallel::for_each_part(&mut work, run.threads, |part| {
         for row in part.iter_mut() {
             if let Err(e) = scan(&one_thread, row) {
+                if let Ok(mut slot) = failed.lock() {
+                    **slot = Err(e);
+                }
+                return;
+            }
+        }
+    });
+    result
+}
+
+/// Scans each segment of `input` (by `starts`, see
+/// [`reference::segments`]) into `output`; nothing is written on an error.
+pub(crate) fn scan_segments<Op: ScanOp>(
+    cpu: &Cpu,
+    input: &[Op::Item],
+    output: &mut [Op::Item],
+    starts: &[usize],
+    spec: ScanSpec,
+) -> Result<()> {
+    Error::check_lengths(input.len(), output.len())?;
+    let ranges = reference::segments(input.len(), starts)?;
+    let mut work = Vec::with_capacity(ranges.len());
+    let mut rest = output;
+    for r in ranges {
+        let (out, tail) = std::mem::take(&mut rest).split_at_mut(r.len());
+        rest = tail;
+        work.push((&input[r], out));
+    }
+    for_each_segment::<Op::Item, _>(cpu, input.len(), work, |run, (x, out)| {
+        run.scan_into::<Op>(x, as_uninit(out), spec)
+    })
+}
+
+/// [`scan_segments`] in place.
+pub(crate) fn scan_segments_in_place<Op: ScanOp>(
+    cpu: &Cpu,
+    data: &mut [Op::Item],
+    starts: &[usize],
+    spec: ScanSpec,
+) -> Result<()> {
+    let len = data.len();
+    let ranges = reference::segments(len, starts)?;
+    let mut work = Vec::with_capacity(ranges.len());
+    let mut rest = data;
+    for r in ranges {
+        let (seg, tail) = std::mem::take(&mut rest).split_at_mut(r.len());
+        rest = tail;
+        work.push(seg);
+    }
+    for_each_segment::<Op::Item, _>(cpu, len, work, |run, seg| run.scan_in_place::<Op>(seg, spec))
+}
+
+/// Runs `scan` on every segment of `work` (`len` items in all): one after
+/// another, each on all threads, when they are fewer than 4 per thread;
+/// otherwise spread over the threads, one thread per segment. The first
+/// error wins.
+fn for_each_segment<T, W: Send>(
+    cpu: &Cpu,
+    len: usize,
+    mut work: Vec<W>,
+    scan: impl Fn(&Run, &mut W) -> Result<()> + Sync,
+) -> Result<()> {
+    let run = cpu.run::<T>(len);
+    if work.len() < 4 * run.threads {
+        return work.iter_mut().try_for_each(|seg| scan(&run, seg));
+    }
+    let one_thread = Run { threads: 1, ..run };
+    let mut result = Ok(());
+    let failed = std::sync::Mutex::new(&mut result);
+    parallel::for_each_part(&mut work, run.threads, |part| {
+        for seg in part.iter_mut() {
+            if let Err(e) = scan(&one_thread, seg) {
                 if let Ok(mut slot) = failed.lock() {
                     **slot = Err(e);
                 }
