@@ -192,6 +192,26 @@ impl Device {
         }
     }
 
+    /// Scans `rows` rows of `row_len` items, `stride` items apart, as
+    /// [`Cpu::scan_rows_strided`]. On a GPU still one scan per row.
+    pub fn scan_rows_strided<Op: ScanOp>(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        rows: usize,
+        row_len: usize,
+        stride: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        match &self.backend {
+            Backend::Cuda(cuda) => {
+                has_cuda::<Op>()?;
+                Scan::<OnGpu<Op>>::scan_rows_strided(cuda.as_ref(), input, output, rows, row_len, stride, spec)
+            }
+            Backend::Cpu(cpu) => cpu.scan_rows_strided::<Op>(input, output, rows, row_len, stride, spec),
+        }
+    }
+
     /// [`Device::scan_segments`] in place.
     pub fn scan_segments_in_place<Op: ScanOp>(
         &self,
@@ -260,6 +280,17 @@ impl<Op: ScanOp> Scan<Op> for Device {
     }
     fn scan_segments_in_place(&self, data: &mut [Op::Item], starts: &[usize], spec: ScanSpec) -> Result<()> {
         Device::scan_segments_in_place::<Op>(self, data, starts, spec)
+    }
+    fn scan_rows_strided(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        rows: usize,
+        row_len: usize,
+        stride: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        Device::scan_rows_strided::<Op>(self, input, output, rows, row_len, stride, spec)
     }
 }
 

@@ -38,6 +38,31 @@ where
             assert_eq!(data, want, "{label}: scan_rows_in_place, n {n}, {rows} rows, {spec:?}");
         }
     }
+    // Strided rows: a column block (stride past the row) and a padded layout.
+    for (rows, row_len, stride) in [(3, n / 3, n / 3), (2, n / 4, n / 2), (4, n / 8, n / 4 + 1), (1, n, n + 5)] {
+        let spec = ScanSpec::exclusive();
+        let want = reference::scan_rows_strided::<Op>(x, rows, row_len, stride, spec);
+        let mut out = x.to_vec();
+        let got = executor.scan_rows_strided(x, &mut out, rows, row_len, stride, spec);
+        match want {
+            Ok(want) => {
+                got.unwrap();
+                assert_eq!(out, want, "{label}: strided rows {rows} x {row_len} / {stride}, n {n}");
+            }
+            Err(e) => {
+                assert!(matches!(got, Err(Error::BadStride { .. })), "{label}: {e}, but {got:?}");
+                assert_eq!(out, x, "{label}: a rejected strided call modified its output");
+            }
+        }
+    }
+    if n >= 2 {
+        let mut out = x.to_vec();
+        let err = executor.scan_rows_strided(x, &mut out, 2, 2, 1, ScanSpec::inclusive()).unwrap_err();
+        assert!(matches!(err, Error::BadStride { .. }), "{label}: overlapping rows: {err}");
+        let err = executor.scan_rows_strided(x, &mut out, 2, 1, n, ScanSpec::inclusive()).unwrap_err();
+        assert!(matches!(err, Error::BadStride { .. }), "{label}: past the end: {err}");
+    }
+
     // Segments: a few long ones, many short ones (empty ones among them), as
     // bare starts and as CSR offsets, and by head flags.
     let mut rng = Rng::new(n as u64);

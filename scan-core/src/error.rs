@@ -70,6 +70,23 @@ pub enum Error {
         code: String,
     },
 
+    /// Strided rows that do not fit: a stride shorter than a row, or rows
+    /// past the end of the buffer.
+    #[error(
+        "bad strided rows: {rows} rows of {row_len} items, {stride} items apart, need a stride of at least the row \
+         length and (rows - 1) * stride + row_len <= {len} items"
+    )]
+    BadStride {
+        /// Rows asked for.
+        rows: usize,
+        /// Items per row.
+        row_len: usize,
+        /// Items between row starts.
+        stride: usize,
+        /// Items in the buffer.
+        len: usize,
+    },
+
     /// Segment starts that are not non-decreasing, or past the end.
     #[error(
         "bad segment starts: starts[{index}] = {start} after {previous}, with {len} items; starts must be \

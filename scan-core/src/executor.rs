@@ -68,6 +68,27 @@ pub trait Scan<Op: ScanOp> {
         Ok(())
     }
 
+    /// Scans `rows` rows of `row_len` items whose starts are `stride` items
+    /// apart (a column block of a wider matrix, a padded layout), from
+    /// `input` into `output` (same length); items between rows are not
+    /// touched. Errors: [`Error::LengthMismatch`](crate::Error::LengthMismatch),
+    /// [`Error::BadStride`](crate::Error::BadStride).
+    fn scan_rows_strided(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        rows: usize,
+        row_len: usize,
+        stride: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        crate::Error::check_lengths(input.len(), output.len())?;
+        for r in crate::reference::strided_rows(input.len(), rows, row_len, stride)? {
+            self.scan_into(&input[r.clone()], &mut output[r], spec)?;
+        }
+        Ok(())
+    }
+
     /// Scans each segment of `input` on its own, into `output` (same
     /// length). `starts` are the segments' first indices, non-decreasing and
     /// at most the length; equal starts make empty segments, and CSR offsets

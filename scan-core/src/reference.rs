@@ -59,6 +59,44 @@ pub fn scan_rows<Op: ScanOp>(input: &[Op::Item], rows: usize, spec: ScanSpec) ->
     Ok(out)
 }
 
+/// The index ranges of `rows` rows of `row_len` items whose starts are
+/// `stride` items apart, in a buffer of `len` items, or
+/// [`Error::BadStride`] when they do not fit.
+///
+/// ```
+/// use scan_core::reference::strided_rows;
+/// assert_eq!(strided_rows(10, 3, 2, 4).unwrap(), [0..2, 4..6, 8..10]);
+/// assert!(strided_rows(10, 3, 2, 5).is_err()); // the last row would end at 12
+/// assert!(strided_rows(10, 2, 4, 3).is_err()); // rows would overlap
+/// ```
+pub fn strided_rows(len: usize, rows: usize, row_len: usize, stride: usize) -> Result<Vec<std::ops::Range<usize>>> {
+    let bad = || Error::BadStride { rows, row_len, stride, len };
+    if rows == 0 {
+        return Ok(Vec::new());
+    }
+    let end = (rows - 1).checked_mul(stride).and_then(|s| s.checked_add(row_len)).ok_or_else(bad)?;
+    if (rows > 1 && stride < row_len) || end > len {
+        return Err(bad());
+    }
+    Ok((0..rows).map(|r| r * stride..r * stride + row_len).collect())
+}
+
+/// Scans `rows` strided rows (see [`strided_rows`]); the items between rows
+/// are copied unchanged.
+pub fn scan_rows_strided<Op: ScanOp>(
+    input: &[Op::Item],
+    rows: usize,
+    row_len: usize,
+    stride: usize,
+    spec: ScanSpec,
+) -> Result<Vec<Op::Item>> {
+    let mut out = input.to_vec();
+    for r in strided_rows(input.len(), rows, row_len, stride)? {
+        scan_in_place::<Op>(&mut out[r], spec);
+    }
+    Ok(out)
+}
+
 /// The segments of `len` items that `starts` describes, as index ranges in
 /// order: `[0, starts[0])` (empty when `starts[0] == 0`), then
 /// `[starts[k], starts[k + 1])`, and the last up to `len`. Equal starts make

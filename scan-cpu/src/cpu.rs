@@ -247,6 +247,33 @@ impl Cpu {
         rows::scan_segments::<Op>(self, input, output, starts, spec)
     }
 
+    /// Scans `rows` rows of `row_len` items whose starts are `stride` items
+    /// apart (a column block of a wider matrix, a padded layout), from
+    /// `input` into `output` (same length), without copying them out; items
+    /// between rows are not touched. Errors: [`Error::LengthMismatch`],
+    /// [`Error::BadStride`].
+    ///
+    /// ```
+    /// use scan_core::{ops::Add, ScanSpec};
+    /// // The first 2 columns of a 3 x 3 matrix.
+    /// let m = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+    /// let mut out = [0; 9];
+    /// scan_cpu::Cpu::new().scan_rows_strided::<Add<i32>>(&m, &mut out, 3, 2, 3, ScanSpec::inclusive())?;
+    /// assert_eq!(out, [1, 3, 0, 4, 9, 0, 7, 15, 0]);
+    /// # Ok::<(), scan_core::Error>(())
+    /// ```
+    pub fn scan_rows_strided<Op: ScanOp>(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        rows: usize,
+        row_len: usize,
+        stride: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        rows::scan_rows_strided::<Op>(self, input, output, rows, row_len, stride, spec)
+    }
+
     /// [`Cpu::scan_segments`] in place.
     pub fn scan_segments_in_place<Op: ScanOp>(
         &self,
@@ -324,6 +351,17 @@ impl<Op: ScanOp> Scan<Op> for Cpu {
     }
     fn scan_segments_in_place(&self, data: &mut [Op::Item], starts: &[usize], spec: ScanSpec) -> Result<()> {
         Cpu::scan_segments_in_place::<Op>(self, data, starts, spec)
+    }
+    fn scan_rows_strided(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        rows: usize,
+        row_len: usize,
+        stride: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        Cpu::scan_rows_strided::<Op>(self, input, output, rows, row_len, stride, spec)
     }
 }
 

@@ -105,6 +105,33 @@ pub(crate) fn scan_segments<Op: ScanOp>(
     })
 }
 
+/// Scans `rows` rows of `row_len` items, `stride` apart (see
+/// [`reference::strided_rows`]), from `input` into `output`; the items
+/// between rows are not touched, and nothing is written on an error.
+pub(crate) fn scan_rows_strided<Op: ScanOp>(
+    cpu: &Cpu,
+    input: &[Op::Item],
+    output: &mut [Op::Item],
+    rows: usize,
+    row_len: usize,
+    stride: usize,
+    spec: ScanSpec,
+) -> Result<()> {
+    Error::check_lengths(input.len(), output.len())?;
+    let ranges = reference::strided_rows(input.len(), rows, row_len, stride)?;
+    let mut work = Vec::with_capacity(ranges.len());
+    let (mut rest, mut at) = (output, 0);
+    for r in ranges {
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - at);
+        let (out, tail) = tail.split_at_mut(r.len());
+        (rest, at) = (tail, r.end);
+        work.push((&input[r], out));
+    }
+    for_each_segment::<Op::Item, _>(cpu, rows * row_len, work, |run, (x, out)| {
+        run.scan_into::<Op>(x, as_uninit(out), spec)
+    })
+}
+
 /// [`scan_segments`] in place.
 pub(crate) fn scan_segments_in_place<Op: ScanOp>(
     cpu: &Cpu,
