@@ -8,7 +8,7 @@
 
 use std::fmt::Debug;
 
-use scan::ops::{Add, MatMul2x2, Max};
+use scan::ops::{Add, MatMul2x2, Max, Seg, Segmented};
 use scan::{reference, Algorithm, Cpu, Cuda, Device, Error, Scan, ScanOp, ScanSpec};
 use scan_testing::Rng;
 
@@ -150,6 +150,18 @@ fn generic_code_runs_on_every_cpu_executor() {
     let tiles = [scan_cpu::tile_len::<u32>(), scan_cpu::tile_len::<[i32; 4]>(), scan_cpu::BLELLOCH_BLOCK_LEN];
     check_executors(&cpus, &lengths(&tiles));
     check_executors(&[("Device::cpu()".to_string(), Device::cpu())], &lengths(&tiles));
+
+    // The lifted monoid (20-byte, non-commutative items) through every CPU
+    // driver, against the reference driver; that a scan of the pairs is a
+    // segmented scan of the values is scan-core's unit test.
+    let mut rng = Rng::fresh("segmented pairs on the CPU");
+    for n in lengths(&[scan_cpu::tile_len::<Seg<[i32; 4]>>(), scan_cpu::BLELLOCH_BLOCK_LEN]) {
+        let pairs: Vec<Seg<[i32; 4]>> =
+            rng.vec(n, |r| Seg { head: r.below(9) == 0, value: std::array::from_fn(|_| r.below(5) as i32 - 2) });
+        for (label, cpu) in &cpus {
+            check::<Segmented<MatMul2x2<i32>>>(cpu, &format!("{label}, segmented matmul2x2, n {n}"), &pairs);
+        }
+    }
 }
 
 #[test]
@@ -162,4 +174,14 @@ fn generic_code_runs_on_the_gpu_executors() {
     let device = Device::cuda().expect("CUDA");
     assert!(device.is_cuda());
     check_executors(&[("Device::cuda()".to_string(), device)], &lengths);
+
+    // The lifted monoid (20-byte, non-commutative items) through the GPU's
+    // drivers, against the reference driver.
+    let cuda = Cuda::new().expect("CUDA");
+    let mut rng = Rng::fresh("segmented pairs on the GPU");
+    for n in lengths {
+        let pairs: Vec<Seg<[i32; 4]>> =
+            rng.vec(n, |r| Seg { head: r.below(9) == 0, value: std::array::from_fn(|_| r.below(5) as i32 - 2) });
+        check::<Segmented<MatMul2x2<i32>>>(&cuda, &format!("Cuda, segmented matmul2x2, n {n}"), &pairs);
+    }
 }

@@ -25,6 +25,7 @@ mod op;
 pub mod ops;
 pub mod reference;
 mod rng;
+mod segmented;
 mod spec;
 
 pub use cuda_type::{CudaFloat, CudaScalar, CudaType};

@@ -24,6 +24,8 @@ use scan_macros::scan_op;
 
 use crate::{CudaFloat, CudaScalar};
 
+pub use crate::segmented::{Seg, Segmented};
+
 /// Addition: `a + b` (wrapping for integers), identity 0.
 #[scan_op(identity = T::ZERO)]
 pub fn add<T: CudaScalar>(a: T, b: T) -> T {
