@@ -59,19 +59,46 @@ fn for_each_row<T, W: Send>(
     cpu: &Cpu,
     len: usize,
     row_len: usize,
-    mut work: Vec<W>,
+    work: Vec<W>,
     scan: impl Fn(&Run, &mut W) -> Result<()> + Sync,
 ) -> Result<()> {
     let run = cpu.run::<T>(len);
-    if within_rows::<T>(&run, len / row_len, row_len) {
-        return work.iter_mut().try_for_each(|row| scan(&run, row));
+    let within = within_rows::<T>(&run, len / row_len, row_len);
+    run_each(run, within, work, scan)
+}
+
+/// Runs `scan` on every segment of `work` (`len` items in all): one after
+/// another, each on all threads, when they are fewer than 4 per thread;
+/// otherwise spread over the threads, one thread per segment.
+fn for_each_segment<T, W: Send>(
+    cpu: &Cpu,
+    len: usize,
+    work: Vec<W>,
+    scan: impl Fn(&Run, &mut W) -> Result<()> + Sync,
+) -> Result<()> {
+    let run = cpu.run::<T>(len);
+    let within = work.len() < 4 * run.threads;
+    run_each(run, within, work, scan)
+}
+
+/// Runs `scan` on every piece of `work`: one after another, each with all of
+/// `run`'s threads (`within`), or spread over the threads, one thread per
+/// piece. The first error wins.
+fn run_each<W: Send>(
+    run: Run,
+    within: bool,
+    mut work: Vec<W>,
+    scan: impl Fn(&Run, &mut W) -> Result<()> + Sync,
+) -> Result<()> {
+    if within {
+        return work.iter_mut().try_for_each(|piece| scan(&run, piece));
     }
     let one_thread = Run { threads: 1, ..run };
     let mut result = Ok(());
     let failed = std::sync::Mutex::new(&mut result);
     parallel::for_each_part(&mut work, run.threads, |part| {
-        for row in part.iter_mut() {
-            if let Err(e) = scan(&one_thread, row) {
+        for piece in part.iter_mut() {
+            if let Err(e) = scan(&one_thread, piece) {
                 if let Ok(mut slot) = failed.lock() {
                     **slot = Err(e);
                 }
@@ -80,29 +107,6 @@ fn for_each_row<T, W: Send>(
         }
     });
     result
-}
-
-/// Scans each segment of `input` (by `starts`, see
-/// [`reference::segments`]) into `output`; nothing is written on an error.
-pub(crate) fn scan_segments<Op: ScanOp>(
-    cpu: &Cpu,
-    input: &[Op::Item],
-    output: &mut [Op::Item],
-    starts: &[usize],
-    spec: ScanSpec,
-) -> Result<()> {
-    Error::check_lengths(input.len(), output.len())?;
-    let ranges = reference::segments(input.len(), starts)?;
-    let mut work = Vec::with_capacity(ranges.len());
-    let mut rest = output;
-    for r in ranges {
-        let (out, tail) = std::mem::take(&mut rest).split_at_mut(r.len());
-        rest = tail;
-        work.push((&input[r], out));
-    }
-    for_each_segment::<Op::Item, _>(cpu, input.len(), work, |run, (x, out)| {
-        run.scan_into::<Op>(x, as_uninit(out), spec)
-    })
 }
 
 /// Scans `rows` rows of `row_len` items, `stride` apart (see
@@ -132,6 +136,29 @@ pub(crate) fn scan_rows_strided<Op: ScanOp>(
     })
 }
 
+/// Scans each segment of `input` (by `starts`, see
+/// [`reference::segments`]) into `output`; nothing is written on an error.
+pub(crate) fn scan_segments<Op: ScanOp>(
+    cpu: &Cpu,
+    input: &[Op::Item],
+    output: &mut [Op::Item],
+    starts: &[usize],
+    spec: ScanSpec,
+) -> Result<()> {
+    Error::check_lengths(input.len(), output.len())?;
+    let ranges = reference::segments(input.len(), starts)?;
+    let mut work = Vec::with_capacity(ranges.len());
+    let mut rest = output;
+    for r in ranges {
+        let (out, tail) = std::mem::take(&mut rest).split_at_mut(r.len());
+        rest = tail;
+        work.push((&input[r], out));
+    }
+    for_each_segment::<Op::Item, _>(cpu, input.len(), work, |run, (x, out)| {
+        run.scan_into::<Op>(x, as_uninit(out), spec)
+    })
+}
+
 /// [`scan_segments`] in place.
 pub(crate) fn scan_segments_in_place<Op: ScanOp>(
     cpu: &Cpu,
@@ -149,34 +176,4 @@ pub(crate) fn scan_segments_in_place<Op: ScanOp>(
         work.push(seg);
     }
     for_each_segment::<Op::Item, _>(cpu, len, work, |run, seg| run.scan_in_place::<Op>(seg, spec))
-}
-
-/// Runs `scan` on every segment of `work` (`len` items in all): one after
-/// another, each on all threads, when they are fewer than 4 per thread;
-/// otherwise spread over the threads, one thread per segment. The first
-/// error wins.
-fn for_each_segment<T, W: Send>(
-    cpu: &Cpu,
-    len: usize,
-    mut work: Vec<W>,
-    scan: impl Fn(&Run, &mut W) -> Result<()> + Sync,
-) -> Result<()> {
-    let run = cpu.run::<T>(len);
-    if work.len() < 4 * run.threads {
-        return work.iter_mut().try_for_each(|seg| scan(&run, seg));
-    }
-    let one_thread = Run { threads: 1, ..run };
-    let mut result = Ok(());
-    let failed = std::sync::Mutex::new(&mut result);
-    parallel::for_each_part(&mut work, run.threads, |part| {
-        for seg in part.iter_mut() {
-            if let Err(e) = scan(&one_thread, seg) {
-                if let Ok(mut slot) = failed.lock() {
-                    **slot = Err(e);
-                }
-                return;
-            }
-        }
-    });
-    result
 }
