@@ -158,9 +158,8 @@ impl Printer {
             ExprKind::Param(_) => self.text("r"),
             ExprKind::Local(n) => self.text(&format!("v_{n}")),
             ExprKind::Lit(l) => self.lit(l, &e.ty, e.span)?,
-            ExprKind::Const { path, .. } => {
-                let p: syn::Expr = syn::parse_str(path)?;
-                self.out.push(Piece::Literal(quote!(#p)));
+            ExprKind::Const { name, .. } => {
+                self.out.push(Piece::Literal(crate::rust::const_tokens(name, e.span)));
             }
             ExprKind::Field(base, m) => {
                 // `l.f0`, not `(l).f0`: only a compound base needs parentheses.

@@ -155,7 +155,7 @@ pub enum ExprKind {
     /// when the macro knows it (`T::ZERO` is `Int(0)`, `T::LOWEST` is `None`).
     /// User consts are rejected by `lower` (the macro cannot see their value).
     Const {
-        path: String,
+        name: ConstName,
         value: Option<Lit>,
     },
     Field(Box<Expr>, Member),
@@ -181,4 +181,106 @@ pub enum ExprKind {
         name: String,
         fields: Vec<(String, Expr)>,
     },
+}
+
+/// A constant of the subset, by what it is (never re-parsed from text).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConstName {
+    /// `f32::INFINITY`, `u64::MAX`, ... (also written `core::f32::INFINITY`).
+    Scalar(Scalar, ScalarConst),
+    /// `T::ZERO`, `T::LOWEST`, ...: a `scan_core::CudaScalar` const of the
+    /// type parameter `T`.
+    Param(String, ParamConst),
+    /// `T::zero()`, `T::one()`: num-traits' functions (`Zero`, `One` only).
+    ParamFn(String, ParamConst),
+}
+
+/// The associated consts of the scalar types the subset supports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalarConst {
+    Min,
+    Max,
+    Infinity,
+    NegInfinity,
+    Epsilon,
+    MinPositive,
+    Nan,
+}
+
+impl ScalarConst {
+    const ALL: [ScalarConst; 7] = [
+        ScalarConst::Min,
+        ScalarConst::Max,
+        ScalarConst::Infinity,
+        ScalarConst::NegInfinity,
+        ScalarConst::Epsilon,
+        ScalarConst::MinPositive,
+        ScalarConst::Nan,
+    ];
+
+    /// The const named `name` (`"NEG_INFINITY"`), if the subset has one.
+    pub fn parse(name: &str) -> Option<ScalarConst> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// Its Rust name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarConst::Min => "MIN",
+            ScalarConst::Max => "MAX",
+            ScalarConst::Infinity => "INFINITY",
+            ScalarConst::NegInfinity => "NEG_INFINITY",
+            ScalarConst::Epsilon => "EPSILON",
+            ScalarConst::MinPositive => "MIN_POSITIVE",
+            ScalarConst::Nan => "NAN",
+        }
+    }
+}
+
+/// The consts of a type parameter (`scan_core::CudaScalar`'s).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamConst {
+    Zero,
+    One,
+    Lowest,
+    Highest,
+}
+
+impl ParamConst {
+    /// The const named `name` (`"LOWEST"`), if a type parameter has one.
+    pub fn parse(name: &str) -> Option<ParamConst> {
+        [ParamConst::Zero, ParamConst::One, ParamConst::Lowest, ParamConst::Highest]
+            .into_iter()
+            .find(|c| c.name() == name)
+    }
+
+    /// Its name as an associated const.
+    pub fn name(self) -> &'static str {
+        match self {
+            ParamConst::Zero => "ZERO",
+            ParamConst::One => "ONE",
+            ParamConst::Lowest => "LOWEST",
+            ParamConst::Highest => "HIGHEST",
+        }
+    }
+
+    /// Its name as a num-traits function, for `Zero` and `One`.
+    pub fn fn_name(self) -> &'static str {
+        match self {
+            ParamConst::Zero => "zero",
+            ParamConst::One => "one",
+            ParamConst::Lowest => "lowest",
+            ParamConst::Highest => "highest",
+        }
+    }
+}
+
+impl std::fmt::Display for ConstName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConstName::Scalar(s, c) => write!(f, "{}::{}", crate::lower::scalar_name(*s), c.name()),
+            ConstName::Param(p, c) => write!(f, "{p}::{}", c.name()),
+            ConstName::ParamFn(p, c) => write!(f, "{p}::{}()", c.fn_name()),
+        }
+    }
 }

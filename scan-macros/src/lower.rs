@@ -12,7 +12,7 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{Error, Result};
 
-use crate::ir::{BinOp, Expr, ExprKind, Lit, Member, Method, Scalar, Ty, UnOp};
+use crate::ir::{BinOp, ConstName, Expr, ExprKind, Lit, Member, Method, ParamConst, Scalar, ScalarConst, Ty, UnOp};
 
 /// What an operator body may contain; appended to every "not supported" error.
 pub const SUPPORTED: &str = "supported: `let` bindings, arithmetic (+ - *, and / % on floats), comparison, bitwise \
@@ -488,23 +488,20 @@ impl Lowerer {
         let full = path_string(path);
         if let [owner, name] = tail.as_slice() {
             if let Some(s) = scalar_named(owner) {
-                if let Some(v) = scalar_const(s, name) {
-                    return Ok(self.mk(ExprKind::Const { path: full, value: Some(v) }, Ty::Scalar(s), span));
+                if let Some((c, v)) = ScalarConst::parse(name).and_then(|c| Some((c, scalar_const(s, c)?))) {
+                    let name = ConstName::Scalar(s, c);
+                    return Ok(self.mk(ExprKind::Const { name, value: Some(v) }, Ty::Scalar(s), span));
                 }
             } else if self.type_params.iter().any(|t| t == owner) {
-                let value = match *name {
-                    "ZERO" => Some(Lit::Int(0)),
-                    "ONE" => Some(Lit::Int(1)),
-                    "LOWEST" | "HIGHEST" => None,
-                    _ => {
-                        return Err(Error::new(
-                            span,
-                            format!("`{owner}::{name}`: a type parameter offers the consts ZERO, ONE, LOWEST and HIGHEST (of `scan_core::CudaScalar`)"),
-                        ))
-                    }
+                let Some(c) = ParamConst::parse(name) else {
+                    return Err(Error::new(
+                        span,
+                        format!("`{owner}::{name}`: a type parameter offers the consts ZERO, ONE, LOWEST and HIGHEST (of `scan_core::CudaScalar`)"),
+                    ));
                 };
                 let ty = Ty::Param(owner.to_string());
-                return Ok(self.mk(ExprKind::Const { path: full, value }, ty, span));
+                let name = ConstName::Param(owner.to_string(), c);
+                return Ok(self.mk(ExprKind::Const { name, value: param_const(c) }, ty, span));
             }
         }
         Err(Error::new(
@@ -712,9 +709,10 @@ impl Lowerer {
             if let [owner, name] = segs.as_slice() {
                 if self.type_params.contains(owner) && c.args.is_empty() && (name == "zero" || name == "one") {
                     // num-traits' `Zero::zero()` / `One::one()`.
-                    let value = Some(Lit::Int((name == "one") as i128));
+                    let c = if name == "one" { ParamConst::One } else { ParamConst::Zero };
                     let ty = Ty::Param(owner.clone());
-                    return Ok(self.mk(ExprKind::Const { path: format!("{owner}::{name}()"), value }, ty, span));
+                    let name = ConstName::ParamFn(owner.clone(), c);
+                    return Ok(self.mk(ExprKind::Const { name, value: param_const(c) }, ty, span));
                 }
                 if scalar_named(owner).is_some() && !c.args.is_empty() {
                     let args: Vec<&syn::Expr> = c.args.iter().skip(1).collect();
@@ -902,25 +900,37 @@ fn round_to(v: f64, s: Scalar) -> f64 {
     }
 }
 
-fn scalar_const(s: Scalar, name: &str) -> Option<Lit> {
+/// The value of `s::c`, if the scalar type has that const.
+fn scalar_const(s: Scalar, c: ScalarConst) -> Option<Lit> {
+    use ScalarConst as C;
     let f = |x32: f32, x64: f64| Some(Lit::Float(if s == Scalar::F32 { x32 as f64 } else { x64 }));
-    match (s, name) {
-        (Scalar::F32 | Scalar::F64, "INFINITY") => f(f32::INFINITY, f64::INFINITY),
-        (Scalar::F32 | Scalar::F64, "NEG_INFINITY") => f(f32::NEG_INFINITY, f64::NEG_INFINITY),
-        (Scalar::F32 | Scalar::F64, "MAX") => f(f32::MAX, f64::MAX),
-        (Scalar::F32 | Scalar::F64, "MIN") => f(f32::MIN, f64::MIN),
-        (Scalar::F32 | Scalar::F64, "EPSILON") => f(f32::EPSILON, f64::EPSILON),
-        (Scalar::F32 | Scalar::F64, "MIN_POSITIVE") => f(f32::MIN_POSITIVE, f64::MIN_POSITIVE),
-        (Scalar::F32 | Scalar::F64, "NAN") => f(f32::NAN, f64::NAN),
-        (Scalar::I32, "MIN") => Some(Lit::Int(i32::MIN as i128)),
-        (Scalar::I32, "MAX") => Some(Lit::Int(i32::MAX as i128)),
-        (Scalar::U32, "MIN") => Some(Lit::Int(0)),
-        (Scalar::U32, "MAX") => Some(Lit::Int(u32::MAX as i128)),
-        (Scalar::I64, "MIN") => Some(Lit::Int(i64::MIN as i128)),
-        (Scalar::I64, "MAX") => Some(Lit::Int(i64::MAX as i128)),
-        (Scalar::U64, "MIN") => Some(Lit::Int(0)),
-        (Scalar::U64, "MAX") => Some(Lit::Int(u64::MAX as i128)),
+    match (s, c) {
+        (Scalar::F32 | Scalar::F64, C::Infinity) => f(f32::INFINITY, f64::INFINITY),
+        (Scalar::F32 | Scalar::F64, C::NegInfinity) => f(f32::NEG_INFINITY, f64::NEG_INFINITY),
+        (Scalar::F32 | Scalar::F64, C::Max) => f(f32::MAX, f64::MAX),
+        (Scalar::F32 | Scalar::F64, C::Min) => f(f32::MIN, f64::MIN),
+        (Scalar::F32 | Scalar::F64, C::Epsilon) => f(f32::EPSILON, f64::EPSILON),
+        (Scalar::F32 | Scalar::F64, C::MinPositive) => f(f32::MIN_POSITIVE, f64::MIN_POSITIVE),
+        (Scalar::F32 | Scalar::F64, C::Nan) => f(f32::NAN, f64::NAN),
+        (Scalar::I32, C::Min) => Some(Lit::Int(i32::MIN as i128)),
+        (Scalar::I32, C::Max) => Some(Lit::Int(i32::MAX as i128)),
+        (Scalar::U32, C::Min) => Some(Lit::Int(0)),
+        (Scalar::U32, C::Max) => Some(Lit::Int(u32::MAX as i128)),
+        (Scalar::I64, C::Min) => Some(Lit::Int(i64::MIN as i128)),
+        (Scalar::I64, C::Max) => Some(Lit::Int(i64::MAX as i128)),
+        (Scalar::U64, C::Min) => Some(Lit::Int(0)),
+        (Scalar::U64, C::Max) => Some(Lit::Int(u64::MAX as i128)),
         _ => None,
+    }
+}
+
+/// The value of a type parameter's const when it is the same for every
+/// scalar (`ZERO`, `ONE`); `LOWEST`/`HIGHEST` depend on the type.
+fn param_const(c: ParamConst) -> Option<Lit> {
+    match c {
+        ParamConst::Zero => Some(Lit::Int(0)),
+        ParamConst::One => Some(Lit::Int(1)),
+        ParamConst::Lowest | ParamConst::Highest => None,
     }
 }
 

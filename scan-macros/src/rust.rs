@@ -8,7 +8,7 @@
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 
-use crate::ir::{BinOp, Expr, ExprKind, Lit, Member, Method, Scalar, Ty, UnOp};
+use crate::ir::{BinOp, ConstName, Expr, ExprKind, Lit, Member, Method, Scalar, Ty, UnOp};
 use crate::lower::scalar_name;
 
 pub fn expr(e: &Expr, names: &[Ident; 2]) -> TokenStream {
@@ -18,9 +18,10 @@ pub fn expr(e: &Expr, names: &[Ident; 2]) -> TokenStream {
         ExprKind::Param(i) => respanned(&names[*i], sp),
         ExprKind::Local(n) => Ident::new(n, sp).into_token_stream(),
         ExprKind::Lit(l) => lit(l, &e.ty, sp),
-        ExprKind::Const { path, .. } => syn::parse_str::<syn::Expr>(path)
-            .map(|p| quote_spanned!(sp=> (#p)))
-            .unwrap_or_else(|e| e.to_compile_error()),
+        ExprKind::Const { name, .. } => {
+            let c = const_tokens(name, sp);
+            quote_spanned!(sp=> (#c))
+        }
         ExprKind::Field(base, m) => {
             let b = expr(base, names);
             match (m, &base.ty) {
@@ -133,4 +134,23 @@ fn respanned(ident: &Ident, sp: Span) -> TokenStream {
     let mut i = ident.clone();
     i.set_span(sp);
     quote!(#i)
+}
+
+/// A constant as a Rust path expression (`f32::INFINITY`, `T::ZERO`,
+/// `T::zero()`), carrying the span `sp`.
+pub fn const_tokens(name: &ConstName, sp: Span) -> TokenStream {
+    match name {
+        ConstName::Scalar(s, c) => {
+            let (t, n) = (Ident::new(scalar_name(*s), sp), Ident::new(c.name(), sp));
+            quote_spanned!(sp=> #t::#n)
+        }
+        ConstName::Param(p, c) => {
+            let (t, n) = (Ident::new(p, sp), Ident::new(c.name(), sp));
+            quote_spanned!(sp=> #t::#n)
+        }
+        ConstName::ParamFn(p, c) => {
+            let (t, n) = (Ident::new(p, sp), Ident::new(c.fn_name(), sp));
+            quote_spanned!(sp=> #t::#n())
+        }
+    }
 }

@@ -17,7 +17,7 @@ use super::linear;
 use super::poly::{Atom, CmpOp, Poly, Var, VarKind};
 use super::rational::{Overflow, Rat};
 use super::tropical::{LatError, Lattice};
-use crate::ir::{BinOp, Expr, ExprKind, Lit, Member, Method, Scalar, Ty, UnOp};
+use crate::ir::{BinOp, ConstName, Expr, ExprKind, Lit, Member, Method, ParamConst, Scalar, ScalarConst, Ty, UnOp};
 
 /// Why a body (or identity) is outside the symbolic fragment, and where.
 #[derive(Clone, Debug)]
@@ -206,24 +206,22 @@ pub enum ConstVal {
 /// integers); float `MIN`/`MAX` are ordinary finite numbers. Signed `MAX` and
 /// `MIN` are not all ones or zero bitwise, so only unsigned `MAX` keeps its
 /// bits.
-pub fn const_value(path: &str, value: &Option<Lit>, ty: &Ty) -> Result<ConstVal, String> {
-    let last = path.rsplit("::").next().unwrap_or(path);
+pub fn const_value(name: &ConstName, value: &Option<Lit>, ty: &Ty) -> Result<ConstVal, String> {
+    type C = ScalarConst;
     let int = matches!(ty, Ty::Scalar(s) if s.is_int());
     let unsigned = matches!(ty, Ty::Scalar(Scalar::U32 | Scalar::U64));
-    match last {
-        "NEG_INFINITY" | "LOWEST" => return Ok(ConstVal::NegInf),
-        "INFINITY" | "HIGHEST" => return Ok(ConstVal::PosInf),
-        "MIN" if int && !unsigned => return Ok(ConstVal::NegInf),
-        "MIN" if unsigned => return Ok(ConstVal::Lit(Lit::Int(0))),
-        "MAX" if int => return Ok(ConstVal::PosInf),
-        "NAN" => return Err(format!("`{path}`, which is not a real number")),
+    match name {
+        ConstName::Scalar(_, C::NegInfinity) | ConstName::Param(_, ParamConst::Lowest) => return Ok(ConstVal::NegInf),
+        ConstName::Scalar(_, C::Infinity) | ConstName::Param(_, ParamConst::Highest) => return Ok(ConstVal::PosInf),
+        ConstName::Scalar(_, C::Min) if int && !unsigned => return Ok(ConstVal::NegInf),
+        ConstName::Scalar(_, C::Min) if unsigned => return Ok(ConstVal::Lit(Lit::Int(0))),
+        ConstName::Scalar(_, C::Max) if int => return Ok(ConstVal::PosInf),
+        ConstName::Scalar(_, C::Nan) => return Err(format!("`{name}`, which is not a real number")),
         _ => {}
     }
-    match (value, last) {
-        (Some(v), _) => Ok(ConstVal::Lit(v.clone())),
-        (None, "ZERO") => Ok(ConstVal::Lit(Lit::Int(0))),
-        (None, "ONE") => Ok(ConstVal::Lit(Lit::Int(1))),
-        _ => Err(format!("the constant `{path}`, whose value the checker does not know")),
+    match value {
+        Some(v) => Ok(ConstVal::Lit(v.clone())),
+        None => Err(format!("the constant `{name}`, whose value the checker does not know")),
     }
 }
 
@@ -395,7 +393,7 @@ impl Eval<'_> {
                 None => return outside(format!("the unknown local `{name}`"), span),
             },
             ExprKind::Lit(l) => Sym::plain(lit(l, span)?),
-            ExprKind::Const { path, value } => match const_value(path, value, &e.ty) {
+            ExprKind::Const { name, value } => match const_value(name, value, &e.ty) {
                 Ok(ConstVal::NegInf) => Sym::plain(Lattice::neg_inf()),
                 Ok(ConstVal::PosInf) => Sym::plain(Lattice::pos_inf()),
                 Ok(ConstVal::Lit(l)) => Sym::plain(lit(&l, span)?),
@@ -826,14 +824,18 @@ mod tests {
         let i = Ty::Scalar(Scalar::I32);
         let u = Ty::Scalar(Scalar::U32);
         let f = Ty::Scalar(Scalar::F32);
-        assert_eq!(const_value("i32::MIN", &Some(Lit::Int(i32::MIN as i128)), &i), Ok(ConstVal::NegInf));
-        assert_eq!(const_value("u32::MIN", &Some(Lit::Int(0)), &u), Ok(ConstVal::Lit(Lit::Int(0))));
-        assert_eq!(const_value("u32::MAX", &Some(Lit::Int(u32::MAX as i128)), &u), Ok(ConstVal::PosInf));
+        let c = |s, c| ConstName::Scalar(s, c);
+        let (min, max) = (ScalarConst::Min, ScalarConst::Max);
+        assert_eq!(const_value(&c(Scalar::I32, min), &Some(Lit::Int(i32::MIN as i128)), &i), Ok(ConstVal::NegInf));
+        assert_eq!(const_value(&c(Scalar::U32, min), &Some(Lit::Int(0)), &u), Ok(ConstVal::Lit(Lit::Int(0))));
+        assert_eq!(const_value(&c(Scalar::U32, max), &Some(Lit::Int(u32::MAX as i128)), &u), Ok(ConstVal::PosInf));
         assert_eq!(
-            const_value("f32::MAX", &Some(Lit::Float(f32::MAX as f64)), &f),
+            const_value(&c(Scalar::F32, max), &Some(Lit::Float(f32::MAX as f64)), &f),
             Ok(ConstVal::Lit(Lit::Float(f32::MAX as f64)))
         );
-        assert_eq!(const_value("T::LOWEST", &None, &Ty::Param("T".into())), Ok(ConstVal::NegInf));
-        assert!(const_value("f32::NAN", &Some(Lit::Float(f64::NAN)), &f).is_err());
+        let lowest = ConstName::Param("T".into(), ParamConst::Lowest);
+        assert_eq!(const_value(&lowest, &None, &Ty::Param("T".into())), Ok(ConstVal::NegInf));
+        let nan = const_value(&c(Scalar::F32, ScalarConst::Nan), &Some(Lit::Float(f64::NAN)), &f);
+        assert_eq!(nan, Err("`f32::NAN`, which is not a real number".to_string()));
     }
 }

@@ -164,7 +164,7 @@ pub fn written(e: &Expr) -> Option<String> {
         ExprKind::Lit(Lit::Bool(b)) => b.to_string(),
         ExprKind::Lit(Lit::Int(n)) => n.to_string(),
         ExprKind::Lit(Lit::Float(x)) => format!("{x:?}"),
-        ExprKind::Const { path, .. } => path.clone(),
+        ExprKind::Const { name, .. } => name.to_string(),
         ExprKind::Unary(UnOp::Neg, x) => format!("-{}", written(x)?),
         ExprKind::Unary(UnOp::Not, x) => format!("!{}", written(x)?),
         ExprKind::Tuple(xs) if xs.len() == 1 => format!("({},)", list(xs)?),

@@ -316,7 +316,7 @@ impl<N: Num> Interp<'_, N> {
             ExprKind::Param(i) => self.params.get(*i)?.clone(),
             ExprKind::Local(name) => self.locals.iter().rev().find(|(n, _)| n == name)?.1.clone(),
             ExprKind::Lit(l) => lit(l, &e.ty)?,
-            ExprKind::Const { path, value } => match const_value(path, value, &e.ty).ok()? {
+            ExprKind::Const { name, value } => match const_value(name, value, &e.ty).ok()? {
                 ConstVal::NegInf => Value::Num(N::neg_inf()),
                 ConstVal::PosInf => Value::Num(N::pos_inf()),
                 ConstVal::Lit(l) => lit(&l, &e.ty)?,
