@@ -50,12 +50,13 @@ pub fn rust_type(t: &Ty, span: Span) -> Result<TokenStream> {
             let id = proc_macro2::Ident::new(p, span);
             quote!(#id)
         }
-        Ty::Field { strukt, field } => {
+        t @ Ty::Field { .. } => {
             return Err(Error::new(
                 span,
                 format!(
-                    "cannot name the type of `{strukt}::{field}` in CUDA here: bind struct fields to a typed `let` \
-                     (`let x: f32 = ...`)"
+                    "cannot name the type of `{}` in CUDA here: bind struct fields to a typed `let` \
+                     (`let x: f32 = ...`)",
+                    crate::lower::show(t)
                 ),
             ))
         }
@@ -67,10 +68,7 @@ pub fn rust_type(t: &Ty, span: Span) -> Result<TokenStream> {
             let t = rust_type(t, span)?;
             quote!([#t; #n])
         }
-        Ty::Struct { name, .. } => {
-            let p: syn::Path = syn::parse_str(name)?;
-            quote!(#p)
-        }
+        Ty::Struct { name, .. } => quote!(#name),
     })
 }
 

@@ -40,7 +40,7 @@ pub enum Ty {
     /// macro does not see (it never reads the struct's declaration); rustc
     /// checks it.
     Field {
-        strukt: String,
+        strukt: syn::Path,
         field: String,
     },
     Tuple(Vec<Ty>),
@@ -49,7 +49,7 @@ pub enum Ty {
     /// the declaration: `fields` lists the fields the operator constructs (in
     /// the order written), each of type `Field` unless known.
     Struct {
-        name: String,
+        name: syn::Path,
         fields: Vec<(String, Ty)>,
     },
 }
@@ -178,7 +178,7 @@ pub enum ExprKind {
     Tuple(Vec<Expr>),
     Array(Vec<Expr>),
     Struct {
-        name: String,
+        name: syn::Path,
         fields: Vec<(String, Expr)>,
     },
 }

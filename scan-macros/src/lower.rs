@@ -65,7 +65,7 @@ pub fn ty(t: &syn::Type, type_params: &[String]) -> Result<Ty> {
             }
             // A user struct: the macro cannot see it; rustc requires it to
             // implement `CudaType` (which #[scan_item] provides).
-            Ok(Ty::Struct { name: path_string(&p.path), fields: Vec::new() })
+            Ok(Ty::Struct { name: plain_path(&p.path), fields: Vec::new() })
         }
         syn::Type::Reference(_) => Err(Error::new(
             t.span(),
@@ -100,7 +100,7 @@ pub fn scalar_name(s: Scalar) -> &'static str {
     }
 }
 
-fn path_string(p: &syn::Path) -> String {
+pub fn path_string(p: &syn::Path) -> String {
     let segs: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
     let s = segs.join("::");
     if p.leading_colon.is_some() {
@@ -108,6 +108,16 @@ fn path_string(p: &syn::Path) -> String {
     } else {
         s
     }
+}
+
+/// `p` without generic arguments: the path a struct is known by (two
+/// spellings of it compare equal as their idents do).
+fn plain_path(p: &syn::Path) -> syn::Path {
+    let mut p = p.clone();
+    for seg in &mut p.segments {
+        seg.arguments = syn::PathArguments::None;
+    }
+    p
 }
 
 /// Lowers the user's fn body; `params` are the left and right operand names.
@@ -743,7 +753,7 @@ impl Lowerer {
                     .iter()
                     .find(|(f, _)| *f == field)
                     .map(|(_, t)| t.clone())
-                    .unwrap_or_else(|| Ty::Field { strukt: name.to_string(), field: field.to_string() });
+                    .unwrap_or_else(|| Ty::Field { strukt: name.clone(), field: field.to_string() });
                 (Member::Named(field), t)
             }
             (m, t) => return Err(Error::new(m.span(), format!("no such field on `{}`", show(t)))),
@@ -819,7 +829,7 @@ impl Lowerer {
         if s.qself.is_some() {
             return Err(unsupported(span, "qualified paths are"));
         }
-        let name = path_string(&s.path);
+        let name = plain_path(&s.path);
         let known: Vec<(String, Ty)> = match expect {
             Some(Ty::Struct { name: n, fields }) if *n == name => fields.clone(),
             _ => Vec::new(),
@@ -835,7 +845,7 @@ impl Lowerer {
                 .iter()
                 .find(|(f, _)| *f == field)
                 .map(|(_, t)| t.clone())
-                .unwrap_or_else(|| Ty::Field { strukt: name.to_string(), field: field.to_string() });
+                .unwrap_or_else(|| Ty::Field { strukt: name.clone(), field: field.to_string() });
             let x = self.expr(&fv.expr, Some(&want))?;
             fields.push((field.clone(), x.ty.clone()));
             exprs.push((field, x));
@@ -952,7 +962,7 @@ pub fn show(t: &Ty) -> String {
     match t {
         Ty::Scalar(s) => scalar_name(*s).to_string(),
         Ty::Param(p) => p.clone(),
-        Ty::Field { strukt, field } => format!("{strukt}::{field}"),
+        Ty::Field { strukt, field } => format!("{}::{field}", path_string(strukt)),
         Ty::Tuple(ts) => {
             let inner: Vec<String> = ts.iter().map(show).collect();
             if ts.len() == 1 {
@@ -962,7 +972,7 @@ pub fn show(t: &Ty) -> String {
             }
         }
         Ty::Array(t, n) => format!("[{}; {n}]", show(t)),
-        Ty::Struct { name, .. } => name.clone(),
+        Ty::Struct { name, .. } => path_string(name),
     }
 }
 

@@ -99,7 +99,7 @@ pub fn expr(e: &Expr, names: &[Ident; 2]) -> TokenStream {
             quote_spanned!(sp=> [#(#xs),*])
         }
         ExprKind::Struct { name, fields } => {
-            let path = syn::parse_str::<syn::Path>(name).map(|p| quote!(#p)).unwrap_or_else(|e| e.to_compile_error());
+            let path = quote!(#name);
             let fs = fields.iter().map(|(f, x)| {
                 let f = Ident::new(f, sp);
                 let x = expr(x, names);

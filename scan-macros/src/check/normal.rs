@@ -807,7 +807,7 @@ mod tests {
 
     #[test]
     fn struct_fields_come_from_the_body_sorted_by_name() {
-        let ty = Ty::Struct { name: "Tally".into(), fields: Vec::new() };
+        let ty = Ty::Struct { name: syn::parse_quote!(Tally), fields: Vec::new() };
         let (_, plain) = body("fn f(l: (f64, f64), r: (f64, f64)) -> (f64, f64) { (l.0 + r.0, l.1) }");
         assert_eq!(resolve_item(&ty, &plain), ty, "no struct in the body: nothing to add");
         assert!(!transcendental(&plain));

@@ -74,7 +74,7 @@ fn random(ty: &Ty) -> Option<TokenStream> {
             quote!([#(#xs),*])
         }
         Ty::Struct { name, fields } => {
-            let path: syn::Path = syn::parse_str(name).ok()?;
+            let path = name;
             let names = fields.iter().map(|(n, _)| syn::Ident::new(n, Span::call_site()));
             let xs = fields.iter().map(|(_, t)| random(t)).collect::<Option<Vec<_>>>()?;
             quote!(#path { #(#names: #xs),* })

@@ -172,7 +172,7 @@ pub fn written(e: &Expr) -> Option<String> {
         ExprKind::Array(xs) => format!("[{}]", list(xs)?),
         ExprKind::Struct { name, fields } => {
             let fs: Option<Vec<String>> = fields.iter().map(|(n, x)| Some(format!("{n}: {}", written(x)?))).collect();
-            format!("{name} {{ {} }}", fs?.join(", "))
+            format!("{} {{ {} }}", crate::lower::path_string(name), fs?.join(", "))
         }
         _ => return None,
     })
