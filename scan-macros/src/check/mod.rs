@@ -46,7 +46,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 
 use crate::ir;
 use counterexample::{close_or_exact, exact, search, Found, Law};
-use normal::{first_difference, Sym, Vars};
+use normal::{first_difference, Guards, Sym, Vars};
 use report::Printer;
 use sample::{Ext, Num};
 
@@ -79,8 +79,10 @@ pub use property::f64_params;
 pub fn check(op: &OpDef) -> syn::Result<()> {
     let item = normal::resolve_item(op.item, op.body);
     let op = &OpDef { item: &item, f64_params: op.f64_params.clone(), ..*op };
-    normal::forget_guards();
-    let errors: Vec<syn::Error> = [associativity(op), identity(op)].into_iter().filter_map(Result::err).collect();
+    // One set of decided guards per operator, shared by both laws.
+    let guards = normal::Guards::default();
+    let errors: Vec<syn::Error> =
+        [associativity(op, &guards), identity(op, &guards)].into_iter().filter_map(Result::err).collect();
     match errors.into_iter().reduce(|mut a, b| {
         a.combine(b);
         a
@@ -110,10 +112,11 @@ enum Symbolic {
 }
 
 /// Compares the components of two symbolic results; `lhs`/`rhs` name the sides.
-fn compare(vars: &Vars, item: &ir::Ty, left: &Sym, right: &Sym, lhs: &str, rhs: &str) -> Symbolic {
+fn compare(vars: &Vars, item: &ir::Ty, sides: (&Sym, &Sym), names: (&str, &str), guards: &Guards) -> Symbolic {
+    let ((left, right), (lhs, rhs)) = (sides, names);
     let p = Printer { names: &vars.names };
     for ((path, l), (_, r)) in left.leaves().into_iter().zip(right.leaves()) {
-        if let Some((guard, fl, fr)) = first_difference(l, r) {
+        if let Some((guard, fl, fr)) = first_difference(l, r, guards) {
             let mut at = String::new();
             if !matches!(item, ir::Ty::Scalar(_)) && !item.is_opaque_scalar() {
                 at.push_str(&format!("in component {path}, "));
@@ -128,16 +131,16 @@ fn compare(vars: &Vars, item: &ir::Ty, left: &Sym, right: &Sym, lhs: &str, rhs: 
     Symbolic::Proven
 }
 
-fn associativity(op: &OpDef) -> syn::Result<()> {
+fn associativity(op: &OpDef, guards: &Guards) -> syn::Result<()> {
     let law = Law::Assoc { body: op.body };
     let symbolic = (|| {
         let mut vars = Vars::default();
         let (a, b, c) = (vars.operand("a", op.item), vars.operand("b", op.item), vars.operand("c", op.item));
-        let ab = normal::eval(op.body, &[a.clone(), b.clone()])?;
-        let bc = normal::eval(op.body, &[b, c.clone()])?;
-        let left = normal::eval(op.body, &[ab, c])?;
-        let right = normal::eval(op.body, &[a, bc])?;
-        Ok::<_, normal::Outside>(compare(&vars, op.item, &left, &right, "(a ∘ b) ∘ c", "a ∘ (b ∘ c)"))
+        let ab = normal::eval(op.body, &[a.clone(), b.clone()], guards)?;
+        let bc = normal::eval(op.body, &[b, c.clone()], guards)?;
+        let left = normal::eval(op.body, &[ab, c], guards)?;
+        let right = normal::eval(op.body, &[a, bc], guards)?;
+        Ok::<_, normal::Outside>(compare(&vars, op.item, (&left, &right), ("(a ∘ b) ∘ c", "a ∘ (b ∘ c)"), guards))
     })();
     let name = op.fn_name;
     let span = name.span();
@@ -156,7 +159,7 @@ fn associativity(op: &OpDef) -> syn::Result<()> {
     sampled(op, law, (span, why.1), &bad, &format!("cannot prove `{name}` associative"), &why.0)
 }
 
-fn identity(op: &OpDef) -> syn::Result<()> {
+fn identity(op: &OpDef, guards: &Guards) -> syn::Result<()> {
     let name = op.fn_name;
     let span = op.identity_span;
     let shown = match report::written(op.identity) {
@@ -169,11 +172,11 @@ fn identity(op: &OpDef) -> syn::Result<()> {
         let symbolic = (|| {
             let mut vars = Vars::default();
             let a = vars.operand("a", op.item);
-            let e = normal::eval_closed(op.identity)?;
-            let side =
-                if left { normal::eval(op.body, &[e, a.clone()])? } else { normal::eval(op.body, &[a.clone(), e])? };
+            let e = normal::eval_closed(op.identity, guards)?;
+            let operands = if left { [e, a.clone()] } else { [a.clone(), e] };
+            let side = normal::eval(op.body, &operands, guards)?;
             let lhs = if left { "e ∘ a" } else { "a ∘ e" };
-            Ok::<_, normal::Outside>(compare(&vars, op.item, &side, &a, lhs, "a"))
+            Ok::<_, normal::Outside>(compare(&vars, op.item, (&side, &a), (lhs, "a"), guards))
         })();
         let why = match symbolic {
             Ok(Symbolic::Proven) => continue,

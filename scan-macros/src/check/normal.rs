@@ -357,19 +357,20 @@ fn map1(a: &Guarded, f: impl Fn(&Lattice) -> R<Lattice>) -> R<Guarded> {
 }
 
 /// Evaluates a body symbolically: `params` are the left and right operands.
-pub fn eval(e: &Expr, params: &[Sym; 2]) -> R<Sym> {
-    Eval { params, locals: Vec::new() }.expr(e)
+pub fn eval(e: &Expr, params: &[Sym; 2], guards: &Guards) -> R<Sym> {
+    Eval { params, locals: Vec::new(), guards }.expr(e)
 }
 
 /// Evaluates a closed expression (the identity).
-pub fn eval_closed(e: &Expr) -> R<Sym> {
+pub fn eval_closed(e: &Expr, guards: &Guards) -> R<Sym> {
     let none = [Sym::Tuple(Vec::new()), Sym::Tuple(Vec::new())];
-    Eval { params: &none, locals: Vec::new() }.expr(e)
+    Eval { params: &none, locals: Vec::new(), guards }.expr(e)
 }
 
 struct Eval<'p> {
     params: &'p [Sym; 2],
     locals: Vec<(String, Sym)>,
+    guards: &'p Guards,
 }
 
 impl Eval<'_> {
@@ -469,14 +470,14 @@ impl Eval<'_> {
                         for (i, a) in free.iter().enumerate() {
                             g.insert(a.clone(), mask >> i & 1 == 1);
                         }
-                        if !feasible(&g) {
+                        if !self.guards.feasible(&g) {
                             continue;
                         }
                         let truth = bits.eval_bit(&|a: &Atom| g.get(a).copied().unwrap_or(false));
                         cases.push((g, truth));
                     }
                 }
-                select(&cases, &t, &f, span)?
+                select(&cases, &t, &f, span, self.guards)?
             }
             ExprKind::Let { name, value, body } => {
                 let v = self.expr(value)?;
@@ -570,14 +571,14 @@ fn binary(op: BinOp, a: &Lattice, b: &Lattice, ty: &Ty, span: Span) -> R<Lattice
 }
 
 /// `if` on every case: `then`'s leaves where the condition holds, `otherwise`'s elsewhere.
-fn select(cases: &[(Guard, bool)], t: &Sym, f: &Sym, span: Span) -> R<Sym> {
+fn select(cases: &[(Guard, bool)], t: &Sym, f: &Sym, span: Span, guards: &Guards) -> R<Sym> {
     Ok(match (t, f) {
         (Sym::Leaf(a), Sym::Leaf(b)) => {
             let mut out = Vec::new();
             for (g, truth) in cases {
                 for (gb, l) in if *truth { a } else { b } {
                     if let Some(m) = merge(g, gb) {
-                        if feasible(&m) {
+                        if guards.feasible(&m) {
                             out.push((m, l.clone()));
                         }
                     }
@@ -589,10 +590,10 @@ fn select(cases: &[(Guard, bool)], t: &Sym, f: &Sym, span: Span) -> R<Sym> {
             Sym::Leaf(out)
         }
         (Sym::Tuple(a), Sym::Tuple(b)) if a.len() == b.len() => {
-            Sym::Tuple(a.iter().zip(b).map(|(x, y)| select(cases, x, y, span)).collect::<R<_>>()?)
+            Sym::Tuple(a.iter().zip(b).map(|(x, y)| select(cases, x, y, span, guards)).collect::<R<_>>()?)
         }
         (Sym::Array(a), Sym::Array(b)) if a.len() == b.len() => {
-            Sym::Array(a.iter().zip(b).map(|(x, y)| select(cases, x, y, span)).collect::<R<_>>()?)
+            Sym::Array(a.iter().zip(b).map(|(x, y)| select(cases, x, y, span, guards)).collect::<R<_>>()?)
         }
         (Sym::Struct(a), Sym::Struct(b)) if a.len() == b.len() => Sym::Struct(
             a.iter()
@@ -601,7 +602,7 @@ fn select(cases: &[(Guard, bool)], t: &Sym, f: &Sym, span: Span) -> R<Sym> {
                     if n != m {
                         return outside("branches that build the struct's fields in different orders", span);
                     }
-                    Ok((n.clone(), select(cases, x, y, span)?))
+                    Ok((n.clone(), select(cases, x, y, span, guards)?))
                 })
                 .collect::<R<_>>()?,
         ),
@@ -609,34 +610,32 @@ fn select(cases: &[(Guard, bool)], t: &Sym, f: &Sym, span: Span) -> R<Sym> {
     })
 }
 
-/// Whether the conditions of a guard can hold together. Exact for flags:
-/// boolean variables, and `!= 0` tests of bitwise forms of integer variables
-/// (per bit, an integer is a vector of independent booleans); and for linear
-/// comparisons ([`linear::feasible`]). Anything else is assumed feasible, which
-/// can only make a proof fail, never a wrong proof.
-pub fn feasible(g: &Guard) -> bool {
-    // The same guards recur across the cases of both sides: decide each once.
-    if let Some(known) = FEASIBLE.with(|c| c.borrow().get(g).copied()) {
-        return known;
-    }
-    let v = decide(g);
-    FEASIBLE.with(|c| {
-        let mut cache = c.borrow_mut();
-        if cache.len() > 100_000 {
-            cache.clear();
+/// The guards already decided for one operator: the same guards recur across
+/// the cases of both sides of a law, so each is decided once. One per
+/// operator's check, passed down to whatever decides guards.
+#[derive(Default)]
+pub struct Guards {
+    decided: RefCell<HashMap<Guard, bool>>,
+}
+
+impl Guards {
+    /// Whether the conditions of a guard can hold together. Exact for flags:
+    /// boolean variables, and `!= 0` tests of bitwise forms of integer
+    /// variables (per bit, an integer is a vector of independent booleans);
+    /// and for linear comparisons ([`linear::feasible`]). Anything else is
+    /// assumed feasible, which can only make a proof fail, never a wrong proof.
+    pub fn feasible(&self, g: &Guard) -> bool {
+        if let Some(&known) = self.decided.borrow().get(g) {
+            return known;
         }
-        cache.insert(g.clone(), v);
-    });
-    v
-}
-
-thread_local! {
-    static FEASIBLE: RefCell<HashMap<Guard, bool>> = RefCell::new(HashMap::new());
-}
-
-/// Forgets decided guards (between operators, to bound memory).
-pub fn forget_guards() {
-    FEASIBLE.with(|c| c.borrow_mut().clear());
+        let v = decide(g);
+        let mut decided = self.decided.borrow_mut();
+        if decided.len() > 100_000 {
+            decided.clear(); // bounds memory on pathological bodies
+        }
+        decided.insert(g.clone(), v);
+        v
+    }
 }
 
 fn decide(g: &Guard) -> bool {
@@ -729,14 +728,18 @@ fn flags_feasible(g: &Guard) -> bool {
 }
 
 /// The first case where two components differ: the guard and the two forms.
-pub fn first_difference<'a>(l: &'a Guarded, r: &'a Guarded) -> Option<(Guard, &'a Lattice, &'a Lattice)> {
+pub fn first_difference<'a>(
+    l: &'a Guarded,
+    r: &'a Guarded,
+    guards: &Guards,
+) -> Option<(Guard, &'a Lattice, &'a Lattice)> {
     for (gl, fl) in l {
         for (gr, fr) in r {
             if fl == fr {
                 continue;
             }
             if let Some(g) = merge(gl, gr) {
-                if feasible(&g) && !equal_under(&g, fl, fr) {
+                if guards.feasible(&g) && !equal_under(&g, fl, fr) {
                     return Some((g, fl, fr));
                 }
             }
@@ -768,14 +771,14 @@ mod tests {
         let or = bits(&b).or(&bits(&c));
         // b != 0 and (b | c) == 0: impossible.
         let g = Guard::from([(nonzero(bits(&b)), true), (nonzero(or.clone()), false)]);
-        assert!(!feasible(&g));
+        assert!(!Guards::default().feasible(&g));
         // (b | c) != 0 and c == 0: b != 0, possible.
         let g = Guard::from([(nonzero(or), true), (nonzero(bits(&c)), false)]);
-        assert!(feasible(&g));
+        assert!(Guards::default().feasible(&g));
         // b & c == 0 with b != 0 and c != 0: different bits, possible.
         let and = bits(&b).and(&bits(&c));
         let g = Guard::from([(nonzero(and), false), (nonzero(bits(&b)), true), (nonzero(bits(&c)), true)]);
-        assert!(feasible(&g));
+        assert!(Guards::default().feasible(&g));
     }
 
     #[test]
@@ -785,24 +788,24 @@ mod tests {
         and.0.insert(vec![b.clone(), c.clone()], 1);
         // b && c is false, but b and c are both true: impossible for one bit.
         let g = Guard::from([(nonzero(and), false), (b, true), (c, true)]);
-        assert!(!feasible(&g));
+        assert!(!Guards::default().feasible(&g));
     }
 
     #[test]
     fn the_segmented_sum_splits_into_feasible_cases_only() {
         let (item, body) = body("fn seg(l: (u32, f32), r: (u32, f32)) -> (u32, f32) { (l.0 | r.0, if r.0 != 0 { r.1 } else { l.1 + r.1 }) }");
-        let mut vars = Vars::default();
+        let (mut vars, guards) = (Vars::default(), Guards::default());
         let (a, b, c) = (vars.operand("a", &item), vars.operand("b", &item), vars.operand("c", &item));
-        let ab = eval(&body, &[a.clone(), b.clone()]).unwrap();
-        let left = eval(&body, &[ab, c.clone()]).unwrap();
-        let bc = eval(&body, &[b, c]).unwrap();
-        let right = eval(&body, &[a, bc]).unwrap();
+        let ab = eval(&body, &[a.clone(), b.clone()], &guards).unwrap();
+        let left = eval(&body, &[ab, c.clone()], &guards).unwrap();
+        let bc = eval(&body, &[b, c], &guards).unwrap();
+        let right = eval(&body, &[a, bc], &guards).unwrap();
         let (l, r) = (left.leaves(), right.leaves());
         assert_eq!(l.len(), 2);
         // (a∘b)∘c: c.0 set -> c.1; else b.0 set -> b.1 + c.1; else a.1 + b.1 + c.1.
         assert_eq!(l[1].1.len(), 3);
-        assert!(first_difference(l[0].1, r[0].1).is_none());
-        assert!(first_difference(l[1].1, r[1].1).is_none());
+        assert!(first_difference(l[0].1, r[0].1, &guards).is_none());
+        assert!(first_difference(l[1].1, r[1].1, &guards).is_none());
     }
 
     #[test]
