@@ -6,7 +6,7 @@ use quote::{quote, quote_spanned};
 use syn::{ItemFn, Result};
 
 use crate::ast::Operator;
-use crate::check::{self, OpDef};
+use crate::check;
 use crate::cuda::{self, Piece};
 use crate::root::Root;
 use crate::valid::Valid;
@@ -102,17 +102,7 @@ fn expand(op: &Operator, v: &Valid) -> Result<TokenStream> {
         quote!(code.push_str(&::std::format!("  typedef {} {};\n", <#t as ::scan_core::CudaType>::c_name(), #t_name));)
     });
 
-    let def = OpDef {
-        fn_name,
-        type_name: name,
-        item: &v.item,
-        body: &v.body,
-        identity: &v.identity,
-        identity_span: syn::spanned::Spanned::span(identity),
-        assume_associative: op.attr.assume_associative.is_some(),
-        f64_params: check::f64_params(&op.func.sig.generics),
-    };
-    let property_test = check::property_test(&def);
+    let property_test = check::property_test(&v.def(fn_name, name));
 
     Ok(quote_spanned! {span=>
         #type_decl

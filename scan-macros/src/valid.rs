@@ -22,6 +22,27 @@ pub struct Valid {
     pub body: ir::Expr,
     pub identity: ir::Expr,
     pub identity_expr: syn::Expr,
+    /// Type parameters the property test instantiates at `f64`, computed
+    /// once (see [`check::f64_params`]).
+    pub f64_params: Option<Vec<String>>,
+    /// `assume_associative` was given.
+    pub assume_associative: bool,
+}
+
+impl Valid {
+    /// The operator as the checker and the property test see it.
+    pub fn def<'a>(&'a self, fn_name: &'a Ident, type_name: &'a Ident) -> OpDef<'a> {
+        OpDef {
+            fn_name,
+            type_name,
+            item: &self.item,
+            body: &self.body,
+            identity: &self.identity,
+            identity_span: self.identity_expr.span(),
+            assume_associative: self.assume_associative,
+            f64_params: self.f64_params.clone(),
+        }
+    }
 }
 
 /// Collects errors so that a user sees every problem at once.
@@ -171,18 +192,16 @@ pub fn validate(op: &Operator) -> Result<Valid> {
     let (Some(item), Some(body), Some(identity), Some(item_type)) = (item, body, identity, first_ty) else {
         return errors.finish(()).and_then(|()| Err(Error::new(Span::call_site(), "invalid #[scan_op]")));
     };
-    let identity_expr = op.attr.identity.clone().expect("identity checked above");
-    let def = OpDef {
-        fn_name: &sig.ident,
-        type_name: &op.type_name,
-        item: &item,
-        body: &body,
-        identity: &identity,
-        identity_span: identity_expr.span(),
-        assume_associative: op.attr.assume_associative.is_some(),
+    let valid = Valid {
+        item_type: item_type.clone(),
+        item,
+        names: [names[0].clone(), names[1].clone()],
+        body,
+        identity,
+        identity_expr: op.attr.identity.clone().expect("identity checked above"),
         f64_params: check::f64_params(&op.func.sig.generics),
+        assume_associative: op.attr.assume_associative.is_some(),
     };
-    errors.ok(check::check(&def));
-    let names = [names[0].clone(), names[1].clone()];
-    errors.finish(Valid { item_type: item_type.clone(), item, names, body, identity, identity_expr })
+    errors.ok(check::check(&valid.def(&sig.ident, &op.type_name)));
+    errors.finish(valid)
 }
