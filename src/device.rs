@@ -237,8 +237,8 @@ impl Device {
         heads: &[bool],
         spec: ScanSpec,
     ) -> Result<()> {
-        let starts = scan_core::reference::starts_of_heads(heads, input.len())?;
-        self.scan_segments::<Op>(input, output, &starts, spec)
+        // The trait's default: the heads' starts, then this executor's segments.
+        Scan::<Op>::scan_flagged(self, input, output, heads, spec)
     }
 
     /// [`Device::scan_flagged`] in place.
@@ -248,8 +248,7 @@ impl Device {
         heads: &[bool],
         spec: ScanSpec,
     ) -> Result<()> {
-        let starts = scan_core::reference::starts_of_heads(heads, data.len())?;
-        self.scan_segments_in_place::<Op>(data, &starts, spec)
+        Scan::<Op>::scan_flagged_in_place(self, data, heads, spec)
     }
 }
 

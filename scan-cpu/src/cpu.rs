@@ -303,8 +303,8 @@ impl Cpu {
         heads: &[bool],
         spec: ScanSpec,
     ) -> Result<()> {
-        let starts = reference::starts_of_heads(heads, input.len())?;
-        self.scan_segments::<Op>(input, output, &starts, spec)
+        // The trait's default: the heads' starts, then this executor's segments.
+        Scan::<Op>::scan_flagged(self, input, output, heads, spec)
     }
 
     /// [`Cpu::scan_flagged`] in place.
@@ -314,8 +314,7 @@ impl Cpu {
         heads: &[bool],
         spec: ScanSpec,
     ) -> Result<()> {
-        let starts = reference::starts_of_heads(heads, data.len())?;
-        self.scan_segments_in_place::<Op>(data, &starts, spec)
+        Scan::<Op>::scan_flagged_in_place(self, data, heads, spec)
     }
 
     /// How to run a scan whose whole output holds `len` items of `T`.

@@ -28,12 +28,7 @@ pub(crate) struct Search {
 impl Search {
     /// A sentence for an error message: where the library was looked for.
     pub fn describe(&self, lib: &str) -> String {
-        let mut names: Vec<String> = Vec::new();
-        for n in cudarc::get_lib_name_candidates(lib) {
-            if n.starts_with(&format!("lib{lib}.so")) && !names.contains(&n) {
-                names.push(n);
-            }
-        }
+        let names = candidates(lib, |n| n.starts_with(&format!("lib{lib}.so")));
         let mut s = format!(
             "looked for lib{lib} under the names this build loads ({}) on the loader's path and in {} folder(s): {}",
             names.join(", "),
@@ -56,6 +51,18 @@ impl Search {
     }
 }
 
+/// cudarc's candidate names for `lib` that pass `keep`, in its order, each
+/// once (its list repeats some).
+fn candidates(lib: &str, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for name in cudarc::get_lib_name_candidates(lib) {
+        if keep(&name) && !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
 /// Loads `lib` ("nvrtc" or "cuda") by full path from the first usual place
 /// holding a file of a name cudarc loads. Returns what was searched, for an
 /// error message should cudarc still not find it. Call it only when cudarc
@@ -66,14 +73,9 @@ pub(crate) fn preload(lib: &str) -> Search {
 
 /// [`preload`] from the folders `dirs`, in order.
 fn preload_from(lib: &str, dirs: Vec<PathBuf>) -> Search {
-    let mut names: Vec<String> = Vec::new();
-    for name in cudarc::get_lib_name_candidates(lib) {
-        // Versioned names only (an unversioned `libnvrtc.so` is a link to some
-        // version whose soname may not be a name cudarc asks for), each once.
-        if name.contains(".so.") && !names.contains(&name) {
-            names.push(name);
-        }
-    }
+    // Versioned names only: an unversioned `libnvrtc.so` is a link to some
+    // version whose soname may not be a name cudarc asks for.
+    let names = candidates(lib, |n| n.contains(".so."));
     let prefix = format!("lib{lib}.so.");
     let mut search = Search::default();
     for dir in dirs {
