@@ -1,18 +1,22 @@
-//! The first thing to run: scans 2^24 pseudo-random items on the best backend this
-//! machine has (a CUDA GPU if one works, the CPU otherwise), checks every
-//! result against an f64 evaluation, and says how fast it went.
+//! The first thing to run: scans 2^24 pseudo-random items (or 2^N: pass N)
+//! on the best backend this machine has (a CUDA GPU if one works, the CPU
+//! otherwise), checks every result against an f64 evaluation, and says how
+//! fast it went.
+//!
+//! On a GPU it gives two rates, because they answer different questions:
+//! from a host `Vec` to a host `Vec` (bound by the host link: beside it, the
+//! link's own rates with pinned memory, measured in the same run), and on
+//! data already in device memory (beside it, a device copy of the same bytes).
 //!
 //! ```text
-//! cargo run --release --example quickstart
+//! cargo run --release --example quickstart [-- 28]
 //! ```
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use scan::ops::{Add, LinearRecurrence};
-use scan::{CudaOp, Device, ScanSpec};
-
-const N: usize = 1 << 24;
+use scan::{Cuda, CudaOp, Device, ScanSpec};
 
 fn main() -> ExitCode {
     match run() {
@@ -25,22 +29,40 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), String> {
+    let log2 = match std::env::args().nth(1) {
+        None => 24,
+        Some(a) => a
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=30).contains(n))
+            .ok_or(format!("the argument is the log2 of the item count, 1 to 30 (got {a:?})"))?,
+    };
+    let n = 1usize << log2;
     let device = Device::auto();
     println!("backend: {device}");
     // Deterministic, well-spread data: u(i) in [0, 1).
     let u = |i: usize| (i as f64 * 0.618_033_988_749_895).fract();
 
     // Prefix sums of floats in [-1, 1).
-    let x: Vec<f32> = (0..N).map(|i| (2.0 * u(i) - 1.0) as f32).collect();
+    let x: Vec<f32> = (0..n).map(|i| (2.0 * u(i) - 1.0) as f32).collect();
     let (out, time) = timed_scan::<Add<f32>>(&device, &x)?;
     let (worst, bound) = check_sum(&x, &out)?;
     report("f32 add (prefix sums)", &x, time, worst, bound);
+    drop(out);
+    if let Some(cuda) = device.as_cuda() {
+        gpu_rates::<Add<f32>>(cuda, &x, time)?;
+    }
+    drop(x);
 
     // h_t = a_t * h_{t-1} + b_t: the recurrence of state-space models.
-    let ab: Vec<(f32, f32)> = (0..N).map(|i| ((0.9 + 0.1 * u(i)) as f32, (2.0 * u(7 * i + 3) - 1.0) as f32)).collect();
+    let ab: Vec<(f32, f32)> = (0..n).map(|i| ((0.9 + 0.1 * u(i)) as f32, (2.0 * u(7 * i + 3) - 1.0) as f32)).collect();
     let (out, time) = timed_scan::<LinearRecurrence<f32>>(&device, &ab)?;
     let (worst, bound) = check_recurrence(&ab, &out)?;
     report("linear recurrence h_t = a_t h_(t-1) + b_t", &ab, time, worst, bound);
+    drop(out);
+    if let Some(cuda) = device.as_cuda() {
+        gpu_rates::<LinearRecurrence<f32>>(cuda, &ab, time)?;
+    }
 
     // Kernels are compiled once per operator and cached on disk: a second
     // start reads the cache instead of running NVRTC.
@@ -52,11 +74,13 @@ fn run() -> Result<(), String> {
 }
 
 /// An inclusive forward scan into a preallocated output: one untimed run
-/// (first touches, compilation on a GPU), then the fastest of three.
+/// (first touches, compilation on a GPU), then the fastest of ten (a scan
+/// from host memory shares the host's memory and cores with everything
+/// else running there).
 fn timed_scan<Op: CudaOp>(device: &Device, input: &[Op::Item]) -> Result<(Vec<Op::Item>, Duration), String> {
     let mut out = vec![Op::identity(); input.len()];
     let mut best = Duration::MAX;
-    for run in 0..4 {
+    for run in 0..11 {
         let start = Instant::now();
         device.scan_into::<Op>(input, &mut out, ScanSpec::inclusive()).map_err(|e| e.to_string())?;
         if run > 0 {
@@ -64,6 +88,48 @@ fn timed_scan<Op: CudaOp>(device: &Device, input: &[Op::Item]) -> Result<(Vec<Op
         }
     }
     Ok((out, best))
+}
+
+/// The GPU's two figures for `input`: the host-to-host `time` against the
+/// pinned link's bound, and the scan of device-resident data against a
+/// device copy, both measured now.
+fn gpu_rates<Op: CudaOp>(cuda: &Cuda, input: &[Op::Item], time: Duration) -> Result<(), String> {
+    let err = |e: scan::Error| e.to_string();
+    let bytes = std::mem::size_of_val(input);
+    let link = cuda.transfer_rates(bytes).map_err(err)?;
+    let bound = link.bound_seconds(bytes, bytes);
+    println!(
+        "  host Vec -> host Vec: {:.2} ms; the pinned link needs {:.2} ms for these bytes ({link}): {:.2} of the \
+         link's bound",
+        time.as_secs_f64() * 1e3,
+        bound * 1e3,
+        bound / time.as_secs_f64()
+    );
+    let dev_in = cuda.upload(input).map_err(err)?;
+    let mut dev_out = cuda.upload(input).map_err(err)?;
+    let (mut scan_ms, mut copy_ms) = (Vec::new(), Vec::new());
+    for _ in 0..11 {
+        scan_ms.push(
+            cuda.time(|| cuda.scan_device_into::<Op>(&dev_in, &mut dev_out, ScanSpec::inclusive())).map_err(err)?.1,
+        );
+        copy_ms.push(cuda.time(|| dev_out.copy_from(&dev_in)).map_err(err)?.1);
+    }
+    let (scan, copy) = (median(scan_ms), median(copy_ms));
+    let gbps = |ms: f32| 2.0 * bytes as f64 / (f64::from(ms) * 1e-3) / 1e9;
+    println!(
+        "  on the device (DeviceBuffer in and out): {:.3} ms = {:.0} GB/s; a device copy of the same bytes: {:.0} GB/s \
+         ({:.2} of copy)",
+        scan,
+        gbps(scan),
+        gbps(copy),
+        copy / scan
+    );
+    Ok(())
+}
+
+fn median(mut v: Vec<f32>) -> f32 {
+    v.sort_by(f32::total_cmp);
+    v[v.len() / 2]
 }
 
 /// `worst`: the largest error seen, in units of the rounding scale `u · Σ|terms|`

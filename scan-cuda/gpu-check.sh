@@ -4,6 +4,7 @@
 # so a hang costs minutes, not the lease; logs and results go to $OUT.
 #
 #   bash scan-cuda/gpu-check.sh tests      # smoke test, then every GPU test binary
+#   bash scan-cuda/gpu-check.sh host       # quickstart at 2^24 and 2^28 (no environment set up), bench --gpu-host-only
 #   bash scan-cuda/gpu-check.sh bench      # examples/bench --gpu, peers, plot
 #   bash scan-cuda/gpu-check.sh policies   # examples/bench --gpu-policies-only (single-pass tuning sweep)
 #   bash scan-cuda/gpu-check.sh sanitize   # compute-sanitizer memcheck/racecheck/synccheck
@@ -11,7 +12,6 @@
 set -uo pipefail
 out=${OUT:-/tmp/scan-gpu}
 mkdir -p "$out"
-source "$(dirname "$0")/gpu-env.sh" >/dev/null
 export SCAN_REQUIRE_GPU=1 RUST_BACKTRACE=1 SCAN_CUDA_CACHE_DIR=/tmp/scan-cache
 bin=.gpu/bin
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
@@ -26,12 +26,23 @@ step() { # step LIMIT NAME CMD...: run with a time limit, log to $out/NAME.log
 for what in "$@"; do
   case $what in
   tests)
-    step 60 quickstart $bin/examples/quickstart
+    # No environment set up: scan-cuda finds libcuda and libnvrtc itself
+    # (discover.rs). The loader's path is printed so the log shows that.
+    echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-<unset>}"
+    step 60 quickstart env -u LD_LIBRARY_PATH -u CUDA_HOME -u CUDA_PATH $bin/examples/quickstart
     # The NVRTC suites need no GPU: CI runs them (.ci/run).
     for t in $bin/tests/*; do
       case $t in *nvrtc*) continue ;; esac
       step 300 "test-$(basename "$t")" "$t" --ignored --test-threads=1 --nocapture
     done
+    ;;
+  host)
+    for log in 24 28; do
+      step 120 "quickstart-2e$log" env -u LD_LIBRARY_PATH -u CUDA_HOME -u CUDA_PATH $bin/examples/quickstart $log
+      cat "$out/quickstart-2e$log.log"
+    done
+    step 400 bench-host $bin/examples/bench --gpu-host-only --reps 15 --out "$out/bench-host.md"
+    cat "$out/bench-host.md"
     ;;
   bench)
     step 420 bench $bin/examples/bench --gpu --reps 15 --out "$out/bench.md" --sweep-out "$out/sweep.csv"

@@ -14,6 +14,7 @@
 //! every item is checked, and the input must come back unchanged.
 
 use std::fmt::Write as _;
+use std::time::Instant;
 
 use scan::{scan_op, CudaOp, ScanSpec};
 use scan_cuda::{Algorithm, Cuda, DeviceBuffer, SinglePassPolicy, StatusLayout, Tuning};
@@ -58,6 +59,11 @@ pub fn run(args: &Args) -> Result<Report, String> {
     if args.gpu_policies_only {
         policies(&mut rng, args, &mut notes)?;
         let about = format!("GPU: {cuda}: single-pass policies only");
+        return Ok(Report { about, rows, notes });
+    }
+    if args.gpu_host_only {
+        host(&mut rng, args, &mut notes)?;
+        let about = format!("GPU: {cuda}: scans of host slices only");
         return Ok(Report { about, rows, notes });
     }
 
@@ -119,6 +125,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
 
     latency(cuda, &mut rng, &mut notes)?;
     sweep(cuda, &mut rng, args, &mut notes)?;
+    host(&mut rng, args, &mut notes)?;
     if args.gpu_policies {
         policies(&mut rng, args, &mut notes)?;
     }
@@ -278,6 +285,77 @@ fn latency(cuda: &Cuda, rng: &mut Rng, notes: &mut String) -> Result<(), String>
         median(us),
         median(copy_us)
     );
+    Ok(())
+}
+
+/// f32 add from a host `Vec` into a host `Vec` (the staged path: chunks
+/// through pinned buffers, copies and scans overlapped) against the pinned
+/// link's bound measured in the same run, for the default chunking and
+/// fixed chunk sizes; and the unstaged path (pageable upload, scan, pageable
+/// download) for comparison.
+fn host(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
+    let _ = writeln!(
+        notes,
+        "\n## f32 add from a host Vec to a host Vec, against the pinned link\n\n\
+         bound = input bytes / pinned host->device rate + output bytes / pinned device->host rate, both measured \
+         just before (fastest of 3 copies of the same bytes); x bound = bound time / scan time (above 1: the copies \
+         in and out overlapped). Median of {} calls after a checked one.\n\n\
+         | n | link (GB/s h2d / d2h) | method | ms | GB/s (in + out) | x bound |\n|---|---|---|---:|---:|---:|",
+        args.reps
+    );
+    let mib = |m: usize| m << 20;
+    for log in [24u32, 28] {
+        let name = format!("host 2^{log}");
+        let n = 1usize << log;
+        let x = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
+        let mut out = vec![0f32; n];
+        let bytes = std::mem::size_of_val(x.as_slice());
+        let mut methods: Vec<(String, Option<usize>)> =
+            vec![("staged, default chunks (1/8 of the input, 4 to 16 MiB)".into(), None)];
+        methods.extend([1, 4, 8, 16, 32].map(|m| (format!("staged, {m} MiB chunks"), Some(mib(m)))));
+        methods.push(("unstaged (pageable copies)".into(), Some(0)));
+        for (method, chunk) in methods {
+            let cuda = Cuda::new().map_err(err(&name))?;
+            let cuda = match chunk {
+                Some(0) | None => cuda,
+                Some(b) => cuda.with_tuning(scan_cuda::Tuning::default().host_chunk_bytes(b)),
+            };
+            let link = cuda.transfer_rates(bytes).map_err(err(&name))?;
+            let bound = link.bound_seconds(bytes, bytes);
+            let run = |out: &mut [f32]| -> Result<(), String> {
+                if chunk == Some(0) {
+                    let dev_in = cuda.upload(&x).map_err(err(&name))?;
+                    let mut dev_out = cuda.upload(&x).map_err(err(&name))?;
+                    cuda.scan_device_into::<Add<f32>>(&dev_in, &mut dev_out, ScanSpec::inclusive())
+                        .map_err(err(&name))?;
+                    dev_out.download_into(out).map_err(err(&name))
+                } else {
+                    cuda.scan_into::<Add<f32>>(&x, out, ScanSpec::inclusive()).map_err(err(&name))
+                }
+            };
+            run(&mut out)?;
+            // Each chunk (at least 1 MiB) adds one combine, of its carry.
+            let depth = |i: usize| rounding_depth(Algorithm::SinglePass, i) + (i >> 18) as f64;
+            if let Some(i) = bad_sum(&x, &out, depth) {
+                return Err(format!("{name}, {method}: wrong at index {i}"));
+            }
+            let mut times = Vec::new();
+            for _ in 0..args.reps {
+                let start = Instant::now();
+                run(&mut out)?;
+                times.push(start.elapsed().as_secs_f32() * 1e3);
+            }
+            let ms = median(times);
+            let _ = writeln!(
+                notes,
+                "| 2^{log} | {:.1} / {:.1} | {method} | {ms:.2} | {:.1} | {:.2} |",
+                link.host_to_device,
+                link.device_to_host,
+                2.0 * bytes as f64 / (f64::from(ms) * 1e-3) / 1e9,
+                bound * 1e3 / f64::from(ms)
+            );
+        }
+    }
     Ok(())
 }
 

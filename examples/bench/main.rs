@@ -34,6 +34,8 @@ pub struct Args {
     pub gpu_policies: bool,
     /// Time only the single-pass tile shapes (GPU).
     pub gpu_policies_only: bool,
+    /// Time only the scans of host slices (GPU).
+    pub gpu_host_only: bool,
     /// Where the GPU size sweep goes, as CSV.
     pub sweep_out: String,
 }
@@ -44,6 +46,7 @@ const USAGE: &str =
   --gpu            run the GPU cases (fixed sizes, DESIGN.md's table; --size-log2 is for the CPU)
   --gpu-policies   with --gpu, also time single-pass tile shapes and status layouts
   --gpu-policies-only  time only those (GPU)
+  --gpu-host-only  time only scans from and to host slices against the pinned link (GPU)
   --size-log2 N    items per CPU case: 2^N (default 26)
   --reps R         timed repetitions per method, after one warm-up (default 7)
   --out FILE       also write the table to FILE (default bench-results.md)
@@ -58,6 +61,7 @@ fn parse_args() -> Result<Args, String> {
         out: "bench-results.md".into(),
         gpu_policies: false,
         gpu_policies_only: false,
+        gpu_host_only: false,
         sweep_out: "gpu-sweep.csv".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -68,6 +72,7 @@ fn parse_args() -> Result<Args, String> {
             "--gpu" => args.gpu = true,
             "--gpu-policies" => args.gpu_policies = true,
             "--gpu-policies-only" => (args.gpu, args.gpu_policies_only) = (true, true),
+            "--gpu-host-only" => (args.gpu, args.gpu_host_only) = (true, true),
             "--sweep-out" => args.sweep_out = value("--sweep-out")?,
             "--size-log2" => {
                 let v = value("--size-log2")?;

@@ -44,6 +44,13 @@
 // the t-th block of items counted from the end, and only the addressing
 // changes (exchange.cuh).
 //
+// A carry joins scans of consecutive pieces of one sequence (the chunks of a
+// host transfer, staging.rs): `carry_in`, when not null, is the combined
+// total of everything before this piece, and acts as tile 0's exclusive
+// prefix; `carry_out`, when not null, receives the total of the carry and
+// the whole piece (the last tile's inclusive prefix). Both are read or
+// written once per launch.
+//
 // `chaos` != 0 is a test mode: blocks start claiming in an order unrelated to
 // their index, and pause at random before publishing (sometimes skipping the
 // aggregate), so the look-back meets every mix of statuses. The result must
@@ -108,6 +115,7 @@ struct SinglePassSlots {
 
 template <class Op, int THREADS, int ITEMS, int LOOKBACK, int STAGES, bool REVERSE, bool INCLUSIVE, class Status>
 __device__ __forceinline__ void single_pass(const typename Op::Item* src, typename Op::Item* dst, u64 len,
+                                            const typename Op::Item* carry_in, typename Op::Item* carry_out,
                                             u64* counter, Status status, unsigned epoch, unsigned chaos,
                                             unsigned char* shared) {
     typedef typename Op::Item Item;
@@ -144,8 +152,12 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
                 const Item before = lookback<Op, LOOKBACK>(status, tile, epoch);
                 if (lane_id() == 0) {
                     chaos_pause(chaos, 2, tile);
-                    status.publish(tile, status_code(epoch, STATUS_PREFIX),
-                                   Op::combine(before, slot_aggregate[k].get()));
+                    const Item inclusive = Op::combine(before, slot_aggregate[k].get());
+                    if (tile + 1 < tiles) {
+                        status.publish(tile, status_code(epoch, STATUS_PREFIX), inclusive);
+                    } else if (carry_out != nullptr) {
+                        *carry_out = inclusive;
+                    }
                     slot_prefix[k].get() = before;
                 }
             }
@@ -182,7 +194,8 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
         Item run[ITEMS];
         Exchange::read_run(buf, run);
         const Item within = withins[k * THREADS + threadIdx.x];
-        thread_scan<Op, ITEMS, INCLUSIVE>(run, tile == 0 ? within : Op::combine(slot_prefix[k].get(), within));
+        const bool first = tile == 0 && carry_in == nullptr;  // no prefix at all
+        thread_scan<Op, ITEMS, INCLUSIVE>(run, first ? within : Op::combine(slot_prefix[k].get(), within));
         Exchange::write_run(buf, run);
         __syncwarp();
         if (seg.vectors(dst)) {
@@ -236,7 +249,17 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
             slot_tile[k] = tile;
             slot_aggregate[k].get() = aggregate;
             if (tile == 0) {
-                if (tiles > 1) status.publish(0, status_code(epoch, STATUS_PREFIX), aggregate);
+                // Tile 0's exclusive prefix is the carry, if any.
+                Item inclusive = aggregate;
+                if (carry_in != nullptr) {
+                    slot_prefix[k].get() = *carry_in;
+                    inclusive = Op::combine(slot_prefix[k].get(), aggregate);
+                }
+                if (tiles > 1) {
+                    status.publish(0, status_code(epoch, STATUS_PREFIX), inclusive);
+                } else if (carry_out != nullptr) {
+                    *carry_out = inclusive;
+                }
             } else if (!(chaos && (mix32(chaos + (unsigned)tile) & 15u) == 0)) {  // chaos: sometimes no aggregate
                 chaos_pause(chaos, 1, tile);
                 status.publish(tile, status_code(epoch, STATUS_AGGREGATE), aggregate);

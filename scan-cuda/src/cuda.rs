@@ -20,9 +20,10 @@ use crate::discover;
 use crate::module::{lock, Module};
 use crate::nvrtc;
 use crate::policy::{Algorithm, Tuning};
-use crate::single_pass::SinglePass;
+use crate::single_pass::{Carry, SinglePass};
 use crate::source::ModuleSource;
 use crate::span::Span;
+use crate::staging::Staging;
 
 /// Where the time to get kernels ready went, since the executor was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -99,6 +100,8 @@ pub struct Cuda {
     disk: Option<DiskCache>,
     modules: Mutex<HashMap<TypeId, Arc<Module>>>,
     stats: Mutex<CompileStats>,
+    /// Pinned and device buffers of host scans, made at the first (host.rs).
+    pub(crate) staging: Mutex<Option<Staging>>,
 }
 
 impl std::fmt::Debug for Cuda {
@@ -174,6 +177,7 @@ impl Cuda {
             disk: cache::default_dir().map(DiskCache::new),
             modules: Mutex::new(HashMap::new()),
             stats: Mutex::new(CompileStats::default()),
+            staging: Mutex::new(None),
         })
     }
 
@@ -337,7 +341,7 @@ impl Cuda {
     /// A device buffer of `len` items with unspecified contents. Only for
     /// buffers that are completely written (an upload, a scan's output)
     /// before anything reads them as `T`.
-    fn alloc_unwritten<T: Copy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+    pub(crate) fn alloc_unwritten<T: Copy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
         if len == 0 {
             let slice = self.stream.null::<Raw<T>>().map_err(|e| driver_error("allocation", e))?;
             return Ok(DeviceBuffer { slice });
@@ -366,27 +370,36 @@ impl Cuda {
         Ok(())
     }
 
-    /// Scans `input` on the GPU (upload, scan into a second device buffer,
-    /// download) into a new vector.
+    /// Scans `input` on the GPU into a new vector: see
+    /// [`scan_into`](Cuda::scan_into).
     pub fn scan<Op: CudaOp>(&self, input: &[Op::Item], spec: ScanSpec) -> Result<Vec<Op::Item>> {
-        if input.is_empty() {
-            return Ok(Vec::new());
-        }
-        let dev_in = self.upload(input)?;
-        // Every item is written by the out-of-place scan before the download.
-        let mut dev_out = self.alloc_unwritten::<Op::Item>(input.len())?;
-        self.rows_into::<Op>(&dev_in, &mut dev_out, 1, spec)?;
-        dev_out.download()
+        let mut output = vec![Op::identity(); input.len()];
+        self.scan_host::<Op>(Some(input), &mut output, spec)?;
+        Ok(output)
     }
 
-    /// Scans `input` into `output` (same length) on the GPU.
+    /// Scans host `input` into `output` (same length) on the GPU.
+    ///
+    /// The items travel in chunks through reused page-locked buffers, and the
+    /// copy in, the scan and the copy out of different chunks overlap (each
+    /// chunk's scan starts from the running total of the chunks before it),
+    /// so a long scan runs at about the host link's speed; see
+    /// [`transfer_rates`](Cuda::transfer_rates). Data already on the device
+    /// is scanned with [`scan_device_into`](Cuda::scan_device_into) instead,
+    /// without crossing the link.
+    ///
+    /// The executor keeps the staging buffers for its next calls: four
+    /// chunks' worth (up to 64 MiB) each of page-locked host memory and of
+    /// device memory, both ways (up to 256 MiB in all, sized by the largest
+    /// call so far; chunks are an eighth of the input, 4 to 16 MiB).
     pub fn scan_into<Op: CudaOp>(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
-        self.scan_rows::<Op>(input, output, 1, spec)
+        self.scan_host::<Op>(Some(input), output, spec)
     }
 
-    /// Scans host `data` in place on the GPU.
+    /// Scans host `data` in place on the GPU, staged like
+    /// [`scan_into`](Cuda::scan_into).
     pub fn scan_in_place<Op: CudaOp>(&self, data: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
-        self.scan_rows_in_place::<Op>(data, 1, spec)
+        self.scan_host::<Op>(None, data, spec)
     }
 
     /// Scans each row of a row-major `[rows, input.len() / rows]` buffer
@@ -394,9 +407,10 @@ impl Cuda {
     /// [`Error::LengthMismatch`], and [`Error::BadShape`] when `rows` is 0 or
     /// does not divide the length.
     ///
-    /// Each row is one run of the multi-block driver (its own launches), so
-    /// this suits rows of thousands of items or more; every row's launches go
-    /// to the one stream and the call waits once, at the end.
+    /// One row is a [`scan_into`](Cuda::scan_into). More rows are uploaded
+    /// whole and each row is one scan (its own launch), so this suits rows
+    /// of thousands of items or more; every row's launch goes to the one
+    /// stream and the call waits once, at the end.
     ///
     /// ```no_run
     /// # fn main() -> scan_core::Result<()> {
@@ -416,6 +430,9 @@ impl Cuda {
     ) -> Result<()> {
         Error::check_lengths(input.len(), output.len())?;
         reference::row_len(input.len(), rows)?;
+        if rows == 1 {
+            return self.scan_host::<Op>(Some(input), output, spec);
+        }
         if input.is_empty() {
             return Ok(());
         }
@@ -441,6 +458,9 @@ impl Cuda {
     /// ```
     pub fn scan_rows_in_place<Op: CudaOp>(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
         let row_len = reference::row_len(data.len(), rows)?;
+        if rows == 1 {
+            return self.scan_host::<Op>(None, data, spec);
+        }
         if data.is_empty() {
             return Ok(());
         }
@@ -530,7 +550,8 @@ impl Cuda {
         match module.plan(self.algorithm) {
             Ok(policy) => {
                 let chaos = self.tuning.adversarial_seed();
-                let single_pass = SinglePass { stream: &self.stream, module: &module, policy, chaos };
+                let single_pass =
+                    SinglePass { stream: &self.stream, module: &module, policy, chaos, carry: Carry::default() };
                 Self::each_row::<Op, _>(&single_pass, src, dst, row_len, rows, spec)
             }
             // A fallback was reported once, when the module was built.

@@ -20,8 +20,8 @@ pub(crate) struct Search {
     pub searched: Vec<PathBuf>,
     /// Files of a name cudarc loads that could not be loaded.
     pub unloadable: Vec<PathBuf>,
-    /// Files of the library found under a name cudarc does not load (another
-    /// CUDA major version, e.g. `libnvrtc.so.13` for a build that loads 12).
+    /// Files of the library found under a name cudarc does not load (a
+    /// CUDA major version it does not know, e.g. `libnvrtc.so.8`).
     pub other_versions: Vec<PathBuf>,
 }
 
@@ -213,15 +213,17 @@ mod tests {
         let (a, b) = (root.join("cuda-13.0/lib64"), root.join("site/nvidia/cuda_nvrtc/lib"));
         std::fs::create_dir_all(&a).unwrap();
         std::fs::create_dir_all(&b).unwrap();
-        for (dir, name) in [(&a, "libnvrtc.so.13"), (&a, "libnvrtc-builtins.so.13.0"), (&b, "libnvrtc.so.12")] {
+        let files =
+            [(&a, "libnvrtc.so.8"), (&a, "libnvrtc.so.13"), (&a, "libnvrtc-builtins.so.13.0"), (&b, "libnvrtc.so.12")];
+        for (dir, name) in files {
             std::fs::write(dir.join(name), b"not an ELF file").unwrap();
         }
         let search = preload_from("nvrtc", vec![a.clone(), root.join("absent"), b.clone()]);
         assert_eq!(search.searched, [a.clone(), root.join("absent"), b.clone()]);
-        assert_eq!(search.unloadable, [b.join("libnvrtc.so.12")]);
-        assert_eq!(search.other_versions, [a.join("libnvrtc.so.13")]);
+        assert_eq!(search.unloadable, [a.join("libnvrtc.so.13"), b.join("libnvrtc.so.12")]);
+        assert_eq!(search.other_versions, [a.join("libnvrtc.so.8")]);
         let text = search.describe("nvrtc");
-        assert!(text.contains("could not load") && text.contains("libnvrtc.so.13"), "{text}");
+        assert!(text.contains("could not load") && text.contains("libnvrtc.so.8"), "{text}");
         std::fs::remove_dir_all(&root).unwrap();
     }
 

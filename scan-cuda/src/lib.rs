@@ -33,18 +33,20 @@
 //!
 //! # Finding libnvrtc and libcuda
 //!
-//! cudarc, built here for CUDA 12.8 with dynamic loading, opens the libraries
-//! by the names `libnvrtc.so`, `libnvrtc.so.12` (and older), `libcuda.so.1`
-//! ... on the loader's path. Where that fails, the first call looks in
-//! `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda*`, `/opt/cuda` and the pip
-//! wheels (`nvidia/*/lib`) of the Python on `PATH`, of an active virtualenv or
-//! conda environment and of the usual system and user installs, and loads a
-//! match by its full path, so `pip install nvidia-cuda-nvrtc-cu12` is enough.
-//! Otherwise [`Cuda::new`] returns
-//! [`Error::CudaUnavailable`](scan_core::Error::CudaUnavailable) listing every
-//! folder searched and any library of another major version found. A machine
-//! with only CUDA 13's `libnvrtc.so.13` (and no `libnvrtc.so` link on the
-//! loader's path) is one such case: `source scan-cuda/gpu-env.sh` links it.
+//! cudarc, built here with dynamic loading and CUDA 13.0's bindings, opens
+//! the libraries by the names `libnvrtc.so`, `libnvrtc.so.13`,
+//! `libnvrtc.so.12` (and older), `libcuda.so`, `libcuda.so.1` ... on the
+//! loader's path, so CUDA 12.x and 13.x installs both serve (only the calls
+//! that both have are made; drivers of either major version run it). Where
+//! the loader finds none, the first call looks in `CUDA_HOME`, `CUDA_PATH`,
+//! `/usr/local/cuda*`, `/opt/cuda` and the pip wheels (`nvidia/*/lib`) of
+//! the Python on `PATH`, of an active virtualenv or conda environment and of
+//! the usual system and user installs, and loads a match by its full path
+//! (the loader then answers cudarc's open by the library's soname), so `pip
+//! install nvidia-cuda-nvrtc-cu12` is enough. Otherwise [`Cuda::new`]
+//! returns [`Error::CudaUnavailable`](scan_core::Error::CudaUnavailable)
+//! listing every folder searched and any library of an unknown version
+//! found. No environment variable is needed.
 
 #![warn(missing_docs)]
 
@@ -53,19 +55,23 @@ mod buffer;
 mod cache;
 mod cuda;
 mod discover;
+mod host;
 mod kernels;
 mod module;
 mod nvrtc;
+mod pinned;
 mod policy;
 mod single_pass;
 mod source;
 mod span;
+mod staging;
 
 pub use buffer::DeviceBuffer;
 pub use cache::default_dir as cache_dir;
 pub use cuda::{compile_for_arch, compile_with, module_source, CompileStats, Cuda};
 /// Items that [`Cuda::alloc`] can zero-fill (cudarc's marker trait).
 pub use cudarc::driver::ValidAsZeroBits;
+pub use host::TransferRates;
 pub use nvrtc::{is_available as nvrtc_available, version as nvrtc_version};
 pub use policy::{Algorithm, BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning, SINGLE_PASS_MAX_ITEM_BYTES};
 

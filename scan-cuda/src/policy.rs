@@ -359,6 +359,7 @@ pub struct Tuning {
     blocks_per_sm: Option<u32>,
     stages: Option<u32>,
     adversarial_seed: u32,
+    host_chunk_bytes: Option<usize>,
 }
 
 impl Tuning {
@@ -400,6 +401,22 @@ impl Tuning {
         self
     }
 
+    /// The chunk size, in bytes, of scans of host slices (which travel to
+    /// the GPU and back in chunks through pinned buffers, see
+    /// [`Cuda::scan_into`](crate::Cuda::scan_into)), instead of one chosen
+    /// by the input's size (an eighth of it, held between 4 and 16 MiB).
+    /// Rounded down to whole items, at least one. Small chunks make tests
+    /// cross many chunk boundaries.
+    pub fn host_chunk_bytes(mut self, bytes: usize) -> Self {
+        self.host_chunk_bytes = Some(bytes.max(1));
+        self
+    }
+
+    /// The chunk size set by [`Tuning::host_chunk_bytes`], if any.
+    pub fn host_chunk(self) -> Option<usize> {
+        self.host_chunk_bytes
+    }
+
     /// A debugging mode for tests: with a seed other than 0, blocks claim
     /// their tiles in an order unrelated to their index and publish their
     /// status late, at pseudo-random, sometimes skipping the aggregate, so
@@ -432,7 +449,7 @@ impl Tuning {
 
     /// The launch-shape overrides alone (what a module is built for).
     pub(crate) fn shape(self) -> Tuning {
-        Tuning { adversarial_seed: 0, ..self }
+        Tuning { adversarial_seed: 0, host_chunk_bytes: None, ..self }
     }
 
     /// True when a launch-shape override is set (the module must be built

@@ -116,6 +116,17 @@ pub(crate) struct SinglePass<'a> {
     pub(crate) policy: SinglePassPolicy,
     /// [`Tuning::adversarial_schedule`](crate::Tuning::adversarial_schedule)'s seed.
     pub(crate) chaos: u32,
+    /// Joins this scan to the pieces before and after it (kernels/single_pass.cuh).
+    pub(crate) carry: Carry,
+}
+
+/// Device addresses of one item each (0: none): the total of everything
+/// before the piece scanned, which the scan starts from, and where the
+/// total including the piece goes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Carry {
+    pub(crate) from: u64,
+    pub(crate) to: u64,
 }
 
 impl<Op: ScanOp> DeviceScan<Op> for SinglePass<'_> {
@@ -154,11 +165,12 @@ impl<Op: ScanOp> DeviceScan<Op> for SinglePass<'_> {
         let len64 = len as u64;
         let launch = |args: &StatusArgs| {
             let mut launch = self.stream.launch_builder(kernel);
-            launch.arg(&src).arg(&dst).arg(&len64).arg(&args.counter);
+            launch.arg(&src).arg(&dst).arg(&len64).arg(&self.carry.from).arg(&self.carry.to).arg(&args.counter);
             launch.arg(&args.words).arg(&args.aggregates).arg(&args.prefixes).arg(&args.epoch).arg(&self.chaos);
             // SAFETY: `src` and `dst` address `len` items of this module's
             // item type and stay live until the stream has run the kernel (the
-            // caller's buffers, or scratch freed in stream order); the status
+            // caller's buffers, or scratch freed in stream order), the carry
+            // addresses are 0 or one item each, likewise live; the status
             // arrays hold `tiles` tiles for this module's layout. The kernel
             // touches nothing else.
             unsafe { launch.launch(cfg) }.map(|_| ()).map_err(|e| driver_error("launch of the single-pass scan", e))

@@ -127,11 +127,12 @@ impl ModuleSource {
                 let _ = write!(
                     code,
                     "extern \"C\" __global__ void __launch_bounds__({block_threads}, {min_blocks}) {kernel}(\n\
-                     \x20   const {item}* src, {item}* dst, unsigned long long len, unsigned long long* counter,\n\
+                     \x20   const {item}* src, {item}* dst, unsigned long long len, const {item}* carry_in,\n\
+                     \x20   {item}* carry_out, unsigned long long* counter,\n\
                      \x20   void* words, void* aggregates, void* prefixes, unsigned epoch, unsigned chaos) {{\n\
                      \x20 extern __shared__ __align__(16) unsigned char slots[];\n\
                      \x20 scan::single_pass<{name}, {threads}, {items}, {lookback}, {stages}, {reverse}, {inclusive}>(\n\
-                     \x20     src, dst, len, counter, {status}::make(words, aggregates, prefixes), epoch, chaos, slots);\n\
+                     \x20     src, dst, len, carry_in, carry_out, counter, {status}::make(words, aggregates, prefixes), epoch, chaos, slots);\n\
                      }}\n"
                 );
             }

@@ -1,0 +1,164 @@
+//! Scans of host slices on the GPU, which travel in chunks through pinned
+//! buffers, each chunk's scan starting from the running total of the chunks
+//! before it (scan-cuda/src/staging.rs):
+//!
+//! * exact for every spec, out of place (the input unchanged, the output
+//!   poisoned first) and in place, on lengths around the chunk boundaries and
+//!   chunk sizes from one item to several tiles, with non-commutative items
+//!   of 4 to 32 bytes, under the adversarial schedule too;
+//! * the default chunking on an input of many chunks;
+//! * operators without single-pass kernels take the unstaged path;
+//! * one executor used from several threads at once;
+//! * the link measurement, and its error on no bytes.
+//!
+//! Run on a GPU machine: `cargo test --test gpu_host -- --ignored`.
+
+#[path = "../scan-cuda/tests/support/mod.rs"]
+mod support;
+
+use std::fmt::Debug;
+
+use scan::ops::{Add, LinearRecurrence, MatMul2x2};
+use scan::{CudaOp, ScanSpec};
+use scan_core::reference;
+use scan_cuda::{Algorithm, Cuda, Tuning};
+use scan_testing::Rng;
+use support::gpu::{cuda, max_len, poisoned, single_pass_tile, small_int};
+use support::ops::AddU64x20;
+use support::user_ops::QuaternionProduct;
+
+/// Scans `input` from the host every way and compares with the reference.
+fn check_host<Op: CudaOp>(cuda: &Cuda, ctx: &str, input: &[Op::Item])
+where
+    Op::Item: PartialEq + Debug,
+{
+    for spec in ScanSpec::ALL {
+        let want = reference::scan::<Op>(input, spec);
+        let pristine = input.to_vec();
+        let mut out = poisoned::<Op::Item>(input.len());
+        cuda.scan_into::<Op>(input, &mut out, spec).unwrap();
+        if let Some(i) = (0..input.len()).find(|&i| out[i] != want[i]) {
+            panic!("{ctx}, n = {}, {spec:?}, into: item {i}: got {:?}, want {:?}", input.len(), out[i], want[i]);
+        }
+        assert!(input == pristine, "{ctx}, {spec:?}: the input changed");
+        let mut data = input.to_vec();
+        cuda.scan_in_place::<Op>(&mut data, spec).unwrap();
+        if let Some(i) = (0..input.len()).find(|&i| data[i] != want[i]) {
+            panic!("{ctx}, n = {}, {spec:?}, in place: item {i}: got {:?}, want {:?}", input.len(), data[i], want[i]);
+        }
+        assert!(cuda.scan::<Op>(input, spec).unwrap() == want, "{ctx}, n = {}, {spec:?}: scan -> Vec", input.len());
+    }
+}
+
+/// Chunks of `items` items each (and of one item, and of 1000), lengths
+/// around 1, 2 and many chunks, and around the single-pass tile inside a
+/// chunk.
+fn chunked<Op: CudaOp>(label: &str, seed: u32, mut gen: impl FnMut(&mut Rng) -> Op::Item)
+where
+    Op::Item: PartialEq + Debug,
+{
+    let mut rng = Rng::fresh(label);
+    let size = std::mem::size_of::<Op::Item>();
+    let tile = single_pass_tile::<Op>();
+    for chunk in [1, 7, 1000, tile - 1, tile + 1, 3 * tile] {
+        let cuda = cuda().with_tuning(Tuning::default().host_chunk_bytes(chunk * size).adversarial_schedule(seed));
+        assert_eq!(cuda.algorithm_for::<Op>().unwrap(), (Algorithm::SinglePass, None), "{label}");
+        let mut lengths = vec![1, 2, chunk, chunk + 1, 2 * chunk - 1, 2 * chunk, 5 * chunk + 3];
+        lengths.extend([tile + 1, 3 * tile + chunk]);
+        lengths.retain(|&n| n <= max_len() && n <= 3000 * chunk);
+        lengths.sort_unstable();
+        lengths.dedup();
+        for &n in &lengths {
+            let input = rng.vec(n, &mut gen);
+            check_host::<Op>(&cuda, &format!("{label}, chunks of {chunk}, seed {seed}"), &input);
+        }
+        eprintln!("[{label}] exact in chunks of {chunk} items, lengths {lengths:?}, seed {seed}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn host_scans_are_exact_across_chunk_boundaries() {
+    for seed in [0, 7] {
+        chunked::<Add<u32>>("add u32 (4 B)", seed, |r| r.next_u64() as u32);
+        let lr = |r: &mut Rng| ((r.below(3) as f32 - 1.0), small_int(r) as f32);
+        chunked::<LinearRecurrence<f32>>("linear recurrence f32 (8 B)", seed, lr);
+        chunked::<MatMul2x2<i32>>("matmul2x2 i32 (16 B)", seed, |r| std::array::from_fn(|_| r.next_u64() as i32));
+        chunked::<QuaternionProduct>("quaternion product (32 B)", seed, |r| {
+            let mut q = [0.0; 4];
+            q[r.below(4) as usize] = if r.below(2) == 0 { -1.0 } else { 1.0 };
+            q
+        });
+    }
+}
+
+/// The default chunking (1 to 8 MiB) on 96 MiB and 200 MiB of items: 16 and
+/// 25 chunks, the last one short.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn host_scans_with_the_default_chunks_are_exact() {
+    let cuda = cuda();
+    let mut rng = Rng::fresh("default chunks");
+    for n in [(24 << 20) + 5, (50 << 20) + 3].into_iter().filter(|&n| n <= max_len()) {
+        let x: Vec<u32> = rng.vec(n, |r| r.next_u64() as u32);
+        for spec in [ScanSpec::inclusive(), ScanSpec::exclusive().reversed()] {
+            let want = reference::scan::<Add<u32>>(&x, spec);
+            assert!(cuda.scan::<Add<u32>>(&x, spec).unwrap() == want, "u32 add, n = {n}, {spec:?}");
+        }
+    }
+    let m: Vec<[i32; 4]> = rng.vec((4 << 20) + 1, |r| std::array::from_fn(|_| r.next_u64() as i32));
+    let mut data = m.clone();
+    cuda.scan_in_place::<MatMul2x2<i32>>(&mut data, ScanSpec::inclusive()).unwrap();
+    assert!(data == reference::scan::<MatMul2x2<i32>>(&m, ScanSpec::inclusive()), "matmul2x2, 64 MiB in place");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn operators_without_single_pass_kernels_scan_host_slices_unstaged() {
+    let cuda = cuda().with_tuning(Tuning::default().host_chunk_bytes(1000));
+    assert_eq!(cuda.algorithm_for::<AddU64x20>().unwrap().0, Algorithm::Blelloch);
+    let mut rng = Rng::fresh("unstaged");
+    let x: Vec<[u64; 20]> = rng.vec(3001, |r| std::array::from_fn(|_| r.next_u64()));
+    check_host::<AddU64x20>(&cuda, "add u64x20 (160 B)", &x);
+    let blelloch = cuda.with_algorithm(Algorithm::Blelloch);
+    let y: Vec<u32> = rng.vec(100_003, |r| r.next_u64() as u32);
+    check_host::<Add<u32>>(&blelloch, "add u32 on Blelloch", &y);
+}
+
+/// Staging buffers are per executor: concurrent calls take turns, each
+/// result is its own.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn one_executor_scans_host_slices_from_several_threads() {
+    let cuda = cuda().with_tuning(Tuning::default().host_chunk_bytes(4096));
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let cuda = &cuda;
+            s.spawn(move || {
+                let mut rng = Rng::fresh(&format!("thread {t}"));
+                for k in 0..20 {
+                    let n = 1 + rng.below(300_000) as usize;
+                    let x: Vec<u64> = rng.vec(n, |r| r.next_u64());
+                    let spec = ScanSpec::ALL[k % 4];
+                    let want = reference::scan::<Add<u64>>(&x, spec);
+                    assert!(cuda.scan::<Add<u64>>(&x, spec).unwrap() == want, "thread {t}, scan {k}");
+                }
+            });
+        }
+    });
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_link_is_measured_and_no_bytes_is_an_error() {
+    let cuda = cuda();
+    let link = cuda.transfer_rates(64 << 20).unwrap();
+    eprintln!("{link}");
+    for rate in [link.host_to_device, link.device_to_host] {
+        assert!(rate.is_finite() && rate > 0.1, "{link:?}");
+    }
+    let bound = link.bound_seconds(1 << 30, 1 << 30);
+    assert!(bound > 0.0 && bound.is_finite(), "{bound}");
+    let err = cuda.transfer_rates(0).unwrap_err();
+    assert!(err.to_string().contains("at least one byte"), "{err}");
+}
