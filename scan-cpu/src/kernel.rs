@@ -10,6 +10,9 @@
 
 use scan_core::ScanOp;
 
+#[cfg(target_arch = "x86_64")]
+mod wide;
+
 /// How many independent chains a tile is scanned as.
 pub(crate) const CHAINS: usize = 8;
 
@@ -68,21 +71,25 @@ impl<T> Chunks<T> {
 // Always inlined, so that the AVX2 build of the tile scan (tiled.rs) compiles
 // this loop for AVX2 too: an outlined copy would be the portable one.
 #[inline(always)]
-pub(crate) unsafe fn local_scan<Op: ScanOp, const REV: bool, const INCL: bool>(
+///
+/// `AVX2`: the caller is compiled for AVX2 (and checked that the CPU has
+/// it); 4-byte items then take the chains eight lanes at a time
+/// ([`wide`]), with the same results.
+pub(crate) unsafe fn local_scan<Op: ScanOp, const REV: bool, const INCL: bool, const AVX2: bool>(
     src: *const Op::Item,
     out: *mut Op::Item,
     n: usize,
 ) -> Chunks<Op::Item> {
     // In place, one pointer per chain instead of two: fewer registers, no spills.
     if std::ptr::eq(src, out) {
-        return local_scan_impl::<Op, REV, INCL, true>(src, out, n);
+        return local_scan_impl::<Op, REV, INCL, true, AVX2>(src, out, n);
     }
-    local_scan_impl::<Op, REV, INCL, false>(src, out, n)
+    local_scan_impl::<Op, REV, INCL, false, AVX2>(src, out, n)
 }
 
 /// [`local_scan`], with `SAME`: `src == out`, known at compile time.
 #[inline(always)]
-unsafe fn local_scan_impl<Op: ScanOp, const REV: bool, const INCL: bool, const SAME: bool>(
+unsafe fn local_scan_impl<Op: ScanOp, const REV: bool, const INCL: bool, const SAME: bool, const AVX2: bool>(
     src: *const Op::Item,
     out: *mut Op::Item,
     n: usize,
@@ -107,6 +114,20 @@ unsafe fn local_scan_impl<Op: ScanOp, const REV: bool, const INCL: bool, const S
     // line. (Unrolling the loop by two spilled the chains' pointers instead.)
     let per_line = (64 / std::mem::size_of::<Op::Item>().max(1)).max(1);
     let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 && std::mem::size_of::<Op::Item>() == 4 && CHAINS == 8 {
+        while i + 8 <= sub {
+            if i % per_line == 0 {
+                for k in 0..CHAINS {
+                    prefetch(src.wrapping_add(at((k * sub + i + PREFETCH_ITEMS * per_line).min(n - 1))));
+                }
+            }
+            // SAFETY: the caller has AVX2 (this function's contract), items
+            // are 4 bytes, i + 8 <= sub and CHAINS * sub <= n.
+            wide::block::<Op, REV, INCL>(src, out, n, sub, i, &mut acc);
+            i += 8;
+        }
+    }
     while i < sub {
         let end = (i + per_line).min(sub);
         for k in 0..CHAINS {
@@ -134,8 +155,9 @@ unsafe fn local_scan_impl<Op: ScanOp, const REV: bool, const INCL: bool, const S
 }
 
 /// Replaces every `x` of `data` with `combine(prefix, x)`. A loop the compiler
-/// vectorizes for the arithmetic operators.
-#[inline]
+/// vectorizes for the arithmetic operators. (Always inlined, like
+/// [`local_scan`], so that AVX2 builds of its callers vectorize it for AVX2.)
+#[inline(always)]
 pub(crate) fn fix_up<Op: ScanOp>(data: &mut [Op::Item], prefix: Op::Item) {
     for x in data {
         *x = Op::combine(prefix, *x);
@@ -144,7 +166,7 @@ pub(crate) fn fix_up<Op: ScanOp>(data: &mut [Op::Item], prefix: Op::Item) {
 
 /// Turns the output of [`local_scan`] into the tile's final values, given the
 /// combination of everything before the tile (`None`: nothing, the first tile).
-#[inline]
+#[inline(always)]
 pub(crate) fn finish_tile<Op: ScanOp, const REV: bool>(
     out: &mut [Op::Item],
     chunks: &Chunks<Op::Item>,
@@ -170,20 +192,119 @@ mod tests {
 
     type M = MatMul2x2<i32>;
 
-    fn check<const REV: bool, const INCL: bool>(x: &[[i32; 4]]) {
-        let spec = match (REV, INCL) {
+    fn spec<const REV: bool, const INCL: bool>() -> ScanSpec {
+        match (REV, INCL) {
             (false, true) => ScanSpec::inclusive(),
             (false, false) => ScanSpec::exclusive(),
             (true, true) => ScanSpec::inclusive().reversed(),
             (true, false) => ScanSpec::exclusive().reversed(),
-        };
+        }
+    }
+
+    fn check<const REV: bool, const INCL: bool>(x: &[[i32; 4]]) {
+        let spec = spec::<REV, INCL>();
         let mut out = vec![[0; 4]; x.len()];
         // SAFETY: both hold x.len() items and are distinct.
-        let chunks = unsafe { local_scan::<M, REV, INCL>(x.as_ptr(), out.as_mut_ptr(), x.len()) };
+        let chunks = unsafe { local_scan::<M, REV, INCL, false>(x.as_ptr(), out.as_mut_ptr(), x.len()) };
         finish_tile::<M, REV>(&mut out, &chunks, None);
         assert_eq!(out, reference::scan::<M>(x, spec), "len {} spec {spec:?}", x.len());
         let expected_total = reference::scan_in_place::<M>(&mut x.to_vec(), spec);
         assert_eq!(chunks.total, expected_total, "total, len {} spec {spec:?}", x.len());
+    }
+
+    /// `x -> a x + b` on 16-bit integers, composed (wrapping): 4-byte items
+    /// and not commutative, for the eight-lane path.
+    struct Affine16;
+    impl ScanOp for Affine16 {
+        type Item = [u16; 2];
+        fn identity() -> [u16; 2] {
+            [1, 0]
+        }
+        fn combine(l: [u16; 2], r: [u16; 2]) -> [u16; 2] {
+            [l[0].wrapping_mul(r[0]), r[0].wrapping_mul(l[1]).wrapping_add(r[1])]
+        }
+    }
+
+    /// The eight-lane path against the scalar chains, bit for bit (the same
+    /// order of combination: float sums round alike), out of place and in
+    /// place; and against the reference when `exact` (integer and max/min
+    /// scans do not depend on the grouping).
+    #[cfg(target_arch = "x86_64")]
+    fn check_wide<Op: ScanOp, const REV: bool, const INCL: bool>(
+        x: &[Op::Item],
+        bits: impl Fn(&Op::Item) -> u32,
+        exact: bool,
+    ) {
+        let spec = spec::<REV, INCL>();
+        let run = |wide: bool, in_place: bool| -> Vec<u32> {
+            let mut out = x.to_vec();
+            let src = if in_place { out.as_ptr() } else { x.as_ptr() };
+            // SAFETY: AVX2 was detected (the caller); both hold x.len() items
+            // and are either distinct or the same buffer.
+            let chunks = unsafe {
+                if wide {
+                    local_scan::<Op, REV, INCL, true>(src, out.as_mut_ptr(), x.len())
+                } else {
+                    local_scan::<Op, REV, INCL, false>(src, out.as_mut_ptr(), x.len())
+                }
+            };
+            finish_tile::<Op, REV>(&mut out, &chunks, None);
+            out.iter().map(&bits).collect()
+        };
+        let scalar = run(false, false);
+        for in_place in [false, true] {
+            let got = run(true, in_place);
+            let bad = (0..got.len()).find(|&i| got[i] != scalar[i]);
+            assert!(
+                bad.is_none(),
+                "{} len {} {spec:?}, in place {in_place}: first difference at {bad:?}: {:x?} vs {:x?}",
+                std::any::type_name::<Op>(),
+                x.len(),
+                bad.map(|i| got[i]),
+                bad.map(|i| scalar[i])
+            );
+        }
+        if exact {
+            let want: Vec<u32> = reference::scan::<Op>(x, spec).iter().map(&bits).collect();
+            assert!(scalar == want, "len {} {spec:?}: the scalar chains differ from the reference", x.len());
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_eight_lane_chains_match_the_reference_bit_for_bit() {
+        if !std::arch::is_x86_feature_detected!("avx2") {
+            eprintln!("no AVX2 here: the eight-lane path is not reachable");
+            return;
+        }
+        let mut rng = Rng::fresh("kernel wide");
+        let special = [0.0, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1.5, -1.5];
+        for len in [0, 7, 63, 64, 65, 71, 127, 128, 129, 200, 1000, 4099] {
+            let a: Vec<[u16; 2]> = rng.vec(len, |r| [r.next_u64() as u16, r.next_u64() as u16]);
+            let m: Vec<f32> = rng.vec(len, |r| {
+                if r.below(4) == 0 {
+                    special[r.below(special.len() as u64) as usize]
+                } else {
+                    r.range_f64(-9.0, 9.0) as f32
+                }
+            });
+            let pair = |v: &[u16; 2]| u32::from(v[0]) << 16 | u32::from(v[1]);
+            macro_rules! all_specs {
+                ($op:ty, $x:expr, $bits:expr, $exact:expr) => {
+                    check_wide::<$op, false, true>($x, $bits, $exact);
+                    check_wide::<$op, false, false>($x, $bits, $exact);
+                    check_wide::<$op, true, true>($x, $bits, $exact);
+                    check_wide::<$op, true, false>($x, $bits, $exact);
+                };
+            }
+            // Bits, NaNs as one: which NaN an operation returns is not
+            // specified (the compiler may swap an add's operands).
+            let f = |v: &f32| if v.is_nan() { f32::NAN.to_bits() } else { v.to_bits() };
+            all_specs!(Affine16, &a, pair, true);
+            all_specs!(scan_core::ops::Max<f32>, &m, f, true);
+            all_specs!(scan_core::ops::Min<f32>, &m, f, true);
+            all_specs!(scan_core::ops::Add<f32>, &m, f, false);
+        }
     }
 
     #[test]

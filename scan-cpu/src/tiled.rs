@@ -226,14 +226,15 @@ unsafe fn start_tile<Op: ScanOp, const REV: bool, const INCL: bool>(
     if std::arch::is_x86_feature_detected!("avx2") {
         return start_tile_avx2::<Op, REV, INCL>(bufs, b, buf, stream);
     }
-    start_tile_portable::<Op, REV, INCL>(bufs, b, buf, stream)
+    start_tile_portable::<Op, REV, INCL, false>(bufs, b, buf, stream)
 }
 
 /// [`start_tile`] compiled for AVX2, where the chains' selects (max, min,
-/// segmented operators) are one instruction each instead of three. The same
-/// IR, so the results are bit for bit those of the portable build; `f32 max`
-/// at 2^26 went from 0.28 to about 0.40 of memcpy on this project's 2-core
-/// machine (add: unchanged).
+/// segmented operators) are one instruction each instead of three, and
+/// 4-byte items take the chains eight lanes at a time (kernel/wide.rs). The
+/// same order of combination, so the results are bit for bit those of the
+/// portable build; `f32 max` at 2^26 went from 0.28 to about 0.40 of memcpy
+/// on this project's 2-core machine with the selects alone (add: unchanged).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn start_tile_avx2<Op: ScanOp, const REV: bool, const INCL: bool>(
@@ -242,11 +243,11 @@ unsafe fn start_tile_avx2<Op: ScanOp, const REV: bool, const INCL: bool>(
     buf: &mut [Op::Item],
     stream: bool,
 ) -> Started<Op::Item> {
-    start_tile_portable::<Op, REV, INCL>(bufs, b, buf, stream)
+    start_tile_portable::<Op, REV, INCL, true>(bufs, b, buf, stream)
 }
 
 #[inline(always)]
-unsafe fn start_tile_portable<Op: ScanOp, const REV: bool, const INCL: bool>(
+unsafe fn start_tile_portable<Op: ScanOp, const REV: bool, const INCL: bool, const AVX2: bool>(
     bufs: Buffers<Op::Item>,
     b: usize,
     buf: &mut [Op::Item],
@@ -260,7 +261,7 @@ unsafe fn start_tile_portable<Op: ScanOp, const REV: bool, const INCL: bool>(
     // tile; src == dst (in place) is allowed by `local_scan`; `buf` is the
     // worker's own allocation, distinct from both buffers.
     let out = if stream { buf[..n].as_mut_ptr() } else { bufs.dst.add(lo) };
-    let chunks = kernel::local_scan::<Op, REV, INCL>(bufs.src.add(lo), out, n);
+    let chunks = kernel::local_scan::<Op, REV, INCL, AVX2>(bufs.src.add(lo), out, n);
     Started { b, lo, chunks }
 }
 
@@ -272,6 +273,39 @@ unsafe fn start_tile_portable<Op: ScanOp, const REV: bool, const INCL: bool>(
 /// As [`scan`]; `started` came from [`start_tile`] with the same `buf`.
 #[inline]
 unsafe fn finish_tile<Op: ScanOp, const REV: bool>(
+    bufs: Buffers<Op::Item>,
+    started: &Started<Op::Item>,
+    buf: &mut [Op::Item],
+    stream: bool,
+    prefix: Option<Op::Item>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        return finish_tile_avx2::<Op, REV>(bufs, started, buf, stream, prefix);
+    }
+    finish_tile_portable::<Op, REV>(bufs, started, buf, stream, prefix)
+}
+
+/// [`finish_tile`] compiled for AVX2, for the same reason as
+/// [`start_tile_avx2`]: the fix-up's selects (max, min) are then 8 lanes
+/// and one blend each, where the portable build had 4 lanes and
+/// and/andnot/or. With the chains 8 lanes at a time (kernel/wide.rs) as
+/// well, `f32 max` at 2^26 went from 18.4 GB/s to 22.0-26.0 GB/s on this
+/// project's 2-core machine (3 runs of bench --cpu; add: 28-35 GB/s).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn finish_tile_avx2<Op: ScanOp, const REV: bool>(
+    bufs: Buffers<Op::Item>,
+    started: &Started<Op::Item>,
+    buf: &mut [Op::Item],
+    stream: bool,
+    prefix: Option<Op::Item>,
+) {
+    finish_tile_portable::<Op, REV>(bufs, started, buf, stream, prefix)
+}
+
+#[inline(always)]
+unsafe fn finish_tile_portable<Op: ScanOp, const REV: bool>(
     bufs: Buffers<Op::Item>,
     started: &Started<Op::Item>,
     buf: &mut [Op::Item],
