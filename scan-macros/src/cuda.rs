@@ -15,7 +15,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use syn::{Error, Result};
 
-use crate::ir::{BinOp, Expr, ExprKind, Lit, Member, Method, Scalar, Ty, UnOp};
+use crate::ir::{BinOp, Expr, ExprKind, Lit, Member, Scalar, Ty, UnOp};
 
 pub enum Piece {
     Text(String),
@@ -75,20 +75,6 @@ pub fn rust_type(t: &Ty, span: Span) -> Result<TokenStream> {
 struct Printer {
     out: Vec<Piece>,
     types: Vec<TokenStream>,
-}
-
-fn float_fn(m: Method) -> &'static str {
-    match m {
-        Method::Max => "scan_max",
-        Method::Min => "scan_min",
-        Method::Abs => "scan_abs",
-        Method::Exp => "scan_exp",
-        Method::Ln => "scan_ln",
-        Method::Ln1p => "scan_ln_1p",
-        Method::ExpM1 => "scan_exp_m1",
-        Method::Sqrt => "scan_sqrt",
-        Method::MulAdd => "scan_mul_add",
-    }
 }
 
 fn c_scalar(s: Scalar) -> &'static str {
@@ -214,7 +200,7 @@ impl Printer {
             ExprKind::Method(m, recv, args) => {
                 let mut all: Vec<&Expr> = vec![recv];
                 all.extend(args.iter());
-                self.call(float_fn(*m), &all)?;
+                self.call(m.spec().cuda, &all)?;
             }
             ExprKind::Cast(x, to) => {
                 self.text(&format!("scan_cast<{}>(", c_scalar(*to)));

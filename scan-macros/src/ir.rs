@@ -96,7 +96,8 @@ pub enum BinOp {
 }
 
 /// A method of the supported list; `wrapping_*` are folded into `Binary`
-/// on integer operands (integer arithmetic always wraps).
+/// on integer operands (integer arithmetic always wraps). Everything about
+/// each is in [`METHODS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Method {
     Max,
@@ -110,20 +111,108 @@ pub enum Method {
     MulAdd,
 }
 
+/// What a method's receiver (and its arguments, of the same type) may be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operands {
+    /// Integers and floats (and a `T: CudaScalar`).
+    Numbers,
+    /// `f32` and `f64`.
+    Floats,
+    /// Integers (and a `T: CudaScalar`).
+    Integers,
+}
+
+impl Operands {
+    /// For an error message: "`max` is supported on {this}".
+    pub fn describe(self) -> &'static str {
+        match self {
+            Operands::Numbers => "numbers",
+            Operands::Floats => "f32 and f64",
+            Operands::Integers => "integers",
+        }
+    }
+}
+
+/// What a call lowers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lowered {
+    /// `ExprKind::Method`.
+    Method(Method),
+    /// `ExprKind::Binary` of this operator (integer arithmetic wraps anyway).
+    Wrapping(BinOp),
+}
+
+/// One supported method, described once for every stage: lowering (name,
+/// arity, operands), the Rust and CUDA printers, and the checker.
+#[derive(Debug)]
+pub struct MethodSpec {
+    /// The Rust name, as written in a body and in the generated Rust.
+    pub name: &'static str,
+    pub lowered: Lowered,
+    /// Arguments besides the receiver.
+    pub arity: usize,
+    pub operands: Operands,
+    /// The generated Rust calls `CudaScalar::name(receiver, ...)` (a trait
+    /// method, so that a `T: CudaScalar` receiver works) rather than
+    /// `receiver.name(...)`.
+    pub rust_via_scalar: bool,
+    /// The device function the CUDA printer calls (`Method`s only).
+    pub cuda: &'static str,
+    /// The checker's exact arithmetic evaluates it; otherwise (exp, ln, ...)
+    /// only sampling approximates it, and the report says so.
+    pub exact: bool,
+}
+
+const fn method(
+    name: &'static str,
+    m: Method,
+    arity: usize,
+    operands: Operands,
+    cuda: &'static str,
+    exact: bool,
+) -> MethodSpec {
+    let rust_via_scalar = matches!(m, Method::Max | Method::Min);
+    MethodSpec { name, lowered: Lowered::Method(m), arity, operands, rust_via_scalar, cuda, exact }
+}
+
+const fn wrapping(name: &'static str, op: BinOp) -> MethodSpec {
+    let (arity, operands) = (1, Operands::Integers);
+    MethodSpec { name, lowered: Lowered::Wrapping(op), arity, operands, rust_via_scalar: false, cuda: "", exact: true }
+}
+
+/// Every supported method: the `Method`s first, in their declaration order
+/// (so that [`Method::spec`] indexes this), then the `wrapping_*` forms.
+pub static METHODS: [MethodSpec; 12] = [
+    method("max", Method::Max, 1, Operands::Numbers, "scan_max", true),
+    method("min", Method::Min, 1, Operands::Numbers, "scan_min", true),
+    method("abs", Method::Abs, 0, Operands::Floats, "scan_abs", true),
+    method("exp", Method::Exp, 0, Operands::Floats, "scan_exp", false),
+    method("ln", Method::Ln, 0, Operands::Floats, "scan_ln", false),
+    method("ln_1p", Method::Ln1p, 0, Operands::Floats, "scan_ln_1p", false),
+    method("exp_m1", Method::ExpM1, 0, Operands::Floats, "scan_exp_m1", false),
+    method("sqrt", Method::Sqrt, 0, Operands::Floats, "scan_sqrt", false),
+    method("mul_add", Method::MulAdd, 2, Operands::Floats, "scan_mul_add", true),
+    wrapping("wrapping_add", BinOp::Add),
+    wrapping("wrapping_sub", BinOp::Sub),
+    wrapping("wrapping_mul", BinOp::Mul),
+];
+
 impl Method {
+    /// This method's row of [`METHODS`].
+    pub fn spec(self) -> &'static MethodSpec {
+        &METHODS[self as usize]
+    }
+
     /// The Rust method name (`ln_1p`), as written in a body and in the generated Rust.
     pub fn name(self) -> &'static str {
-        match self {
-            Method::Max => "max",
-            Method::Min => "min",
-            Method::Abs => "abs",
-            Method::Exp => "exp",
-            Method::Ln => "ln",
-            Method::Ln1p => "ln_1p",
-            Method::ExpM1 => "exp_m1",
-            Method::Sqrt => "sqrt",
-            Method::MulAdd => "mul_add",
-        }
+        self.spec().name
+    }
+}
+
+impl MethodSpec {
+    /// The supported method called `name`, if any.
+    pub fn named(name: &str) -> Option<&'static MethodSpec> {
+        METHODS.iter().find(|m| m.name == name)
     }
 }
 
@@ -281,6 +370,25 @@ impl std::fmt::Display for ConstName {
             ConstName::Scalar(s, c) => write!(f, "{}::{}", crate::lower::scalar_name(*s), c.name()),
             ConstName::Param(p, c) => write!(f, "{p}::{}", c.name()),
             ConstName::ParamFn(p, c) => write!(f, "{p}::{}()", c.fn_name()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Method::spec` indexes `METHODS` by declaration order, and every
+    /// name is found again by `MethodSpec::named`.
+    #[test]
+    fn the_method_table_is_in_declaration_order() {
+        use Method::*;
+        for m in [Max, Min, Abs, Exp, Ln, Ln1p, ExpM1, Sqrt, MulAdd] {
+            assert_eq!(m.spec().lowered, Lowered::Method(m), "{m:?}");
+            assert!(!m.spec().cuda.is_empty(), "{m:?} has no device function");
+        }
+        for spec in &METHODS {
+            assert!(std::ptr::eq(MethodSpec::named(spec.name).unwrap(), spec), "{}", spec.name);
         }
     }
 }

@@ -12,14 +12,17 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 use syn::{Error, Result};
 
-use crate::ir::{BinOp, ConstName, Expr, ExprKind, Lit, Member, Method, ParamConst, Scalar, ScalarConst, Ty, UnOp};
+use crate::ir::{
+    BinOp, ConstName, Expr, ExprKind, Lit, Lowered, Member, MethodSpec, Operands, ParamConst, Scalar, ScalarConst, Ty,
+    UnOp, METHODS,
+};
 
-/// What an operator body may contain; appended to every "not supported" error.
-pub const SUPPORTED: &str = "supported: `let` bindings, arithmetic (+ - *, and / % on floats), comparison, bitwise \
+/// What an operator body may contain; appended to every "not supported"
+/// error, with the method names of [`METHODS`].
+const SUPPORTED: &str = "supported: `let` bindings, arithmetic (+ - *, and / % on floats), comparison, bitwise \
      (& | ^ !) and logical (&& ||) operators, `if`/`else`, tuple/array/struct construction, field \
      and constant-index access, literals, the consts of f32/f64/i32/u32/i64/u64 (MIN, MAX, INFINITY, \
-     NEG_INFINITY, ...), `as` casts, and the methods max, min, abs, exp, ln, ln_1p, exp_m1, sqrt, \
-     mul_add, wrapping_add, wrapping_sub, wrapping_mul";
+     NEG_INFINITY, ...), `as` casts, and the methods";
 
 const ITEM_TYPES: &str = "item types are i32, u32, i64, u64, f32, f64, bool, a type parameter \
      `T: CudaScalar`, tuples and arrays `[T; N]` of them, and #[repr(C)] #[scan_item] structs";
@@ -31,7 +34,8 @@ fn unsupported(span: Span, what: &str) -> Error {
         Some((w, h)) if w.ends_with(" is") || w.ends_with(" are") => (w, format!(" ({h}")),
         _ => (what, String::new()),
     };
-    Error::new(span, format!("{what} not supported in a #[scan_op] body{hint}; {SUPPORTED}"))
+    let methods: Vec<&str> = METHODS.iter().map(|m| m.name).collect();
+    Error::new(span, format!("{what} not supported in a #[scan_op] body{hint}; {SUPPORTED} {}", methods.join(", ")))
 }
 
 /// Resolves a type written in the signature.
@@ -646,29 +650,10 @@ impl Lowerer {
         span: Span,
         expect: Option<&Ty>,
     ) -> Result<Expr> {
-        enum Kind {
-            M(Method, usize),
-            Wrap(BinOp),
-        }
-        let kind = match name {
-            "max" => Kind::M(Method::Max, 1),
-            "min" => Kind::M(Method::Min, 1),
-            "abs" => Kind::M(Method::Abs, 0),
-            "exp" => Kind::M(Method::Exp, 0),
-            "ln" => Kind::M(Method::Ln, 0),
-            "ln_1p" => Kind::M(Method::Ln1p, 0),
-            "exp_m1" => Kind::M(Method::ExpM1, 0),
-            "sqrt" => Kind::M(Method::Sqrt, 0),
-            "mul_add" => Kind::M(Method::MulAdd, 2),
-            "wrapping_add" => Kind::Wrap(BinOp::Add),
-            "wrapping_sub" => Kind::Wrap(BinOp::Sub),
-            "wrapping_mul" => Kind::Wrap(BinOp::Mul),
-            _ => return Err(unsupported(name_span, &format!("the method `{name}` is"))),
+        let Some(spec) = MethodSpec::named(name) else {
+            return Err(unsupported(name_span, &format!("the method `{name}` is")));
         };
-        let arity = match &kind {
-            Kind::M(_, n) => *n,
-            Kind::Wrap(_) => 1,
-        };
+        let arity = spec.arity;
         if args.len() != arity {
             return Err(Error::new(span, format!("`{name}` takes {arity} argument(s)")));
         }
@@ -687,28 +672,22 @@ impl Lowerer {
             self.expect_ty(&x, &t)?;
             lowered.push(x);
         }
-        match kind {
-            Kind::Wrap(op) => {
-                if !matches!(&t, Ty::Scalar(s) if s.is_int()) && !t.is_opaque_scalar() {
-                    return Err(Error::new(name_span, format!("`{name}` applies to integers, found `{}`", show(&t))));
-                }
-                let y = lowered.pop().ok_or_else(|| Error::new(span, "missing argument"))?;
-                Ok(self.mk(ExprKind::Binary(op, Box::new(recv), Box::new(y)), t, span))
-            }
-            Kind::M(method, _) => {
-                let ok = match method {
-                    Method::Max | Method::Min => {
-                        t.is_opaque_scalar() || matches!(&t, Ty::Scalar(s) if *s != Scalar::Bool)
-                    }
-                    _ => matches!(&t, Ty::Scalar(s) if s.is_float()),
-                };
-                if !ok {
-                    let on = if matches!(method, Method::Max | Method::Min) { "numbers" } else { "f32 and f64" };
-                    return Err(Error::new(name_span, format!("`{name}` is supported on {on}, found `{}`", show(&t))));
-                }
-                Ok(self.mk(ExprKind::Method(method, Box::new(recv), lowered), t, span))
-            }
+        let ok = match spec.operands {
+            Operands::Numbers => t.is_opaque_scalar() || matches!(&t, Ty::Scalar(s) if *s != Scalar::Bool),
+            Operands::Floats => matches!(&t, Ty::Scalar(s) if s.is_float()),
+            Operands::Integers => t.is_opaque_scalar() || matches!(&t, Ty::Scalar(s) if s.is_int()),
+        };
+        if !ok {
+            let on = spec.operands.describe();
+            return Err(Error::new(name_span, format!("`{name}` is supported on {on}, found `{}`", show(&t))));
         }
+        Ok(match spec.lowered {
+            Lowered::Method(method) => self.mk(ExprKind::Method(method, Box::new(recv), lowered), t, span),
+            Lowered::Wrapping(op) => {
+                let y = lowered.pop().ok_or_else(|| Error::new(span, "missing argument"))?;
+                self.mk(ExprKind::Binary(op, Box::new(recv), Box::new(y)), t, span)
+            }
+        })
     }
 
     /// Calls: only `f32::max(a, b)`-style method paths and `T::zero()`/`T::one()`.

@@ -8,7 +8,7 @@
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};
 
-use crate::ir::{BinOp, ConstName, Expr, ExprKind, Lit, Member, Method, Scalar, Ty, UnOp};
+use crate::ir::{BinOp, ConstName, Expr, ExprKind, Lit, Member, Scalar, Ty, UnOp};
 use crate::lower::scalar_name;
 
 pub fn expr(e: &Expr, names: &[Ident; 2]) -> TokenStream {
@@ -67,13 +67,11 @@ pub fn expr(e: &Expr, names: &[Ident; 2]) -> TokenStream {
         ExprKind::Method(m, recv, args) => {
             let r = expr(recv, names);
             let args: Vec<TokenStream> = args.iter().map(|a| expr(a, names)).collect();
-            match m {
-                Method::Max => quote_spanned!(sp=> #scalar::max(#r, #(#args),*)),
-                Method::Min => quote_spanned!(sp=> #scalar::min(#r, #(#args),*)),
-                _ => {
-                    let name = format_ident!("{}", m.name(), span = sp);
-                    quote_spanned!(sp=> (#r).#name(#(#args),*))
-                }
+            let name = format_ident!("{}", m.name(), span = sp);
+            if m.spec().rust_via_scalar {
+                quote_spanned!(sp=> #scalar::#name(#r, #(#args),*))
+            } else {
+                quote_spanned!(sp=> (#r).#name(#(#args),*))
             }
         }
         ExprKind::Cast(x, to) => {

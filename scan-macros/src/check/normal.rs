@@ -138,10 +138,7 @@ pub fn transcendental(e: &Expr) -> bool {
         xs.any(transcendental)
     }
     match &e.kind {
-        ExprKind::Method(m, r, args) => {
-            !matches!(m, Method::Max | Method::Min | Method::Abs | Method::MulAdd)
-                || sub(&mut std::iter::once(&**r).chain(args))
-        }
+        ExprKind::Method(m, r, args) => !m.spec().exact || sub(&mut std::iter::once(&**r).chain(args)),
         ExprKind::Field(x, _) | ExprKind::Unary(_, x) | ExprKind::Cast(x, _) => transcendental(x),
         ExprKind::Binary(_, a, b) => transcendental(a) || transcendental(b),
         ExprKind::If { cond, then, otherwise } => sub(&mut [&**cond, &**then, &**otherwise].into_iter()),
