@@ -36,19 +36,31 @@ fn is_repr_c(s: &ItemStruct) -> bool {
 }
 
 fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
+    // Every problem at once: each check is independent of the others.
+    let mut problems: Vec<Error> = Vec::new();
     if !args.is_empty() {
-        return Err(Error::new_spanned(args, "#[scan_item] takes no arguments"));
+        problems.push(Error::new_spanned(&args, "#[scan_item] takes no arguments"));
     }
     if !is_repr_c(s) {
-        return Err(Error::new(
-            s.ident.span(),
-            "#[scan_item] needs #[repr(C)]: the GPU reads the struct with C layout",
-        ));
+        problems
+            .push(Error::new(s.ident.span(), "#[scan_item] needs #[repr(C)]: the GPU reads the struct with C layout"));
     }
     if !s.generics.params.is_empty() {
-        return Err(Error::new_spanned(&s.generics, "#[scan_item] structs cannot be generic"));
+        problems.push(Error::new_spanned(&s.generics, "#[scan_item] structs cannot be generic"));
     }
-    let syn::Fields::Named(fields) = &s.fields else {
+    let named = match &s.fields {
+        syn::Fields::Named(fields) => Some(fields),
+        _ => {
+            problems.push(Error::new(s.ident.span(), "#[scan_item] structs need named fields"));
+            None
+        }
+    };
+    let mut problems = problems.into_iter();
+    if let Some(mut first) = problems.next() {
+        problems.for_each(|e| first.combine(e));
+        return Err(first);
+    }
+    let Some(fields) = named else {
         return Err(Error::new(s.ident.span(), "#[scan_item] structs need named fields"));
     };
     let name = &s.ident;

@@ -125,20 +125,65 @@ fn plain_path(p: &syn::Path) -> syn::Path {
 }
 
 /// Lowers the user's fn body; `params` are the left and right operand names.
+/// Reports every error of the body it can tell apart: independent parts
+/// (operands, elements, arguments, branches, statements) are all lowered
+/// even when one fails.
 pub fn body(block: &syn::Block, params: [String; 2], item: &Ty, type_params: &[String]) -> Result<Expr> {
     let mut cx = Lowerer::new(params, item.clone(), type_params);
-    let e = cx.block(block, Some(item))?;
-    cx.expect_ty(&e, item)?;
-    Ok(e)
+    let e = cx.block(block, Some(item)).and_then(|e| cx.expect_ty(&e, item).map(|()| e));
+    e.map_err(without_echoes)
+}
+
+/// The message of an error that only echoes one already reported: a use of
+/// a `let` binding whose value failed to lower. Dropped before reporting.
+const ECHO: &str = "scan_op internal: a use of a binding whose value has an error";
+
+/// `e` without its echoes (an error always keeps at least one message).
+fn without_echoes(e: Error) -> Error {
+    let mut kept: Option<Error> = None;
+    for one in e.clone() {
+        if one.to_string() != ECHO {
+            match &mut kept {
+                Some(k) => k.combine(one),
+                None => kept = Some(one),
+            }
+        }
+    }
+    kept.unwrap_or(e)
+}
+
+/// Both results, or the errors of both.
+fn both<A, B>(a: Result<A>, b: Result<B>) -> Result<(A, B)> {
+    match (a, b) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        (Err(mut e), Err(f)) => {
+            e.combine(f);
+            Err(e)
+        }
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    }
+}
+
+/// Every result, or the errors of all that failed.
+fn all<T>(results: impl IntoIterator<Item = Result<T>>) -> Result<Vec<T>> {
+    let mut oks = Vec::new();
+    let mut errs: Option<Error> = None;
+    for r in results {
+        match (r, &mut errs) {
+            (Ok(x), _) => oks.push(x),
+            (Err(e), Some(all)) => all.combine(e),
+            (Err(e), None) => errs = Some(e),
+        }
+    }
+    errs.map_or(Ok(oks), Err)
 }
 
 /// Lowers the identity expression of `#[scan_op(identity = ...)]`.
 pub fn identity(expr: &syn::Expr, item: &Ty, type_params: &[String]) -> Result<Expr> {
     let mut cx = Lowerer::new([String::new(), String::new()], item.clone(), type_params);
     cx.in_identity = true;
-    let e = cx.expr(expr, Some(item))?;
-    cx.expect_ty(&e, item)?;
-    Ok(e)
+    let e = cx.expr(expr, Some(item)).and_then(|e| cx.expect_ty(&e, item).map(|()| e));
+    e.map_err(without_echoes)
 }
 
 struct Lowerer {
@@ -148,6 +193,9 @@ struct Lowerer {
     /// In-scope `let` bindings: (written name, unique name, type); innermost last.
     scope: Vec<(String, String, Ty)>,
     used: HashSet<String>,
+    /// Unique names of bindings whose value failed to lower: their uses
+    /// fail with an [`ECHO`], so that only the value's error is reported.
+    poisoned: HashSet<String>,
     in_identity: bool,
 }
 
@@ -159,6 +207,7 @@ impl Lowerer {
             type_params: type_params.to_vec(),
             scope: Vec::new(),
             used: HashSet::new(),
+            poisoned: HashSet::new(),
             in_identity: false,
         }
     }
@@ -189,12 +238,27 @@ impl Lowerer {
         match first {
             syn::Stmt::Local(local) => self.local(local, rest, span, expect),
             syn::Stmt::Expr(e, None) if rest.is_empty() => self.expr(e, expect),
-            syn::Stmt::Expr(e, _) => Err(self.reject(e).unwrap_or_else(|| {
-                Error::new(e.span(), "statements are not supported: a body is `let` bindings then one value")
-            })),
-            syn::Stmt::Item(i) => Err(unsupported(i.span(), "items (fn, struct, use, ...) are")),
-            syn::Stmt::Macro(m) => Err(unsupported(m.mac.path.span(), "macros are")),
+            syn::Stmt::Expr(e, _) => {
+                let err = self.reject(e).unwrap_or_else(|| {
+                    Error::new(e.span(), "statements are not supported: a body is `let` bindings then one value")
+                });
+                self.then_rest(err, rest, span, expect)
+            }
+            syn::Stmt::Item(i) => {
+                self.then_rest(unsupported(i.span(), "items (fn, struct, use, ...) are"), rest, span, expect)
+            }
+            syn::Stmt::Macro(m) => self.then_rest(unsupported(m.mac.path.span(), "macros are"), rest, span, expect),
         }
+    }
+
+    /// `err` for a statement, with the errors of the statements after it.
+    fn then_rest(&mut self, mut err: Error, rest: &[syn::Stmt], span: Span, expect: Option<&Ty>) -> Result<Expr> {
+        if !rest.is_empty() {
+            if let Err(more) = self.stmts(rest, span, expect) {
+                err.combine(more);
+            }
+        }
+        Err(err)
     }
 
     fn local(&mut self, local: &syn::Local, rest: &[syn::Stmt], span: Span, expect: Option<&Ty>) -> Result<Expr> {
@@ -208,16 +272,25 @@ impl Lowerer {
             syn::Pat::Type(pt) => (&*pt.pat, Some(ty(&pt.ty, &self.type_params)?)),
             p => (p, None),
         };
-        let value = self.expr(&init.expr, annotated.as_ref())?;
-        if let Some(t) = &annotated {
-            self.expect_ty(&value, t)?;
-        }
+        let value = self.expr(&init.expr, annotated.as_ref());
+        let value = match (value, &annotated) {
+            (Ok(v), Some(t)) => self.expect_ty(&v, t).map(|()| v),
+            (v, _) => v,
+        };
         let depth = self.scope.len();
         let mut binds = Vec::new();
-        self.pattern(pat, value, &mut binds)?;
+        let bound = match value {
+            Ok(value) => self.pattern(pat, value, &mut binds),
+            Err(e) => {
+                // Its names are still bound, so that the rest of the body is
+                // lowered (and its own errors reported) without echoes.
+                self.poison(pat);
+                Err(e)
+            }
+        };
         let body = self.stmts(rest, span, expect);
         self.scope.truncate(depth);
-        let mut body = body?;
+        let (_, mut body) = both(bound, body)?;
         for (name, value) in binds.into_iter().rev() {
             let (ty, sp) = (body.ty.clone(), body.span);
             body = self.mk(ExprKind::Let { name, value: Box::new(value), body: Box::new(body) }, ty, sp);
@@ -269,6 +342,20 @@ impl Lowerer {
                 Ok(())
             }
             p => Err(unsupported(p.span(), "this pattern is")),
+        }
+    }
+
+    /// Binds every name of `pat` as poisoned (its value failed to lower).
+    fn poison(&mut self, pat: &syn::Pat) {
+        match pat {
+            syn::Pat::Ident(p) => {
+                let unique = self.bind(&p.ident.to_string(), self.item.clone());
+                self.poisoned.insert(unique);
+            }
+            syn::Pat::Paren(p) => self.poison(&p.pat),
+            syn::Pat::Tuple(t) => t.elems.iter().for_each(|p| self.poison(p)),
+            syn::Pat::Type(t) => self.poison(&t.pat),
+            _ => {}
         }
     }
 
@@ -338,10 +425,9 @@ impl Lowerer {
                     Some(Ty::Tuple(ts)) if ts.len() == t.elems.len() => Some(ts.clone()),
                     _ => None,
                 };
-                let mut items = Vec::new();
-                for (i, x) in t.elems.iter().enumerate() {
-                    items.push(self.expr(x, want.as_ref().map(|w| &w[i]))?);
-                }
+                let items: Vec<Result<Expr>> =
+                    t.elems.iter().enumerate().map(|(i, x)| self.expr(x, want.as_ref().map(|w| &w[i]))).collect();
+                let items = all(items)?;
                 let ty = Ty::Tuple(items.iter().map(|x| x.ty.clone()).collect());
                 Ok(self.mk(ExprKind::Tuple(items), ty, span))
             }
@@ -356,9 +442,11 @@ impl Lowerer {
                 let mut items = Vec::new();
                 for x in &a.elems {
                     // Later elements take the type of the first one (as rustc infers).
-                    let hint = want.clone().or_else(|| items.first().map(|f: &Expr| f.ty.clone()));
-                    items.push(self.expr(x, hint.as_ref())?);
+                    let first = items.iter().find_map(|f: &Result<Expr>| f.as_ref().ok().map(|f| f.ty.clone()));
+                    let hint = want.clone().or(first);
+                    items.push(self.expr(x, hint.as_ref()));
                 }
+                let items = all(items)?;
                 let elem = items[0].ty.clone();
                 for x in &items[1..] {
                     self.expect_ty(x, &elem)?;
@@ -466,6 +554,9 @@ impl Lowerer {
         if let Some(id) = p.path.get_ident() {
             let name = id.to_string();
             if let Some((_, unique, ty)) = self.scope.iter().rev().find(|(w, _, _)| *w == name) {
+                if self.poisoned.contains(unique) {
+                    return Err(Error::new(span, ECHO));
+                }
                 return Ok(self.mk(ExprKind::Local(unique.clone()), ty.clone(), span));
             }
             if let Some(i) = self.params.iter().position(|x| *x == name) {
@@ -548,14 +639,18 @@ impl Lowerer {
 
     /// Lowers two operands of one type: an unsuffixed literal on either side
     /// takes the type of the other side.
+    /// Both sides are lowered even when one fails, for its errors too.
     fn pair(&mut self, a: &syn::Expr, b: &syn::Expr, expect: Option<&Ty>) -> Result<(Expr, Expr)> {
         if is_untyped_lit(a) && !is_untyped_lit(b) {
-            let y = self.expr(b, expect)?;
-            let x = self.expr(a, Some(&y.ty.clone()))?;
-            Ok((x, y))
+            let y = self.expr(b, expect);
+            let hint = y.as_ref().ok().map(|y| y.ty.clone());
+            let x = self.expr(a, hint.as_ref().or(expect));
+            both(x, y)
         } else {
-            let x = self.expr(a, expect)?;
-            let y = self.expr(b, Some(&x.ty.clone()))?;
+            let x = self.expr(a, expect);
+            let hint = x.as_ref().ok().map(|x| x.ty.clone());
+            let y = self.expr(b, hint.as_ref().or(expect));
+            let (x, y) = both(x, y)?;
             self.expect_ty(&y, &x.ty)?;
             Ok((x, y))
         }
@@ -666,12 +761,9 @@ impl Lowerer {
             self.expr(receiver, expect)?
         };
         let t = recv.ty.clone();
-        let mut lowered = Vec::new();
-        for a in args {
-            let x = self.expr(a, Some(&t))?;
-            self.expect_ty(&x, &t)?;
-            lowered.push(x);
-        }
+        let lowered: Vec<Result<Expr>> =
+            args.iter().map(|a| self.expr(a, Some(&t)).and_then(|x| self.expect_ty(&x, &t).map(|()| x))).collect();
+        let mut lowered = all(lowered)?;
         let ok = match spec.operands {
             Operands::Numbers => t.is_opaque_scalar() || matches!(&t, Ty::Scalar(s) if *s != Scalar::Bool),
             Operands::Floats => matches!(&t, Ty::Scalar(s) if s.is_float()),
@@ -694,6 +786,11 @@ impl Lowerer {
     fn call(&mut self, c: &syn::ExprCall, expect: Option<&Ty>) -> Result<Expr> {
         let span = c.span();
         if let syn::Expr::Path(p) = &*c.func {
+            // Calling a binding whose value was rejected (a closure): already reported.
+            let local = p.path.get_ident().and_then(|id| self.scope.iter().rev().find(|(w, _, _)| id == w));
+            if local.is_some_and(|(_, unique, _)| self.poisoned.contains(unique)) {
+                return Err(Error::new(span, ECHO));
+            }
             let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
             if let [owner, name] = segs.as_slice() {
                 if self.type_params.contains(owner) && c.args.is_empty() && (name == "zero" || name == "one") {
@@ -784,13 +881,21 @@ impl Lowerer {
     fn if_(&mut self, i: &syn::ExprIf, expect: Option<&Ty>) -> Result<Expr> {
         let span = i.span();
         let bool_ty = Ty::Scalar(Scalar::Bool);
-        let cond = self.expr(&i.cond, Some(&bool_ty))?;
-        self.expect_ty(&cond, &bool_ty)?;
-        let then = self.block(&i.then_branch, expect)?;
+        let cond = self.expr(&i.cond, Some(&bool_ty)).and_then(|c| self.expect_ty(&c, &bool_ty).map(|()| c));
+        let then = self.block(&i.then_branch, expect);
         let Some((_, otherwise)) = &i.else_branch else {
-            return Err(Error::new(i.if_token.span, "an `if` needs an `else`: both branches give the value"));
+            let missing = Error::new(i.if_token.span, "an `if` needs an `else`: both branches give the value");
+            return Err(match both(cond, then) {
+                Ok(_) => missing,
+                Err(mut earlier) => {
+                    earlier.combine(missing);
+                    earlier
+                }
+            });
         };
-        let otherwise = self.expr(otherwise, Some(&then.ty.clone()))?;
+        let hint = then.as_ref().ok().map(|t| t.ty.clone());
+        let otherwise = self.expr(otherwise, hint.as_ref().or(expect));
+        let (cond, (then, otherwise)) = both(cond, both(then, otherwise))?;
         self.expect_ty(&otherwise, &then.ty)?;
         let ty = then.ty.clone();
         Ok(self.mk(
@@ -813,7 +918,6 @@ impl Lowerer {
             Some(Ty::Struct { name: n, fields }) if *n == name => fields.clone(),
             _ => Vec::new(),
         };
-        let mut fields = Vec::new();
         let mut exprs = Vec::new();
         for fv in &s.fields {
             let syn::Member::Named(n) = &fv.member else {
@@ -825,10 +929,10 @@ impl Lowerer {
                 .find(|(f, _)| *f == field)
                 .map(|(_, t)| t.clone())
                 .unwrap_or_else(|| Ty::Field { strukt: name.clone(), field: field.to_string() });
-            let x = self.expr(&fv.expr, Some(&want))?;
-            fields.push((field.clone(), x.ty.clone()));
-            exprs.push((field, x));
+            exprs.push(self.expr(&fv.expr, Some(&want)).map(|x| (field, x)));
         }
+        let mut exprs = all(exprs)?;
+        let mut fields: Vec<(String, Ty)> = exprs.iter().map(|(f, x)| (f.clone(), x.ty.clone())).collect();
         // One field order for every literal of a struct (the identity's, which
         // `valid` records in the item type), so consumers can compare positionally.
         let rank = |f: &str| known.iter().position(|(k, _)| k == f).unwrap_or(usize::MAX);
@@ -974,6 +1078,27 @@ mod tests {
         let syn::FnArg::Typed(first) = &f.sig.inputs[0] else { panic!("typed") };
         let item = ty(&first.ty, &tps)?;
         body(&f.block, ["l".into(), "r".into()], &item, &tps)
+    }
+
+    /// The messages of a body's errors, in order.
+    fn errors_of(src: &str) -> Vec<String> {
+        lower_fn(src).err().map_or_else(Vec::new, |e| e.into_iter().map(|e| e.to_string()).collect())
+    }
+
+    #[test]
+    fn independent_errors_of_a_body_are_reported_together_without_echoes() {
+        let both = errors_of("fn f(l: f32, r: f32) -> f32 { l.powi(2) + r.cbrt() }");
+        assert_eq!(both.len(), 2, "{both:?}");
+        assert!(both[0].contains("`powi`") && both[1].contains("`cbrt`"), "{both:?}");
+        let tuple = errors_of("fn f(l: (u32, u32), r: (u32, u32)) -> (u32, u32) { (l.0 << 1, r.1.pow(2)) }");
+        assert_eq!(tuple.len(), 2, "{tuple:?}");
+        // `x`'s value fails; its use is not a second error, the shift is.
+        let lets = errors_of("fn f(l: i32, r: i32) -> i32 { let x = l.pow(2); let y = x + r; y >> 1 }");
+        assert_eq!(lets.len(), 2, "{lets:?}");
+        assert!(lets[0].contains("`pow`") && lets[1].contains("shifts"), "{lets:?}");
+        let branches = errors_of("fn f(l: f32, r: f32) -> f32 { if l.is_nan() { r.cbrt() } else { l } }");
+        assert_eq!(branches.len(), 2, "{branches:?}");
+        assert!(errors_of("fn f(l: f32, r: f32) -> f32 { let a = l; a + r }").is_empty());
     }
 
     #[test]
