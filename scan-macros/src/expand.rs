@@ -7,7 +7,7 @@ use syn::{ItemFn, Result};
 
 use crate::ast::Operator;
 use crate::check;
-use crate::cuda::{self, Piece};
+use crate::cuda::Piece;
 use crate::root::Root;
 use crate::valid::Valid;
 use crate::{rust, valid};
@@ -86,10 +86,9 @@ fn expand(op: &Operator, v: &Valid) -> Result<TokenStream> {
     let body = rust::expr(&v.body, &v.names);
     let span = func.sig.ident.span();
 
-    let printed = cuda::combine(&v.body)?;
-    let extra_types = &printed.types;
+    let extra_types = &v.cuda.types;
     let mut code = Vec::new();
-    for p in printed.pieces {
+    for p in &v.cuda.pieces {
         code.push(match p {
             Piece::Text(t) => quote!(code.push_str(#t);),
             Piece::CName(t) => quote!(code.push_str(&<#t as ::scan_core::CudaType>::c_name());),

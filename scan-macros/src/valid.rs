@@ -10,7 +10,7 @@ use syn::{Error, GenericParam, Result};
 
 use crate::ast::Operator;
 use crate::check::{self, OpDef};
-use crate::{ir, lower};
+use crate::{cuda, ir, lower};
 
 /// A validated operator: what `expand` generates from.
 pub struct Valid {
@@ -20,6 +20,9 @@ pub struct Valid {
     /// The left and right operand names.
     pub names: [Ident; 2],
     pub body: ir::Expr,
+    /// The body printed as CUDA (printability is checked here, with the
+    /// other checks, so that its error is reported with theirs).
+    pub cuda: cuda::Printed,
     pub identity: ir::Expr,
     pub identity_expr: syn::Expr,
     /// Type parameters the property test instantiates at `f64`, computed
@@ -189,7 +192,11 @@ pub fn validate(op: &Operator) -> Result<Valid> {
         _ => None,
     };
 
-    let (Some(item), Some(body), Some(identity), Some(item_type)) = (item, body, identity, first_ty) else {
+    let cuda = body.as_ref().and_then(|b| errors.ok(cuda::combine(b)));
+
+    let (Some(item), Some(body), Some(cuda), Some(identity), Some(item_type), Some(identity_expr)) =
+        (item, body, cuda, identity, first_ty, op.attr.identity.clone())
+    else {
         return errors.finish(()).and_then(|()| Err(Error::new(Span::call_site(), "invalid #[scan_op]")));
     };
     let valid = Valid {
@@ -197,8 +204,9 @@ pub fn validate(op: &Operator) -> Result<Valid> {
         item,
         names: [names[0].clone(), names[1].clone()],
         body,
+        cuda,
         identity,
-        identity_expr: op.attr.identity.clone().expect("identity checked above"),
+        identity_expr,
         f64_params: check::f64_params(&op.func.sig.generics),
         assume_associative: op.attr.assume_associative.is_some(),
     };

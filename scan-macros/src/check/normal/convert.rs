@@ -1,0 +1,100 @@
+//! Conversions between the normal forms a component can take: the lattice
+//! form, bit vectors (for `& | ^ !`) and polynomials (for `+ - *`).
+
+use super::*;
+
+/// The bitwise form of a value of type `ty`.
+pub(super) fn to_bits(l: &Lattice, ty: &Ty, span: Span) -> R<BitForm> {
+    let ones = ones(ty);
+    if l.is_pos_inf() && matches!(ty, Ty::Scalar(Scalar::U32 | Scalar::U64)) {
+        // The top of an unsigned type (`u32::MAX`) is all ones.
+        return Ok(BitForm::constant(-1));
+    }
+    if let Some(p) = l.as_plain() {
+        if let Some(c) = p.as_const() {
+            if !c.is_integer() {
+                return outside("a bitwise operation on a fraction", span);
+            }
+            return Ok(BitForm::constant(c.num()));
+        }
+        let atom = match p.as_atom() {
+            Some(Atom::Bits(b)) => return Ok((**b).clone()),
+            Some(a) => a.clone(),
+            None => Atom::Poly(Box::new(p.clone())),
+        };
+        let mut f = BitForm::default();
+        f.0.insert(vec![atom], ones);
+        return Ok(f);
+    }
+    if l.is_inf() {
+        return outside("a bitwise operation on an infinite value", span);
+    }
+    let mut f = BitForm::default();
+    f.0.insert(vec![Atom::Lat(Box::new(l.clone()))], ones);
+    Ok(f)
+}
+
+pub(super) fn from_bits(b: BitForm, ones: i128) -> Lattice {
+    if let Some(k) = b.as_const() {
+        return Lattice::constant(Rat::int(k));
+    }
+    if b.0.len() == 1 {
+        if let Some((atoms, mask)) = b.0.iter().next() {
+            if atoms.len() == 1 && *mask == ones {
+                return match &atoms[0] {
+                    Atom::Poly(p) => Lattice::plain((**p).clone()),
+                    Atom::Lat(l) => (**l).clone(),
+                    a => Lattice::atom(a.clone()),
+                };
+            }
+        }
+    }
+    Lattice::atom(Atom::Bits(Box::new(b)))
+}
+
+/// A polynomial view of a form `*` cannot distribute over: the form as an atom.
+pub(super) fn to_poly(l: &Lattice, span: Span) -> R<Poly> {
+    if let Some(p) = l.as_plain() {
+        return Ok(p.clone());
+    }
+    if l.is_inf() {
+        return outside("an infinity multiplied by a variable", span);
+    }
+    Ok(Poly::atom(Atom::Lat(Box::new(l.clone()))))
+}
+
+pub(super) fn from_poly(p: Poly) -> Lattice {
+    match p.as_atom() {
+        Some(Atom::Lat(l)) => (**l).clone(),
+        _ => Lattice::plain(p),
+    }
+}
+
+/// A proposition as a boolean value, folding constant conditions.
+pub(super) fn prop(a: Atom) -> Lattice {
+    let known = match &a {
+        Atom::NonZero(b) => b.as_const().map(|k| k != 0),
+        Atom::Cmp(op, d) => {
+            if d.is_neg_inf() {
+                Some(true)
+            } else if d.is_pos_inf() {
+                Some(false)
+            } else {
+                d.as_const().map(|c| match op {
+                    CmpOp::Lt => c.signum() < 0,
+                    CmpOp::Le => c.signum() <= 0,
+                    CmpOp::Ne => c.signum() != 0,
+                })
+            }
+        }
+        _ => None,
+    };
+    match known {
+        Some(t) => Lattice::constant(Rat::int(t as i128)),
+        None => Lattice::atom(a),
+    }
+}
+
+pub(super) fn not_bool(l: &Lattice, span: Span) -> R<Lattice> {
+    Ok(from_bits(to_bits(l, &BOOL, span)?.not(1), 1))
+}
