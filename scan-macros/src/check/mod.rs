@@ -30,6 +30,7 @@
 //! floating-point rounding and integer wrap-around are never violations.
 
 mod bits;
+mod case;
 mod counterexample;
 mod linear;
 mod normal;
@@ -46,7 +47,7 @@ use proc_macro2::{Ident, Span, TokenStream};
 
 use crate::ir;
 use counterexample::{close_or_exact, exact, search, Found, Law};
-use normal::{first_difference, Guards, Sym, Vars};
+use normal::{first_difference, Guard, Guards, Sym, Vars};
 use report::Printer;
 use sample::{Ext, Num};
 
@@ -107,8 +108,9 @@ const INDENT: &str = "\n";
 /// Where symbolic evaluation of one law ended.
 enum Symbolic {
     Proven,
-    /// Forms differ: the message's first part (`(a ∘ b) ∘ c = .., but ..`).
-    Differs(String),
+    /// Forms differ: the message's first part (`(a ∘ b) ∘ c = .., but ..`),
+    /// and the case it holds in (empty: always).
+    Differs(String, Guard),
 }
 
 /// Compares the components of two symbolic results; `lhs`/`rhs` name the sides.
@@ -125,28 +127,31 @@ fn compare(vars: &Vars, item: &ir::Ty, sides: (&Sym, &Sym), names: (&str, &str),
                 at.push_str(&format!("when {}, ", p.guard(&guard)));
             }
             let (fl, fr) = (p.lattice(fl), p.lattice(fr));
-            return Symbolic::Differs(format!("{at}{lhs} = {fl}, but {rhs} = {fr}"));
+            return Symbolic::Differs(format!("{at}{lhs} = {fl}, but {rhs} = {fr}"), guard);
         }
     }
     Symbolic::Proven
 }
 
+/// Both sides of associativity, evaluated symbolically and compared.
+fn associativity_forms(op: &OpDef, guards: &Guards) -> Result<Symbolic, normal::Outside> {
+    let mut vars = Vars::default();
+    let (a, b, c) = (vars.operand("a", op.item), vars.operand("b", op.item), vars.operand("c", op.item));
+    let ab = normal::eval(op.body, &[a.clone(), b.clone()], guards)?;
+    let bc = normal::eval(op.body, &[b, c.clone()], guards)?;
+    let left = normal::eval(op.body, &[ab, c], guards)?;
+    let right = normal::eval(op.body, &[a, bc], guards)?;
+    Ok(compare(&vars, op.item, (&left, &right), ("(a ∘ b) ∘ c", "a ∘ (b ∘ c)"), guards))
+}
+
 fn associativity(op: &OpDef, guards: &Guards) -> syn::Result<()> {
     let law = Law::Assoc { body: op.body };
-    let symbolic = (|| {
-        let mut vars = Vars::default();
-        let (a, b, c) = (vars.operand("a", op.item), vars.operand("b", op.item), vars.operand("c", op.item));
-        let ab = normal::eval(op.body, &[a.clone(), b.clone()], guards)?;
-        let bc = normal::eval(op.body, &[b, c.clone()], guards)?;
-        let left = normal::eval(op.body, &[ab, c], guards)?;
-        let right = normal::eval(op.body, &[a, bc], guards)?;
-        Ok::<_, normal::Outside>(compare(&vars, op.item, (&left, &right), ("(a ∘ b) ∘ c", "a ∘ (b ∘ c)"), guards))
-    })();
+    let symbolic = associativity_forms(op, guards);
     let name = op.fn_name;
     let span = name.span();
     let why = match symbolic {
         Ok(Symbolic::Proven) => return Ok(()),
-        Ok(Symbolic::Differs(forms)) => match search::<Ext>(op.item, law, false, &exact).0 {
+        Ok(Symbolic::Differs(forms, case)) => match counterexample_in(op.item, law, &case) {
             Some(found) => {
                 let msg = format!("`{name}` is not associative: {forms}{INDENT}e.g. {}", example(&found, law));
                 return Err(syn::Error::new(span, msg));
@@ -180,7 +185,7 @@ fn identity(op: &OpDef, guards: &Guards) -> syn::Result<()> {
         })();
         let why = match symbolic {
             Ok(Symbolic::Proven) => continue,
-            Ok(Symbolic::Differs(forms)) => match search::<Ext>(op.item, law, false, &exact).0 {
+            Ok(Symbolic::Differs(forms, case)) => match counterexample_in(op.item, law, &case) {
                 Some(found) => {
                     let forms = forms.replace(", but a = ", ", not ");
                     return Err(syn::Error::new(span, format!("{bad}: {forms}{INDENT}e.g. {}", example(&found, law))));
@@ -230,6 +235,23 @@ fn sampled(op: &OpDef, law: Law, spans: (Span, Span), bad: &str, unproven: &str,
 }
 
 /// `a = 0, b = 0, c = 1 gives -1 vs 1`.
+/// The first counterexample in `case` (the guard the message names), so
+/// that the example illustrates the case it follows; else the first at all.
+fn counterexample_in(item: &ir::Ty, law: Law, case: &Guard) -> Option<Found<Ext>> {
+    if !case.is_empty() {
+        let in_case = |operands: &[sample::Value<Ext>], l: &sample::Value<Ext>, r: &sample::Value<Ext>| {
+            match case::holds(case, &case::assignment(operands)) {
+                Some(false) => Some(true), // outside the case: not the example wanted
+                _ => exact(operands, l, r),
+            }
+        };
+        if let (Some(found), _) = search::<Ext>(item, law, false, &in_case) {
+            return Some(found);
+        }
+    }
+    search::<Ext>(item, law, false, &exact).0
+}
+
 fn example<N: Num>(found: &Found<N>, law: Law) -> String {
     let names: &[&str] = match law {
         Law::Assoc { .. } => &["a", "b", "c"],

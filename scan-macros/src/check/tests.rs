@@ -377,3 +377,31 @@ fn three_by_three_matrix_products_are_proven_quickly() {
         assert!(t < Duration::from_millis(50), "{t:?}");
     }
 }
+
+/// The example after "when <case>, ..." is one of the case's inputs (it used
+/// to be the first failing input of any case: `b = (0, 0)` under
+/// `b.0 != 0`).
+#[test]
+fn the_example_lies_in_the_case_the_message_names() {
+    use super::{associativity_forms, case, counterexample::Law, counterexample_in, normal::Guards, Symbolic};
+    let cases = [
+        ("fn f(l: (u32, f32), r: (u32, f32)) -> (u32, f32) { (l.0 | r.0, if r.0 == 0 { l.1 + r.1 } else { r.1 * 2.0 }) }", "(0, 0.0)"),
+        ("fn f(a: f64, b: f64) -> f64 { if a > b { a - 1.0 } else { b } }", "f64::NEG_INFINITY"),
+        ("fn f(l: (bool, i32), r: (bool, i32)) -> (bool, i32) { (l.0 || r.0, if l.0 && !r.0 { l.1 } else { l.1 + r.1 }) }", "(false, 0)"),
+        ("fn f(l: (bool, f32), r: (bool, f32)) -> (bool, f32) { (l.0 && r.0, if l.0 { r.1 } else { l.1.max(r.1) }) }", "(true, f32::NEG_INFINITY)"),
+        ("fn f(a: f64, b: f64) -> f64 { if b > a + 1.0 { b } else { a } }", "f64::NEG_INFINITY"),
+    ];
+    for (src, identity) in cases {
+        let o = op(src, identity);
+        let def = o.def();
+        let Ok(Symbolic::Differs(forms, guard)) = associativity_forms(&def, &Guards::default()) else {
+            panic!("{src}: expected a symbolic difference");
+        };
+        assert!(!guard.is_empty(), "{src}: {forms}");
+        let found = counterexample_in(def.item, Law::Assoc { body: def.body }, &guard).expect("an example");
+        assert_eq!(case::holds(&guard, &case::assignment(&found.operands)), Some(true), "{src}: {forms}");
+        // And the whole message says so.
+        let msg = rejected(src, identity);
+        assert!(msg.contains("when ") && msg.contains("e.g. "), "{msg}");
+    }
+}
