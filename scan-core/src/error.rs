@@ -32,6 +32,18 @@ pub enum Error {
         rows: usize,
     },
 
+    /// An argument of a multi-array call (the selective scan) does not have
+    /// the shape the others imply.
+    #[error("wrong shape: `{argument}` must be {expected}, found {found}")]
+    WrongShape {
+        /// The argument, as the API names it (`u`, `B`, ...).
+        argument: String,
+        /// The shape it must have, with the sizes it follows from.
+        expected: String,
+        /// What it has.
+        found: String,
+    },
+
     /// A size does not fit what the backend can address or allocate.
     #[error("too large: {what}")]
     TooLarge {

@@ -26,6 +26,7 @@ pub mod ops;
 pub mod reference;
 mod rng;
 mod segmented;
+pub mod selective;
 mod spec;
 
 pub use cuda_type::{CudaFloat, CudaScalar, CudaType};

@@ -31,6 +31,7 @@ mod kernel;
 mod lookback;
 mod parallel;
 mod rows;
+mod selective;
 mod sequential;
 mod stream;
 mod tiled;

@@ -1,0 +1,307 @@
+//! The selective scan of Mamba (`selective_scan_fn` in mamba_ssm): the
+//! arguments, their shape checks, and the sequential f64 reference that the
+//! backends are tested against.
+//!
+//! For every batch `b`, channel `d` and state index `n`, with
+//! `dt = softplus(delta + delta_bias)` (each step optional):
+//!
+//! ```text
+//! x_t[n] = exp(dt_t * A[d, n]) * x_{t-1}[n] + dt_t * B_t[n] * u_t      (x_{-1} = initial state or 0)
+//! y_t    = sum_n x_t[n] * C_t[n] + D[d] * u_t
+//! out_t  = y_t * silu(z_t)                                             (when z is given)
+//! ```
+//!
+//! The recurrence in `x` is the linear recurrence `h_t = a_t h_{t-1} + b_t`
+//! ([`crate::ops::LinearRecurrence`]) with `a_t = exp(dt_t A)` and
+//! `b_t = dt_t B_t u_t`, one per (b, d, n): backends may scan it in pieces.
+//!
+//! Layouts are mamba_ssm's, row-major: `u`, `delta`, `z`, `out`:
+//! (batch, dim, L); `A`: (dim, N); `B`, `C`: (batch, N, L), (batch, groups,
+//! N, L) (channel `d` reads group `d / (dim / groups)`) or (dim, N) fixed;
+//! `D`, `delta_bias`: (dim); initial and last state: (batch, dim, N).
+
+use crate::{Error, Result};
+
+/// The sizes of one selective scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SsmShape {
+    /// Sequences in the batch.
+    pub batch: usize,
+    /// Channels (`d_inner` in Mamba).
+    pub dim: usize,
+    /// Sequence length `L`.
+    pub len: usize,
+    /// State size `N` (`d_state`).
+    pub state: usize,
+}
+
+/// `B` or `C`: input-dependent (per batch and step) or fixed (per channel).
+#[derive(Clone, Copy, Debug)]
+pub enum Projection<'a> {
+    /// (batch, groups, N, L); `groups` divides `dim` (1: the (batch, N, L) form).
+    Varying {
+        /// The values, (batch, groups, N, L).
+        data: &'a [f32],
+        /// Groups of channels sharing one projection.
+        groups: usize,
+    },
+    /// (dim, N), the same at every step.
+    Fixed(&'a [f32]),
+}
+
+/// The arguments of [`selective_scan`](crate::selective) as mamba_ssm's
+/// `selective_scan_fn` takes them; f32 throughout. Build with
+/// [`SelectiveScan::new`] and the optional setters.
+///
+/// ```
+/// use scan_core::selective::{reference, Projection, SelectiveScan, SsmShape};
+/// let shape = SsmShape { batch: 1, dim: 2, len: 3, state: 1 };
+/// let (u, delta) = ([1.0; 6], [0.5; 6]);
+/// let a = [-1.0, -2.0];
+/// let b = Projection::Varying { data: &[1.0; 3], groups: 1 };
+/// let c = Projection::Fixed(&[1.0, 1.0]);
+/// let args = SelectiveScan::new(shape, &u, &delta, &a, b, c).d(&[0.0, 0.0]);
+/// let (out, last) = reference(&args).unwrap();
+/// assert_eq!(out.len(), 6);
+/// // x_0 = 0.5 (dt * B * u), then x_t = exp(-0.5) x_{t-1} + 0.5.
+/// assert!((out[0] - 0.5).abs() < 1e-12 && (out[1] - (0.5f64 * (-0.5f64).exp() + 0.5)).abs() < 1e-12);
+/// assert!(last.is_none());
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct SelectiveScan<'a> {
+    /// The sizes every argument is checked against.
+    pub shape: SsmShape,
+    /// The input, (batch, dim, L).
+    pub u: &'a [f32],
+    /// The step sizes before bias and softplus, (batch, dim, L).
+    pub delta: &'a [f32],
+    /// The state matrix, real, (dim, N); negative for a decaying state.
+    pub a: &'a [f32],
+    /// The input projection.
+    pub b: Projection<'a>,
+    /// The output projection.
+    pub c: Projection<'a>,
+    /// The skip term, (dim).
+    pub d: Option<&'a [f32]>,
+    /// The gate, (batch, dim, L).
+    pub z: Option<&'a [f32]>,
+    /// Added to `delta`, (dim).
+    pub delta_bias: Option<&'a [f32]>,
+    /// Whether `delta` (with its bias) goes through a softplus.
+    pub delta_softplus: bool,
+    /// The state to start from, (batch, dim, N); zero if absent.
+    pub initial_state: Option<&'a [f32]>,
+    /// Whether the state after the last step is returned.
+    pub return_last_state: bool,
+}
+
+impl<'a> SelectiveScan<'a> {
+    /// The required arguments; every option off.
+    pub fn new(
+        shape: SsmShape,
+        u: &'a [f32],
+        delta: &'a [f32],
+        a: &'a [f32],
+        b: Projection<'a>,
+        c: Projection<'a>,
+    ) -> Self {
+        SelectiveScan {
+            shape,
+            u,
+            delta,
+            a,
+            b,
+            c,
+            d: None,
+            z: None,
+            delta_bias: None,
+            delta_softplus: false,
+            initial_state: None,
+            return_last_state: false,
+        }
+    }
+
+    /// The skip term `D` (dim).
+    pub fn d(mut self, d: &'a [f32]) -> Self {
+        self.d = Some(d);
+        self
+    }
+
+    /// The gate `z` (batch, dim, L): `out = y * silu(z)`.
+    pub fn z(mut self, z: &'a [f32]) -> Self {
+        self.z = Some(z);
+        self
+    }
+
+    /// `delta_bias` (dim), added to `delta` before the softplus.
+    pub fn delta_bias(mut self, bias: &'a [f32]) -> Self {
+        self.delta_bias = Some(bias);
+        self
+    }
+
+    /// `delta = softplus(delta + delta_bias)`.
+    pub fn delta_softplus(mut self, on: bool) -> Self {
+        self.delta_softplus = on;
+        self
+    }
+
+    /// The state to resume from (batch, dim, N), for chunked inference.
+    pub fn initial_state(mut self, state: &'a [f32]) -> Self {
+        self.initial_state = Some(state);
+        self
+    }
+
+    /// Also return the state after the last step (batch, dim, N).
+    pub fn return_last_state(mut self, on: bool) -> Self {
+        self.return_last_state = on;
+        self
+    }
+
+    /// Checks every argument's length against the shape; the error names
+    /// the argument, the shape it must have and what it has.
+    pub fn validate(&self) -> Result<()> {
+        let SsmShape { batch, dim, len, state } = self.shape;
+        let check = |name: &str, got: usize, dims: &[(&str, usize)]| -> Result<()> {
+            let want = dims.iter().try_fold(1usize, |acc, (_, n)| acc.checked_mul(*n));
+            if want == Some(got) {
+                return Ok(());
+            }
+            let names: Vec<&str> = dims.iter().map(|(n, _)| *n).collect();
+            let sizes: Vec<String> = dims.iter().map(|(_, n)| n.to_string()).collect();
+            let expected = match want {
+                Some(w) => format!("({}) = ({}), {w} items", names.join(", "), sizes.join(", ")),
+                None => format!("({}) = ({}), more items than fit in memory", names.join(", "), sizes.join(", ")),
+            };
+            Err(Error::WrongShape { argument: name.to_string(), expected, found: format!("{got} items") })
+        };
+        if state == 0 {
+            return Err(Error::WrongShape {
+                argument: "N".into(),
+                expected: "at least 1 (the state size)".into(),
+                found: "0".into(),
+            });
+        }
+        let bdl = [("batch", batch), ("dim", dim), ("L", len)];
+        check("u", self.u.len(), &bdl)?;
+        check("delta", self.delta.len(), &bdl)?;
+        check("A", self.a.len(), &[("dim", dim), ("N", state)])?;
+        for (name, p) in [("B", self.b), ("C", self.c)] {
+            match p {
+                Projection::Fixed(data) => check(name, data.len(), &[("dim", dim), ("N", state)])?,
+                Projection::Varying { data, groups } => {
+                    if groups == 0 || dim % groups != 0 {
+                        return Err(Error::WrongShape {
+                            argument: name.to_string(),
+                            expected: format!("a number of groups that divides dim = {dim}"),
+                            found: format!("{groups} groups"),
+                        });
+                    }
+                    check(name, data.len(), &[("batch", batch), ("groups", groups), ("N", state), ("L", len)])?;
+                }
+            }
+        }
+        if let Some(d) = self.d {
+            check("D", d.len(), &[("dim", dim)])?;
+        }
+        if let Some(z) = self.z {
+            check("z", z.len(), &bdl)?;
+        }
+        if let Some(bias) = self.delta_bias {
+            check("delta_bias", bias.len(), &[("dim", dim)])?;
+        }
+        if let Some(s) = self.initial_state {
+            check("initial_state", s.len(), &[("batch", batch), ("dim", dim), ("N", state)])?;
+        }
+        Ok(())
+    }
+
+    /// `dt` at (b, d, t): delta, plus the bias, through the softplus, as
+    /// asked. In f64 for the reference; backends compute it in f32.
+    pub fn dt_f64(&self, b: usize, d: usize, t: usize) -> f64 {
+        let SsmShape { dim, len, .. } = self.shape;
+        let mut dt = f64::from(self.delta[(b * dim + d) * len + t]);
+        if let Some(bias) = self.delta_bias {
+            dt += f64::from(bias[d]);
+        }
+        if self.delta_softplus {
+            dt = softplus(dt);
+        }
+        dt
+    }
+
+    /// `B` (or `C`, by `p`) at (b, d, n, t).
+    pub fn projection_at(&self, p: Projection<'_>, b: usize, d: usize, n: usize, t: usize) -> f32 {
+        let SsmShape { dim, len, state, .. } = self.shape;
+        match p {
+            Projection::Fixed(data) => data[d * state + n],
+            Projection::Varying { data, groups } => {
+                let g = d / (dim / groups);
+                data[((b * groups + g) * state + n) * len + t]
+            }
+        }
+    }
+}
+
+/// What a backend's selective scan returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SsmOutput {
+    /// `out`, (batch, dim, L).
+    pub out: Vec<f32>,
+    /// The state after the last step, (batch, dim, N), when asked for.
+    pub last_state: Option<Vec<f32>>,
+}
+
+/// `log(1 + exp(x))`, as torch's `softplus` (linear above 20).
+pub fn softplus(x: f64) -> f64 {
+    if x > 20.0 {
+        x
+    } else {
+        x.exp().ln_1p()
+    }
+}
+
+/// `x * sigmoid(x)`.
+pub fn silu(x: f64) -> f64 {
+    x / (1.0 + (-x).exp())
+}
+
+/// The sequential reference in f64: `out` (batch, dim, L) and, when asked,
+/// the last state (batch, dim, N). Slow and exact enough to test against.
+pub fn reference(args: &SelectiveScan<'_>) -> Result<(Vec<f64>, Option<Vec<f64>>)> {
+    args.validate()?;
+    let SsmShape { batch, dim, len, state } = args.shape;
+    let mut out = vec![0.0; batch * dim * len];
+    let mut last = args.return_last_state.then(|| vec![0.0; batch * dim * state]);
+    let mut x = vec![0.0f64; state];
+    for b in 0..batch {
+        for d in 0..dim {
+            let row = (b * dim + d) * len;
+            for (n, x) in x.iter_mut().enumerate() {
+                *x = args.initial_state.map_or(0.0, |s| f64::from(s[(b * dim + d) * state + n]));
+            }
+            for t in 0..len {
+                let dt = args.dt_f64(b, d, t);
+                let u = f64::from(args.u[row + t]);
+                let mut y = 0.0;
+                for (n, x) in x.iter_mut().enumerate() {
+                    let a = (dt * f64::from(args.a[d * state + n])).exp();
+                    *x = a * *x + dt * f64::from(args.projection_at(args.b, b, d, n, t)) * u;
+                    y += *x * f64::from(args.projection_at(args.c, b, d, n, t));
+                }
+                if let Some(dd) = args.d {
+                    y += f64::from(dd[d]) * u;
+                }
+                if let Some(z) = args.z {
+                    y *= silu(f64::from(z[row + t]));
+                }
+                out[row + t] = y;
+            }
+            if let Some(last) = &mut last {
+                for (n, x) in x.iter().enumerate() {
+                    last[(b * dim + d) * state + n] = *x;
+                }
+            }
+        }
+    }
+    Ok((out, last))
+}
