@@ -4,6 +4,7 @@
 //! (`acc += x`, `acc = acc.max(x)`, ...), not the library's generic one.
 
 use std::cell::RefCell;
+use std::time::Instant;
 
 use scan::ops::{Add, LinearRecurrence, Max};
 use scan::{Algorithm, Cpu, ScanOp, ScanSpec};
@@ -78,6 +79,7 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
     rows.extend(case::<LinearRecurrence<f32>>("linear recurrence (f32 pairs)", &x, args.reps, seq, |got| {
         bad_recurrence(&x, got)
     })?);
+    rows.extend(selective_scan(args.reps)?);
     Ok((about, rows))
 }
 
@@ -160,5 +162,61 @@ fn case<Op: ScanOp>(
     for (cpu, &g) in executors.iter().zip(&gbps[3..]) {
         rows.push(row(format!("{} ({} threads)", cpu.algorithm(), cpu.threads()), g));
     }
+    Ok(rows)
+}
+
+/// Mamba's selective scan at batch 1, dim 256, L 4096, N 16 (B and C varying,
+/// D, z, delta bias and softplus): this executor on all threads and on one,
+/// against the sequential f64 reference (the x sequential column: its time
+/// over theirs). GB/s count u, delta, z, B, C read and out written.
+fn selective_scan(reps: usize) -> Result<Vec<Row>, String> {
+    use scan::selective::{reference, Projection, SelectiveScan, SsmShape};
+    let shape = SsmShape { batch: 1, dim: 256, len: 4096, state: 16 };
+    let mut rng = Rng::fresh("bench selective scan");
+    let (bdl, nl, dn) = (shape.dim * shape.len, shape.state * shape.len, shape.dim * shape.state);
+    let mut v = |n: usize, lo: f64, hi: f64| rng.vec(n, |r| r.range_f64(lo, hi) as f32);
+    let (u, delta, z) = (v(bdl, -1.0, 1.0), v(bdl, -3.0, 0.0), v(bdl, -2.0, 2.0));
+    let (b, c, a) = (v(nl, -1.0, 1.0), v(nl, -1.0, 1.0), v(dn, -4.0, -0.5));
+    let (d, bias) = (v(shape.dim, -1.0, 1.0), v(shape.dim, -0.5, 0.5));
+    let vary = |data| Projection::Varying { data, groups: 1 };
+    let args = SelectiveScan::new(shape, &u, &delta, &a, vary(&b), vary(&c))
+        .d(&d)
+        .z(&z)
+        .delta_bias(&bias)
+        .delta_softplus(true);
+    let name = "selective scan 1x256x4096, N 16";
+    let err = |e: scan::Error| format!("{name}: {e}");
+    let started = Instant::now();
+    let (want, _) = reference(&args).map_err(err)?;
+    let reference_time = started.elapsed();
+    let executors = [Cpu::new(), Cpu::new().with_threads(1)];
+    let mut rows = Vec::new();
+    let bytes = 4.0 * (3 * bdl + 2 * nl + bdl) as f64;
+    for cpu in executors {
+        let got = cpu.selective_scan(&args).map_err(err)?;
+        if let Some(i) =
+            (0..want.len()).find(|&i| (f64::from(got.out[i]) - want[i]).abs() > 2e-3 + 6e-4 * want[i].abs())
+        {
+            return Err(format!("{name}: out[{i}] = {}, the reference {}", got.out[i], want[i]));
+        }
+        let mut run = || {
+            let _ = cpu.selective_scan(&args);
+        };
+        let time = median_times(reps, &mut [&mut run])[0];
+        rows.push(Row {
+            case: name.into(),
+            method: format!("Cpu::selective_scan ({} threads, {:.1} ms)", cpu.threads(), time.as_secs_f64() * 1e3),
+            gbps: bytes / time.as_secs_f64() / 1e9,
+            vs_copy: f64::NAN,
+            vs_sequential: reference_time.as_secs_f64() / time.as_secs_f64(),
+        });
+    }
+    rows.push(Row {
+        case: name.into(),
+        method: format!("f64 reference, sequential ({:.1} ms)", reference_time.as_secs_f64() * 1e3),
+        gbps: bytes / reference_time.as_secs_f64() / 1e9,
+        vs_copy: f64::NAN,
+        vs_sequential: 1.0,
+    });
     Ok(rows)
 }
