@@ -123,7 +123,8 @@ pub enum Operands {
 }
 
 impl Operands {
-    /// For an error message: "`max` is supported on {this}".
+    /// For an error message: "`max` is supported on {this}" (integer-only
+    /// methods say "applies to integers").
     pub fn describe(self) -> &'static str {
         match self {
             Operands::Numbers => "numbers",

@@ -505,6 +505,14 @@ mod tests {
     }
 
     #[test]
+    fn methods_on_the_wrong_type_say_what_they_apply_to() {
+        let wrap = errors_of("fn f(l: f32, r: f32) -> f32 { l.wrapping_add(r) }");
+        assert_eq!(wrap, ["`wrapping_add` applies to integers, found `f32`"]);
+        let exp = errors_of("fn f(l: u32, r: u32) -> u32 { l.exp() }");
+        assert_eq!(exp, ["`exp` is supported on f32 and f64, found `u32`"]);
+    }
+
+    #[test]
     fn unsuffixed_literals_take_the_other_operands_type() {
         let e = lower_fn("fn f(l: f32, r: f32) -> f32 { 2.0 * l + r }").expect("lowers");
         let ExprKind::Binary(BinOp::Add, lhs, _) = &e.kind else { panic!("{e:?}") };

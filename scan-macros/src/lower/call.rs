@@ -49,8 +49,14 @@ impl Lowerer {
             Operands::Integers => t.is_opaque_scalar() || matches!(&t, Ty::Scalar(s) if s.is_int()),
         };
         if !ok {
-            let on = spec.operands.describe();
-            return Err(Error::new(name_span, format!("`{name}` is supported on {on}, found `{}`", show(&t))));
+            let found = show(&t);
+            return Err(Error::new(
+                name_span,
+                match spec.operands {
+                    Operands::Integers => format!("`{name}` applies to integers, found `{found}`"),
+                    on => format!("`{name}` is supported on {}, found `{found}`", on.describe()),
+                },
+            ));
         }
         Ok(match spec.lowered {
             Lowered::Method(method) => self.mk(ExprKind::Method(method, Box::new(recv), lowered), t, span),
