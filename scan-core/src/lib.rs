@@ -15,6 +15,7 @@
 // declared inside this crate, use the same generated paths.
 extern crate self as scan_core;
 
+pub mod backward;
 pub mod blelloch;
 mod cuda_type;
 pub mod device;
