@@ -10,6 +10,21 @@ use crate::blelloch::ThreadedBlocks;
 use crate::{rows, sequential, tiled};
 
 /// How a [`Cpu`] scans.
+///
+/// # Determinism
+///
+/// Integer scans (and every exactly associative operator: max, min, the
+/// bitwise ones) give the same bits on every algorithm, run and thread
+/// count. For floats, where grouping changes the rounding:
+/// - `Sequential` and `Blelloch` group by the length alone: the same bits
+///   from run to run and for every thread count;
+/// - `Tiled` groups inside a tile by the tile's length alone, and chains the
+///   tiles in order on one worker, so it gives the same bits from run to run
+///   and for every thread count when one worker runs: with one thread, or
+///   for inputs of fewer than 8 tiles ([`tile_len`](crate::tile_len) items
+///   each). With several workers a tile takes its prefix from whichever
+///   predecessors have published (a decoupled look-back), so the last bits
+///   can differ between runs, within the rounding bound of any grouping.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// One pass, one thread: the loop of `scan_core::reference`.

@@ -1,0 +1,71 @@
+//! The determinism documented on `scan_cpu::Algorithm`: which algorithms
+//! give the same bits for every run and thread count, for floats and for
+//! integers.
+
+use scan_core::ops::{Add, Max};
+use scan_core::ScanSpec;
+use scan_cpu::{tile_len, Algorithm, Cpu};
+use scan_testing::Rng;
+
+/// The distinct results of `runs` runs on each thread count in `threads`.
+fn distinct<T: Copy + PartialEq>(
+    algorithm: Algorithm,
+    threads: &[usize],
+    runs: usize,
+    scan: impl Fn(&Cpu) -> Vec<T>,
+) -> usize {
+    let mut seen: Vec<Vec<T>> = Vec::new();
+    for &t in threads {
+        let cpu = Cpu::new().with_algorithm(algorithm).with_threads(t);
+        for _ in 0..runs {
+            let out = scan(&cpu);
+            if !seen.contains(&out) {
+                seen.push(out);
+            }
+        }
+    }
+    seen.len()
+}
+
+#[test]
+fn floats_are_identical_across_runs_and_threads_where_documented() {
+    let mut rng = Rng::fresh("determinism");
+    let tile = tile_len::<f32>();
+    let threads = [1, 2, 3, 4, 8];
+    let bits = |cpu: &Cpu, x: &[f32]| -> Vec<u32> {
+        cpu.scan::<Add<f32>>(x, ScanSpec::inclusive()).unwrap().iter().map(|v| v.to_bits()).collect()
+    };
+    // Every algorithm on an input of fewer than 8 tiles (one Tiled worker).
+    let small: Vec<f32> = rng.vec(7 * tile + 5, |r| r.range_f64(-1.0, 1.0) as f32);
+    for algorithm in Algorithm::ALL {
+        assert_eq!(distinct(algorithm, &threads, 3, |cpu| bits(cpu, &small)), 1, "{algorithm}, {} items", small.len());
+    }
+    // Sequential and Blelloch on a large input, and Tiled on one thread.
+    let large: Vec<f32> = rng.vec(64 * tile + 3, |r| r.range_f64(-1.0, 1.0) as f32);
+    for algorithm in [Algorithm::Sequential, Algorithm::Blelloch] {
+        assert_eq!(distinct(algorithm, &threads, 3, |cpu| bits(cpu, &large)), 1, "{algorithm}, {} items", large.len());
+    }
+    assert_eq!(distinct(Algorithm::Tiled, &[1], 5, |cpu| bits(cpu, &large)), 1, "tiled, one thread");
+    // Tiled on several workers: allowed to differ; say how much.
+    let n = distinct(Algorithm::Tiled, &threads, 3, |cpu| bits(cpu, &large));
+    eprintln!("tiled, {} items, threads {threads:?} x 3 runs: {n} distinct f32 results", large.len());
+}
+
+#[test]
+fn exact_operators_are_identical_on_every_algorithm_run_and_thread_count() {
+    let mut rng = Rng::fresh("determinism exact");
+    let tile = tile_len::<u32>();
+    let x: Vec<u32> = rng.vec(64 * tile + 3, |r| r.next_u64() as u32);
+    let y: Vec<f32> = rng.vec(64 * tile + 3, |r| r.range_f64(-1e6, 1e6) as f32);
+    let threads = [1, 2, 3, 4, 8];
+    let mut results = Vec::new();
+    for algorithm in Algorithm::ALL {
+        assert_eq!(distinct(algorithm, &threads, 2, |cpu| cpu.scan::<Add<u32>>(&x, ScanSpec::inclusive()).unwrap()), 1);
+        let max = |cpu: &Cpu| {
+            cpu.scan::<Max<f32>>(&y, ScanSpec::inclusive()).unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        };
+        assert_eq!(distinct(algorithm, &threads, 2, max), 1, "{algorithm}: f32 max");
+        results.push(Cpu::new().with_algorithm(algorithm).scan::<Add<u32>>(&x, ScanSpec::inclusive()).unwrap());
+    }
+    assert!(results.windows(2).all(|w| w[0] == w[1]), "the algorithms disagree on u32 add");
+}
