@@ -55,6 +55,18 @@ fn linear(x: &[f32], rows: usize, w: &[f32], out_features: usize, bias: Option<&
     out
 }
 
+/// Columns `first..first + count` of a row-major `(rows, width)` matrix,
+/// as a row-major `(count, rows)` matrix: token-major <-> channel-major.
+fn columns(m: &[f32], rows: usize, width: usize, first: usize, count: usize) -> Vec<f32> {
+    let mut out = vec![0.0f32; count * rows];
+    for r in 0..rows {
+        for k in 0..count {
+            out[k * rows + r] = m[r * width + first + k];
+        }
+    }
+    out
+}
+
 fn silu(x: f32) -> f32 {
     x / (1.0 + (-x).exp())
 }
@@ -98,16 +110,7 @@ fn run() -> Result<(), String> {
     // in_proj: (L, d_model) -> (L, 2 d_inner), then x and z as (d_inner, L).
     let t = Instant::now();
     let xz = linear(&hidden, len, &in_proj, 2 * D_INNER, None);
-    let channel_major = |offset: usize| -> Vec<f32> {
-        let mut m = vec![0.0f32; D_INNER * len];
-        for l in 0..len {
-            for c in 0..D_INNER {
-                m[c * len + l] = xz[l * 2 * D_INNER + offset + c];
-            }
-        }
-        m
-    };
-    let (x, z) = (channel_major(0), channel_major(D_INNER));
+    let (x, z) = (columns(&xz, len, 2 * D_INNER, 0, D_INNER), columns(&xz, len, 2 * D_INNER, D_INNER, D_INNER));
     timed("in_proj", t);
 
     // Causal depthwise conv1d (kernel d_conv, left padding), then SiLU.
@@ -128,27 +131,14 @@ fn run() -> Result<(), String> {
 
     // x_proj: per token, (d_inner) -> (dt_rank + 2 d_state); dt_proj: dt_rank -> d_inner.
     let t = Instant::now();
-    let mut tokens = vec![0.0f32; len * D_INNER];
-    for c in 0..D_INNER {
-        for l in 0..len {
-            tokens[l * D_INNER + c] = xc[c * len + l];
-        }
-    }
-    let x_dbl = linear(&tokens, len, &x_proj, DT_RANK + 2 * D_STATE, None);
-    let dt_in: Vec<f32> = (0..len).flat_map(|l| x_dbl[l * (DT_RANK + 2 * D_STATE)..][..DT_RANK].to_vec()).collect();
+    let tokens = columns(&xc, D_INNER, len, 0, len);
+    let width = DT_RANK + 2 * D_STATE;
+    let x_dbl = linear(&tokens, len, &x_proj, width, None);
+    let dt_in: Vec<f32> = (0..len).flat_map(|l| x_dbl[l * width..][..DT_RANK].to_vec()).collect();
     let dt_tokens = linear(&dt_in, len, &dt_proj, D_INNER, None);
-    let mut delta = vec![0.0f32; D_INNER * len];
-    let (mut b, mut c) = (vec![0.0f32; D_STATE * len], vec![0.0f32; D_STATE * len]);
-    for l in 0..len {
-        for ch in 0..D_INNER {
-            delta[ch * len + l] = dt_tokens[l * D_INNER + ch];
-        }
-        let row = &x_dbl[l * (DT_RANK + 2 * D_STATE)..];
-        for n in 0..D_STATE {
-            b[n * len + l] = row[DT_RANK + n];
-            c[n * len + l] = row[DT_RANK + D_STATE + n];
-        }
-    }
+    let delta = columns(&dt_tokens, len, D_INNER, 0, D_INNER);
+    let (b, c) =
+        (columns(&x_dbl, len, width, DT_RANK, D_STATE), columns(&x_dbl, len, width, DT_RANK + D_STATE, D_STATE));
     timed("x_proj + dt_proj", t);
 
     // The selective scan.
@@ -171,13 +161,7 @@ fn run() -> Result<(), String> {
 
     // out_proj: (L, d_inner) -> (L, d_model).
     let t = Instant::now();
-    let mut y_tokens = vec![0.0f32; len * D_INNER];
-    for ch in 0..D_INNER {
-        for l in 0..len {
-            y_tokens[l * D_INNER + ch] = y[ch * len + l];
-        }
-    }
-    let out = linear(&y_tokens, len, &out_proj, D_MODEL, None);
+    let out = linear(&columns(&y, D_INNER, len, 0, len), len, &out_proj, D_MODEL, None);
     timed("out_proj", t);
 
     // The scan against the f64 reference, with mamba_ssm's f32 tolerances.
