@@ -148,18 +148,94 @@ def jax_cases(logs, reps):
     return rows
 
 
+ROW_SHAPES = [(65536, 4096), (256, 1 << 20), (4096, 4096), (1 << 20, 32)]
+
+
+def torch_rows(reps):
+    """torch.cumsum(dim=-1) on examples/bench's row shapes (gpu_rows.rs), against a copy."""
+    import torch
+
+    rows = []
+    for r, l in ROW_SHAPES:
+        x = torch.randint(-8, 9, (r, l), device="cuda").float()
+        out = torch.empty_like(x)
+        nbytes = 2 * x.numel() * 4
+        copy = nbytes / (torch_ms(lambda: out.copy_(x), reps) * 1e-3) / 1e9
+        torch.cumsum(x, -1, out=out)
+        assert bool(torch.equal(out, torch.cumsum(x.double(), -1).float())), "torch.cumsum rows check failed"
+        g = nbytes / (torch_ms(lambda: torch.cumsum(x, -1, out=out), reps) * 1e-3) / 1e9
+        rows.append((f"f32 add rows {r} x {l}", "torch device copy", copy, 1.0))
+        rows.append((f"f32 add rows {r} x {l}", "torch.cumsum(dim=-1)", g, g / copy))
+        del x, out
+        torch.cuda.empty_cache()
+    return rows
+
+
+def triton_rows(reps):
+    """Triton's tl.associative_scan of the linear recurrence, one program per
+    row of 65536 x 4096 (a, b) f32 pairs; it writes both components, as ours
+    does, so both move 16 B per item."""
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def combine(a1, b1, a2, b2):
+        return a1 * a2, b1 * a2 + b2
+
+    @triton.jit
+    def scan_rows(A, B, AO, HO, L: tl.constexpr):
+        offs = tl.program_id(0).to(tl.int64) * L + tl.arange(0, L)
+        a = tl.load(A + offs)
+        b = tl.load(B + offs)
+        ca, h = tl.associative_scan((a, b), 0, combine)
+        tl.store(AO + offs, ca)
+        tl.store(HO + offs, h)
+
+    r, l = 65536, 4096
+    a = torch.randint(-1, 2, (r, l), device="cuda").float()
+    b = torch.randint(-8, 9, (r, l), device="cuda").float()
+    ao, ho = torch.empty_like(a), torch.empty_like(b)
+    run = lambda: scan_rows[(r,)](a, b, ao, ho, L=l)
+    run()
+    # Check a few rows against a sequential recurrence in float64.
+    for row in (0, r // 2, r - 1):
+        h, want = 0.0, []
+        for ai, bi in zip(a[row].tolist(), b[row].tolist()):
+            h = ai * h + bi
+            want.append(h)
+        assert ho[row].tolist() == want, f"triton rows check failed on row {row}"
+    nbytes = 2 * 2 * a.numel() * 4
+    copy = nbytes / (torch_ms(lambda: (ao.copy_(a), ho.copy_(b)), reps) * 1e-3) / 1e9
+    g = nbytes / (torch_ms(run, reps) * 1e-3) / 1e9
+    name = "linear recurrence f32 pairs rows 65536 x 4096"
+    return [(name, "torch device copy (a and b)", copy, 1.0), (name, "triton tl.associative_scan", g, g / copy)]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--reps", type=int, default=9)
     p.add_argument("--logs", default="24,28")
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "peers.md"))
     p.add_argument("--sweep-out", default=os.path.join(os.environ.get("OUT", "."), "peers-sweep.csv"))
+    p.add_argument("--rows-only", action="store_true", help="only the rows cases (torch.cumsum(dim=-1), Triton)")
     args = p.parse_args()
     logs = [int(v) for v in args.logs.split(",")]
     rows = []
     import torch
 
     print(f"# peers on {torch.cuda.get_device_name()}, torch {torch.__version__}, median of {args.reps} reps", flush=True)
+    rows += torch_rows(args.reps)
+    try:
+        rows += triton_rows(args.reps)
+    except Exception as e:  # report, keep the other figures
+        print(f"triton rows failed: {type(e).__name__}: {e}", flush=True)
+    if args.rows_only:
+        text = "\n".join(["| case | method | GB/s | x copy |", "|---|---|---:|---:|"] + [f"| {c} | {m} | {g:.1f} | {r:.2f} |" for c, m, g, r in rows]) + "\n"
+        print(text)
+        with open(args.out, "w") as f:
+            f.write(text)
+        return
     rows += torch_cases(logs, args.reps)
     us, copy_us = torch_latency()
     print(f"torch.cumsum 2^16 f32: {us:.2f} us per call (device copy {copy_us:.2f} us), median of 1000", flush=True)

@@ -6,6 +6,8 @@
 #   bash scan-cuda/gpu-check.sh tests      # smoke test, then every GPU test binary
 #   bash scan-cuda/gpu-check.sh host       # quickstart at 2^24 and 2^28 (no environment set up), bench --gpu-host-only
 #   bash scan-cuda/gpu-check.sh bench      # examples/bench --gpu, peers, plot
+#   bash scan-cuda/gpu-check.sh rows       # rows and segments: bench --gpu-rows-only, peers --rows-only
+#   bash scan-cuda/gpu-check.sh test:NAME  # one GPU test binary (e.g. test:gpu_rows)
 #   bash scan-cuda/gpu-check.sh policies   # examples/bench --gpu-policies-only (single-pass tuning sweep)
 #   bash scan-cuda/gpu-check.sh sanitize   # compute-sanitizer memcheck/racecheck/synccheck
 #   bash scan-cuda/gpu-check.sh profile    # ncu of the single-pass kernel (f32 add, 2^28)
@@ -48,6 +50,17 @@ for what in "$@"; do
     step 420 bench $bin/examples/bench --gpu --reps 15 --out "$out/bench.md" --sweep-out "$out/sweep.csv"
     PYTHONUNBUFFERED=1 step 300 peers python3 bench/peers.py --reps 15 --out "$out/peers.md" --sweep-out "$out/peers-sweep.csv"
     step 60 plot python3 bench/plot.py "$out/sweep.csv" "$out/peers-sweep.csv" "$out/gpu-sweep.png" "f32 inclusive scan, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+    ;;
+  rows)
+    step 400 bench-rows $bin/examples/bench --gpu-rows-only --reps 15 --out "$out/bench-rows.md"
+    cat "$out/bench-rows.md"
+    PYTHONUNBUFFERED=1 step 300 peers-rows python3 bench/peers.py --rows-only --reps 15 --out "$out/peers-rows.md"
+    cat "$out/peers-rows.md"
+    ;;
+  test:*)
+    for t in $bin/tests/*"${what#test:}"*; do
+      step 400 "test-$(basename "$t")" "$t" --ignored --test-threads=1 --nocapture
+    done
     ;;
   policies)
     step 400 policies $bin/examples/bench --gpu-policies-only --reps 11 --out "$out/policies.md"

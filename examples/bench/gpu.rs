@@ -61,6 +61,11 @@ pub fn run(args: &Args) -> Result<Report, String> {
         let about = format!("GPU: {cuda}: single-pass policies only");
         return Ok(Report { about, rows, notes });
     }
+    if args.gpu_rows_only {
+        rows = crate::gpu_rows::run(cuda, args.reps)?;
+        let about = format!("GPU: {cuda}: rows and segments only, single-pass, one call between two CUDA events");
+        return Ok(Report { about, rows, notes });
+    }
     if args.gpu_host_only {
         host(&mut rng, args, &mut notes)?;
         let about = format!("GPU: {cuda}: scans of host slices only");
@@ -123,6 +128,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
     )?);
     drop((x, want));
 
+    rows.extend(crate::gpu_rows::run(cuda, args.reps)?);
     latency(cuda, &mut rng, &mut notes)?;
     sweep(cuda, &mut rng, args, &mut notes)?;
     host(&mut rng, args, &mut notes)?;

@@ -16,6 +16,7 @@
 mod check;
 mod cpu;
 mod gpu;
+mod gpu_rows;
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -36,6 +37,8 @@ pub struct Args {
     pub gpu_policies_only: bool,
     /// Time only the scans of host slices (GPU).
     pub gpu_host_only: bool,
+    /// Time only rows and segments (GPU).
+    pub gpu_rows_only: bool,
     /// Where the GPU size sweep goes, as CSV.
     pub sweep_out: String,
 }
@@ -47,6 +50,7 @@ const USAGE: &str =
   --gpu-policies   with --gpu, also time single-pass tile shapes and status layouts
   --gpu-policies-only  time only those (GPU)
   --gpu-host-only  time only scans from and to host slices against the pinned link (GPU)
+  --gpu-rows-only  time only rows and segments in one launch (GPU)
   --size-log2 N    items per CPU case: 2^N (default 26)
   --reps R         timed repetitions per method, after one warm-up (default 7)
   --out FILE       also write the table to FILE (default bench-results.md)
@@ -62,6 +66,7 @@ fn parse_args() -> Result<Args, String> {
         gpu_policies: false,
         gpu_policies_only: false,
         gpu_host_only: false,
+        gpu_rows_only: false,
         sweep_out: "gpu-sweep.csv".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -73,6 +78,7 @@ fn parse_args() -> Result<Args, String> {
             "--gpu-policies" => args.gpu_policies = true,
             "--gpu-policies-only" => (args.gpu, args.gpu_policies_only) = (true, true),
             "--gpu-host-only" => (args.gpu, args.gpu_host_only) = (true, true),
+            "--gpu-rows-only" => (args.gpu, args.gpu_rows_only) = (true, true),
             "--sweep-out" => args.sweep_out = value("--sweep-out")?,
             "--size-log2" => {
                 let v = value("--size-log2")?;

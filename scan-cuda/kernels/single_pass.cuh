@@ -51,6 +51,14 @@
 // the whole piece (the last tile's inclusive prefix). Both are read or
 // written once per launch.
 //
+// Segmented scans (rows, flags: heads.cuh): `heads` says where, in scan
+// order, a new scan starts; with NoHeads the code below is the plain scan.
+// Otherwise the thread and block layers scan Headed<Op> (restarting at each
+// head), and a tile that contains a head publishes its inclusive prefix at
+// once (the combination from its last head to its end): no look-back waits
+// past the first tile of its own segment. A tile looks back only when its
+// first position is not a head. The carry is not used.
+//
 // `chaos` != 0 is a test mode: blocks start claiming in an order unrelated to
 // their index, and pause at random before publishing (sometimes skipping the
 // aggregate), so the look-back meets every mix of statuses. The result must
@@ -113,11 +121,12 @@ struct SinglePassSlots {
     static_assert(SLICES_BYTES % 16 == 0, "prefixes start 16-byte aligned");
 };
 
-template <class Op, int THREADS, int ITEMS, int LOOKBACK, int STAGES, bool REVERSE, bool INCLUSIVE, class Status>
+template <class Op, int THREADS, int ITEMS, int LOOKBACK, int STAGES, bool REVERSE, bool INCLUSIVE, class Status,
+          class Heads>
 __device__ __forceinline__ void single_pass(const typename Op::Item* src, typename Op::Item* dst, u64 len,
                                             const typename Op::Item* carry_in, typename Op::Item* carry_out,
                                             u64* counter, Status status, unsigned epoch, unsigned chaos,
-                                            unsigned char* shared) {
+                                            Heads heads, unsigned char* shared) {
     typedef typename Op::Item Item;
     typedef WarpExchange<Op, ITEMS, REVERSE> Exchange;
     typedef TileSegment<Op, THREADS, ITEMS, REVERSE> Segment;
@@ -127,7 +136,9 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
     constexpr unsigned ALL = THREADS + 32;  // the scanning threads and the look-back warp
     // Named barriers: the scanning threads alone, then per slot.
     constexpr unsigned SCANNERS = 1, READY = 2, PREFIXED = 2 + STAGES;
-    typedef BlockScan<Op, THREADS, SCANNERS> Block;
+    constexpr bool SEGMENTED = !Heads::NONE;
+    typedef BlockScan<typename If<SEGMENTED, Headed<Op>, Op>::type, THREADS, SCANNERS> Block;
+    static_assert(ITEMS <= 64, "a run's heads are one 64-bit mask");
     static_assert(STAGES >= 1 && STAGES <= 4, "1 to 4 slots");
     Word* const slices = reinterpret_cast<Word*>(shared);
     Item* const withins =
@@ -137,6 +148,11 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
     __shared__ i64 claimed;                   // the tile thread 0 claimed last
     __shared__ i64 slot_tile[STAGES];         // the tile each slot holds
     __shared__ Slot<Item> slot_aggregate[STAGES], slot_prefix[STAGES];
+    // Segmented: per slot, bit 0: the tile's first position is a head; bit 1:
+    // the tile contains a head; and per warp, which lanes have a head before
+    // their run within the tile.
+    __shared__ unsigned slot_heads[STAGES];
+    __shared__ unsigned heads_before[SEGMENTED ? STAGES * WARPS : 1];
 
     const i64 tiles = (i64)((len + TILE - 1) / TILE);
     const int warp = (int)warp_id();
@@ -148,12 +164,17 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
             barrier_sync(READY + k, ALL);
             const i64 tile = slot_tile[k];
             if (tile >= tiles) return;
-            if (tile != 0) {
+            // Segmented, a tile that starts a segment has no prefix to find.
+            if (tile != 0 && !(SEGMENTED && (slot_heads[k] & 1u))) {
                 const Item before = lookback<Op, LOOKBACK>(status, tile, epoch);
                 if (lane_id() == 0) {
                     chaos_pause(chaos, 2, tile);
                     const Item inclusive = Op::combine(before, slot_aggregate[k].get());
-                    if (tile + 1 < tiles) {
+                    if (SEGMENTED) {
+                        // A tile with a head published its prefix already.
+                        if (!(slot_heads[k] & 2u) && tile + 1 < tiles)
+                            status.publish(tile, status_code(epoch, STATUS_PREFIX), inclusive);
+                    } else if (tile + 1 < tiles) {
                         status.publish(tile, status_code(epoch, STATUS_PREFIX), inclusive);
                     } else if (carry_out != nullptr) {
                         *carry_out = inclusive;
@@ -189,16 +210,24 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
         barrier_sync(PREFIXED + k, ALL);
         const i64 tile = slot_tile[k];
         const Segment seg(tile, len);
-        auto index = [=](int p) -> u64 { return REVERSE ? len - 1 - (seg.first + p) : seg.first + p; };
+        auto index = [=](int p) -> u64 { return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p); };
         Word* buf = slice(k);
         Item run[ITEMS];
         Exchange::read_run(buf, run);
         const Item within = withins[k * THREADS + threadIdx.x];
-        const bool first = tile == 0 && carry_in == nullptr;  // no prefix at all
-        thread_scan<Op, ITEMS, INCLUSIVE>(run, first ? within : Op::combine(slot_prefix[k].get(), within));
+        if constexpr (SEGMENTED) {
+            const u64 mask = heads.template run<ITEMS, REVERSE>(seg.first + lane_id() * ITEMS);
+            const bool head_before = (heads_before[k * WARPS + warp] >> lane_id()) & 1u;
+            const bool prefixed = tile != 0 && !(slot_heads[k] & 1u);  // the look-back ran
+            const Item from = prefixed && !head_before ? Op::combine(slot_prefix[k].get(), within) : within;
+            thread_scan_heads<Op, ITEMS, INCLUSIVE>(run, from, mask);
+        } else {
+            const bool first = tile == 0 && carry_in == nullptr;  // no prefix at all
+            thread_scan<Op, ITEMS, INCLUSIVE>(run, first ? within : Op::combine(slot_prefix[k].get(), within));
+        }
         Exchange::write_run(buf, run);
         __syncwarp();
-        if (seg.vectors(dst)) {
+        if (heads.contiguous() && seg.vectors(dst)) {
             Exchange::store_vectors(dst + seg.base, buf);
         } else {
             Exchange::store_items(dst, index, seg.valid, buf);
@@ -231,9 +260,9 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
         // 3. Load and scan this warp's segment; scan position p of the
         // segment is global index `index(p)`.
         const Segment seg(tile, len);
-        auto index = [=](int p) -> u64 { return REVERSE ? len - 1 - (seg.first + p) : seg.first + p; };
+        auto index = [=](int p) -> u64 { return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p); };
         Word* buf = slice(k);
-        if (seg.vectors(src)) {
+        if (heads.contiguous() && seg.vectors(src)) {
             Exchange::load_vectors(src + seg.base, buf);
         } else {
             Exchange::load_items(src, index, seg.valid, buf);
@@ -242,13 +271,36 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
         Item run[ITEMS];
         Exchange::read_run(buf, run);
         Item aggregate;
-        withins[k * THREADS + threadIdx.x] = Block::exclusive(thread_reduce<Op, ITEMS>(run), aggregate, block);
+        unsigned tile_heads = 0;  // segmented: slot_heads[k]
+        if constexpr (SEGMENTED) {
+            const u64 mask = heads.template run<ITEMS, REVERSE>(seg.first + lane_id() * ITEMS);
+            typename Headed<Op>::Item total;
+            const typename Headed<Op>::Item within =
+                Block::exclusive(thread_reduce_heads<Op, ITEMS>(run, mask), total, block);
+            withins[k * THREADS + threadIdx.x] = within.value;
+            const unsigned before = __ballot_sync(0xffffffffu, within.head != 0);
+            if (lane_id() == 0) heads_before[k * WARPS + warp] = before;
+            aggregate = total.value;
+            tile_heads = (unsigned)(mask & 1u) | (total.head ? 2u : 0u);  // thread 0's run starts the tile
+        } else {
+            withins[k * THREADS + threadIdx.x] = Block::exclusive(thread_reduce<Op, ITEMS>(run), aggregate, block);
+        }
 
         // 4. Publish the aggregate and hand the slot over.
         if (threadIdx.x == 0) {
             slot_tile[k] = tile;
             slot_aggregate[k].get() = aggregate;
-            if (tile == 0) {
+            if (SEGMENTED) {
+                slot_heads[k] = tile_heads;
+                if (tile_heads & 2u) {
+                    // Its inclusive prefix: from its last head to its end.
+                    chaos_pause(chaos, 1, tile);
+                    if (tile + 1 < tiles) status.publish(tile, status_code(epoch, STATUS_PREFIX), aggregate);
+                } else if (!(chaos && (mix32(chaos + (unsigned)tile) & 15u) == 0)) {
+                    chaos_pause(chaos, 1, tile);
+                    status.publish(tile, status_code(epoch, STATUS_AGGREGATE), aggregate);
+                }
+            } else if (tile == 0) {
                 // Tile 0's exclusive prefix is the carry, if any.
                 Item inclusive = aggregate;
                 if (carry_in != nullptr) {

@@ -11,16 +11,18 @@ use std::time::{Duration, Instant};
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
 use scan_core::blelloch::Driver;
 use scan_core::device::{DeviceScan, Operands};
-use scan_core::{reference, CudaOp, Error, Result, Scan, ScanSpec};
+use scan_core::{CudaOp, Error, Result, Scan, ScanSpec};
 
 use crate::blelloch::GpuBlocks;
 use crate::buffer::{driver_error, raw, DeviceBuffer, Raw};
 use crate::cache::{self, DiskCache};
 use crate::discover;
+use crate::kernels::{Family, Stage};
 use crate::module::{lock, Module};
 use crate::nvrtc;
+use crate::policy::SinglePassPolicy;
 use crate::policy::{Algorithm, Tuning};
-use crate::single_pass::{Carry, SinglePass};
+use crate::single_pass::{Carry, Segments, SinglePass};
 use crate::source::ModuleSource;
 use crate::span::Span;
 use crate::staging::Staging;
@@ -76,6 +78,31 @@ impl std::fmt::Display for CompileStats {
 /// executor goes to its one stream, so they run in the order they are
 /// called.
 ///
+/// # Rows and segments
+///
+/// Many independent scans in one call, each one launch with the
+/// single-pass algorithm whatever their number and lengths: rows of equal
+/// length (`scan_rows*`), rows with a stride (`scan_rows_strided*`), and
+/// segments of any lengths, by starts (`scan_segments*`, CSR offsets) or by
+/// head flags (`scan_flagged*`). Each has host-slice forms and
+/// device-buffer forms (`*_device_into`). The layout of
+/// `scan_rows_strided(input, output, 3, 4, 6, spec)` (3 rows of 4 items, 6
+/// apart) over 16 items, where `-` items are neither read nor written:
+///
+/// ```text
+/// index:  0  1  2  3  4  5  6  7  8  9 10 11 12 13 14 15
+/// item:  r0 r0 r0 r0  -  - r1 r1 r1 r1  -  - r2 r2 r2 r2
+///        |<-row_len->|
+///        |<---- stride ---->|
+/// ```
+///
+/// `scan_rows(input, output, rows, spec)` is the same with the rows back to
+/// back (row-major `[rows, len / rows]`, stride = row length). Segments by
+/// starts `[0, 3, 3, 7]` over 9 items are `0..3`, `3..3` (empty), `3..7` and
+/// `7..9`; by head flags, a segment starts at every flagged item and at item
+/// 0. A reverse scan runs each row or segment from its last item to its
+/// first.
+///
 /// ```no_run
 /// # fn main() -> scan_core::Result<()> {
 /// use scan_core::{ops::{Add, LinearRecurrence}, ScanSpec};
@@ -98,7 +125,7 @@ pub struct Cuda {
     tuning: Tuning,
     nvrtc_version: (i32, i32),
     disk: Option<DiskCache>,
-    modules: Mutex<HashMap<TypeId, Arc<Module>>>,
+    modules: Mutex<HashMap<(TypeId, Family), Arc<Module>>>,
     stats: Mutex<CompileStats>,
     /// Pinned and device buffers of host scans, made at the first (host.rs).
     pub(crate) staging: Mutex<Option<Staging>>,
@@ -363,7 +390,7 @@ impl Cuda {
         Ok(buf)
     }
 
-    fn check_buffer<T: Copy>(&self, buf: &DeviceBuffer<T>) -> Result<()> {
+    pub(crate) fn check_buffer<T: Copy>(&self, buf: &DeviceBuffer<T>) -> Result<()> {
         if buf.stream().context().cu_ctx() != self.ctx.cu_ctx() {
             return Err(Error::Other("this device buffer belongs to another CUDA device or context".into()));
         }
@@ -402,74 +429,6 @@ impl Cuda {
         self.scan_host::<Op>(None, data, spec)
     }
 
-    /// Scans each row of a row-major `[rows, input.len() / rows]` buffer
-    /// from `input` into `output` (same length) on the GPU. Errors:
-    /// [`Error::LengthMismatch`], and [`Error::BadShape`] when `rows` is 0 or
-    /// does not divide the length.
-    ///
-    /// One row is a [`scan_into`](Cuda::scan_into). More rows are uploaded
-    /// whole and each row is one scan (its own launch), so this suits rows
-    /// of thousands of items or more; every row's launch goes to the one
-    /// stream and the call waits once, at the end.
-    ///
-    /// ```no_run
-    /// # fn main() -> scan_core::Result<()> {
-    /// use scan_core::{ops::Add, ScanSpec};
-    /// let cuda = scan_cuda::Cuda::new()?;
-    /// let mut out = [0; 6];
-    /// cuda.scan_rows::<Add<i32>>(&[1, 2, 3, 4, 5, 6], &mut out, 2, ScanSpec::inclusive())?;
-    /// assert_eq!(out, [1, 3, 6, 4, 9, 15]);
-    /// # Ok(()) }
-    /// ```
-    pub fn scan_rows<Op: CudaOp>(
-        &self,
-        input: &[Op::Item],
-        output: &mut [Op::Item],
-        rows: usize,
-        spec: ScanSpec,
-    ) -> Result<()> {
-        Error::check_lengths(input.len(), output.len())?;
-        reference::row_len(input.len(), rows)?;
-        if rows == 1 {
-            return self.scan_host::<Op>(Some(input), output, spec);
-        }
-        if input.is_empty() {
-            return Ok(());
-        }
-        let dev_in = self.upload(input)?;
-        // Every item is written by the out-of-place scan before the download.
-        let mut dev_out = self.alloc_unwritten::<Op::Item>(input.len())?;
-        self.rows_into::<Op>(&dev_in, &mut dev_out, rows, spec)?;
-        dev_out.download_into(output)
-    }
-
-    /// Scans each row of a row-major `[rows, data.len() / rows]` host buffer
-    /// in place on the GPU. [`Error::BadShape`] when `rows` is 0 or does not
-    /// divide the length.
-    ///
-    /// ```no_run
-    /// # fn main() -> scan_core::Result<()> {
-    /// use scan_core::{ops::Add, ScanSpec};
-    /// let cuda = scan_cuda::Cuda::new()?;
-    /// let mut x = [1, 2, 3, 4, 5, 6];
-    /// cuda.scan_rows_in_place::<Add<i32>>(&mut x, 3, ScanSpec::exclusive())?;
-    /// assert_eq!(x, [0, 1, 0, 3, 0, 5]);
-    /// # Ok(()) }
-    /// ```
-    pub fn scan_rows_in_place<Op: CudaOp>(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
-        let row_len = reference::row_len(data.len(), rows)?;
-        if rows == 1 {
-            return self.scan_host::<Op>(None, data, spec);
-        }
-        if data.is_empty() {
-            return Ok(());
-        }
-        let mut buf = self.upload(data)?;
-        let ptr = buf.device_ptr_mut(&self.stream);
-        self.scan_raw::<Op>(None, ptr, row_len, rows, spec)?;
-        buf.download_into(data)
-    }
-
     /// Scans a device buffer in place. Queued on the stream: returns at once
     /// (see [`Cuda`] on when failures show).
     pub fn scan_device<Op: CudaOp>(&self, buf: &mut DeviceBuffer<Op::Item>, spec: ScanSpec) -> Result<()> {
@@ -492,7 +451,9 @@ impl Cuda {
         self.check_buffer(input)?;
         self.check_buffer(output)?;
         Error::check_lengths(input.len(), output.len())?;
-        self.rows_into::<Op>(input, output, 1, spec)
+        let src = input.device_ptr(&self.stream);
+        let dst = output.device_ptr_mut(&self.stream);
+        self.scan_raw::<Op>(Some(src), dst, input.len(), 1, spec)
     }
 
     /// Scans a user's own cudarc slice in place (items that are
@@ -515,83 +476,88 @@ impl Cuda {
         queued.and(synced)
     }
 
-    /// Scans `rows` equal rows of `input` into `output`, buffers of one
-    /// length on this executor's context (checked by the callers).
-    fn rows_into<Op: CudaOp>(
-        &self,
-        input: &DeviceBuffer<Op::Item>,
-        output: &mut DeviceBuffer<Op::Item>,
-        rows: usize,
-        spec: ScanSpec,
-    ) -> Result<()> {
-        debug_assert_eq!(input.len(), output.len());
-        let row_len = reference::row_len(input.len(), rows)?;
-        let src = input.device_ptr(&self.stream);
-        let dst = output.device_ptr_mut(&self.stream);
-        self.scan_raw::<Op>(Some(src), dst, row_len, rows, spec)
-    }
-
-    /// Queues the scans of `rows` consecutive rows of `row_len` items each,
-    /// from `src` into `dst` (or in place when `src` is `None`), on the
-    /// stream, with this executor's algorithm. Does not wait: callers that
-    /// hand results to the host wait through their download.
-    fn scan_raw<Op: CudaOp>(
+    /// Queues the scans of `rows` rows of `row_len` items each, `stride`
+    /// items apart (use `row_len` for consecutive rows), from `src` into
+    /// `dst` (or in place when `src` is `None`), on the stream, with this
+    /// executor's algorithm: the single-pass scan does every row in one
+    /// launch, Blelloch's runs one scan per row. The caller has checked that
+    /// the buffers hold `(rows - 1) * stride + row_len` items. Does not wait:
+    /// callers that hand results to the host wait through their download.
+    pub(crate) fn scan_raw<Op: CudaOp>(
         &self,
         src: Option<u64>,
         dst: u64,
         row_len: usize,
         rows: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        self.scan_rows_raw::<Op>(src, dst, rows, row_len, row_len, spec)
+    }
+
+    /// [`scan_raw`](Cuda::scan_raw) with a row stride.
+    pub(crate) fn scan_rows_raw<Op: CudaOp>(
+        &self,
+        src: Option<u64>,
+        dst: u64,
+        rows: usize,
+        row_len: usize,
+        stride: usize,
         spec: ScanSpec,
     ) -> Result<()> {
         if row_len == 0 || rows == 0 {
             return Ok(());
         }
+        let len = rows
+            .checked_mul(row_len)
+            .ok_or_else(|| Error::TooLarge { what: format!("{rows} rows of {row_len} items") })?;
         let module = self.module::<Op>()?;
+        let size = std::mem::size_of::<Op::Item>() as u64;
         match module.plan(self.algorithm) {
+            Ok(policy) if rows == 1 => {
+                self.single_pass(&module, policy).launch(src.unwrap_or(dst), dst, len, Segments::Whole, spec)
+            }
             Ok(policy) => {
-                let chaos = self.tuning.adversarial_seed();
-                let single_pass =
-                    SinglePass { stream: &self.stream, module: &module, policy, chaos, carry: Carry::default() };
-                Self::each_row::<Op, _>(&single_pass, src, dst, row_len, rows, spec)
+                let rows_module = self.module_of::<Op>(Family::Rows)?;
+                let segments = Segments::Rows { row_len: row_len as u64, stride: stride as u64 };
+                self.single_pass(&rows_module, policy).launch(src.unwrap_or(dst), dst, len, segments, spec)
             }
             // A fallback was reported once, when the module was built.
             Err(_) => {
                 let blelloch = Driver(GpuBlocks { stream: &self.stream, module: &module });
-                Self::each_row::<Op, _>(&blelloch, src, dst, row_len, rows, spec)
+                for r in 0..rows as u64 {
+                    let offset = r * stride as u64 * size;
+                    let mut out = Span { ptr: dst + offset, len: row_len };
+                    let operands = match src {
+                        Some(src) => Operands::Into { src: &Span { ptr: src + offset, len: row_len }, dst: &mut out },
+                        None => Operands::InPlace(&mut out),
+                    };
+                    DeviceScan::<Op>::scan(&blelloch, operands, spec)?;
+                }
+                Ok(())
             }
         }
     }
 
-    /// Runs `algorithm` on each row. The buffers exist, so `rows * row_len`
-    /// items fit in the address space and these offsets do not overflow.
-    fn each_row<Op: CudaOp, A: DeviceScan<Op, Buf = Span>>(
-        algorithm: &A,
-        src: Option<u64>,
-        dst: u64,
-        row_len: usize,
-        rows: usize,
-        spec: ScanSpec,
-    ) -> Result<()> {
-        let row_bytes = (row_len * std::mem::size_of::<Op::Item>()) as u64;
-        for r in 0..rows as u64 {
-            let mut out = Span { ptr: dst + r * row_bytes, len: row_len };
-            let operands = match src {
-                Some(src) => Operands::Into { src: &Span { ptr: src + r * row_bytes, len: row_len }, dst: &mut out },
-                None => Operands::InPlace(&mut out),
-            };
-            algorithm.scan(operands, spec)?;
-        }
-        Ok(())
+    /// The single-pass scan of `module` on this executor's stream.
+    pub(crate) fn single_pass<'a>(&'a self, module: &'a Module, policy: SinglePassPolicy) -> SinglePass<'a> {
+        let chaos = self.tuning.adversarial_seed();
+        SinglePass { stream: &self.stream, module, policy, chaos, carry: Carry::default() }
     }
 
-    /// `Op`'s kernels: from memory, else the disk cache, else NVRTC.
+    /// `Op`'s kernels for one sequence: from memory, else the disk cache,
+    /// else NVRTC.
     pub(crate) fn module<Op: CudaOp>(&self) -> Result<Arc<Module>> {
-        let id = TypeId::of::<Op>();
+        self.module_of::<Op>(Family::Whole)
+    }
+
+    /// `Op`'s kernels of `family`, as [`module`](Cuda::module).
+    pub(crate) fn module_of<Op: CudaOp>(&self, family: Family) -> Result<Arc<Module>> {
+        let id = (TypeId::of::<Op>(), family);
         if let Some(m) = lock(&self.modules).get(&id) {
             return Ok(m.clone());
         }
         let started = Instant::now();
-        let source = ModuleSource::of::<Op>(self.capability, self.tuning)?;
+        let source = ModuleSource::family_of::<Op>(self.capability, self.tuning, family)?;
         let key = cache::key(&source.code, &nvrtc::options(), &self.arch, self.nvrtc_version);
         let mut stats = CompileStats::default();
         let mut module = None;
@@ -613,7 +579,7 @@ impl Cuda {
                 Module::load(&self.ctx, &source, cubin)?
             }
         };
-        if let Err(Some(why)) = module.plan(self.algorithm) {
+        if let (Family::Whole, Err(Some(why))) = (family, module.plan(self.algorithm)) {
             // Once per operator and executor: the user asked for the fast path.
             eprintln!("scan-cuda: `{}` runs the Blelloch scan instead of the single-pass scan: {why}", source.op_name);
         }
@@ -649,6 +615,35 @@ impl<Op: CudaOp> Scan<Op> for Cuda {
     fn scan_rows_in_place(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
         Cuda::scan_rows_in_place::<Op>(self, data, rows, spec)
     }
+    fn scan_rows_strided(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        rows: usize,
+        row_len: usize,
+        stride: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        Cuda::scan_rows_strided::<Op>(self, input, output, rows, row_len, stride, spec)
+    }
+    fn scan_segments(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        starts: &[usize],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        Cuda::scan_segments::<Op>(self, input, output, starts, spec)
+    }
+    fn scan_segments_in_place(&self, data: &mut [Op::Item], starts: &[usize], spec: ScanSpec) -> Result<()> {
+        Cuda::scan_segments_in_place::<Op>(self, data, starts, spec)
+    }
+    fn scan_flagged(&self, input: &[Op::Item], output: &mut [Op::Item], heads: &[bool], spec: ScanSpec) -> Result<()> {
+        Cuda::scan_flagged::<Op>(self, input, output, heads, spec)
+    }
+    fn scan_flagged_in_place(&self, data: &mut [Op::Item], heads: &[bool], spec: ScanSpec) -> Result<()> {
+        Cuda::scan_flagged_in_place::<Op>(self, data, heads, spec)
+    }
 }
 
 /// Compiles `Op`'s whole module for `arch` (e.g. `"sm_90"`) with NVRTC and
@@ -669,6 +664,21 @@ pub fn compile_for_arch<Op: CudaOp>(arch: &str) -> Result<Vec<u8>> {
 pub fn compile_with<Op: CudaOp>(arch: &str, tuning: Tuning) -> Result<Vec<u8>> {
     let source = ModuleSource::of::<Op>(capability_of(arch)?, tuning)?;
     nvrtc::compile_cubin(&source.code, &source.op_name, arch)
+}
+
+/// Compiles `Op`'s modules for rows and for segments (built on their first
+/// use, apart from the module [`compile_for_arch`] builds) for `arch` and
+/// returns their CUBINs. Empty for operators without single-pass kernels:
+/// their rows and segments run Blelloch's kernels one scan at a time.
+pub fn compile_segmented_for_arch<Op: CudaOp>(arch: &str) -> Result<Vec<Vec<u8>>> {
+    let mut cubins = Vec::new();
+    for family in [Family::Rows, Family::Flags] {
+        let source = ModuleSource::family_of::<Op>(capability_of(arch)?, Tuning::default(), family)?;
+        if source.stages().iter().any(|s| Stage::SINGLE_PASS.contains(s)) {
+            cubins.push(nvrtc::compile_cubin(&source.code, &source.op_name, arch)?);
+        }
+    }
+    Ok(cubins)
 }
 
 /// 90 for `"sm_90"` (or `"sm_90a"`).

@@ -15,6 +15,13 @@ use crate::buffer::driver_error;
 pub(crate) enum Stage {
     /// The single-pass scan (kernels/single_pass.cuh).
     SinglePass,
+    /// The single-pass scan of rows, each on its own (heads.cuh, `RowHeads`).
+    SinglePassRows,
+    /// The single-pass scan of segments marked by head flags (`FlagHeads`).
+    SinglePassFlags,
+    /// Head flags from segment starts, checking them (kernels/segments.cuh);
+    /// one kernel, whatever the direction and kind.
+    SegmentFlags,
     /// Blelloch pass 1: scan tiles, emit their totals (kernels/blelloch.cuh).
     BlellochScanTiles,
     /// Blelloch pass 2: add each tile's prefix (kernels/propagate.cuh); the
@@ -23,6 +30,9 @@ pub(crate) enum Stage {
 }
 
 impl Stage {
+    /// The single-pass stages: one kernel template, three segmentations.
+    pub(crate) const SINGLE_PASS: [Stage; 3] = [Stage::SinglePass, Stage::SinglePassRows, Stage::SinglePassFlags];
+
     /// The `extern "C"` name of this stage's kernel for `direction` and `kind`.
     pub(crate) fn kernel_name(self, direction: Direction, kind: Kind) -> String {
         let dir = match direction {
@@ -35,8 +45,43 @@ impl Stage {
         };
         match self {
             Stage::SinglePass => format!("single_pass_{dir}_{kind}"),
+            Stage::SinglePassRows => format!("single_pass_rows_{dir}_{kind}"),
+            Stage::SinglePassFlags => format!("single_pass_flags_{dir}_{kind}"),
+            Stage::SegmentFlags => "segment_flags".to_string(),
             Stage::BlellochScanTiles => format!("blelloch_scan_tiles_{dir}_{kind}"),
             Stage::BlellochAddPrefixes => format!("blelloch_add_prefixes_{dir}"),
+        }
+    }
+}
+
+/// The kernels an operator's module is compiled with. A scan of one sequence
+/// needs only [`Family::Whole`]; rows and segments are separate modules,
+/// compiled when first used, so that a plain scan does not wait for NVRTC
+/// to build kernels it never runs (each single-pass stage costs about as
+/// much NVRTC time as the rest of a module).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Family {
+    /// The single-pass and Blelloch scans of one sequence.
+    Whole,
+    /// The single-pass scan of rows.
+    Rows,
+    /// The single-pass scan of flagged segments, and the flags from starts.
+    Flags,
+}
+
+impl Family {
+    /// The stages of this family; `single_pass` says whether the operator
+    /// has single-pass kernels at all.
+    pub(crate) fn stages(self, single_pass: bool) -> Vec<Stage> {
+        match (self, single_pass) {
+            (Family::Whole, true) => vec![Stage::BlellochScanTiles, Stage::BlellochAddPrefixes, Stage::SinglePass],
+            (Family::Whole, false) => vec![Stage::BlellochScanTiles, Stage::BlellochAddPrefixes],
+            (Family::Rows, true) => vec![Stage::SinglePassRows],
+            (Family::Flags, true) => vec![Stage::SegmentFlags, Stage::SinglePassFlags],
+            // Without single-pass kernels rows and segments run Blelloch's
+            // scans one by one; starts still become flags to find them.
+            (Family::Rows, false) => Vec::new(),
+            (Family::Flags, false) => vec![Stage::SegmentFlags],
         }
     }
 }

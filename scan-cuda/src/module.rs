@@ -21,9 +21,10 @@ pub(crate) struct Module {
     pub(crate) single_pass: std::result::Result<SinglePassPolicy, String>,
     pub(crate) blelloch: BlellochPolicy,
     pub(crate) blelloch_shared_bytes: u32,
-    /// The single-pass kernels' persistent grid: as many blocks as the whole
-    /// GPU holds at once (0 without single-pass kernels).
-    pub(crate) single_pass_grid: u32,
+    /// The persistent grid of each single-pass stage the module has: as
+    /// many blocks as the whole GPU holds at once (the segmented kernels may
+    /// hold fewer than the plain one).
+    pub(crate) single_pass_grid: Vec<(Stage, u32)>,
     pub(crate) tile_state: Mutex<TileState>,
 }
 
@@ -33,10 +34,12 @@ impl Module {
         let module = ctx.load_module(Ptx::from_binary(cubin)).map_err(|e| driver_error("module load", e))?;
         let shared = source.blelloch.shared_bytes(source.item_size);
         let kernels = KernelTable::load(module, &source.stages())?;
-        let single_pass_grid = match &source.single_pass {
-            Ok(policy) => persistent_grid(ctx, &kernels, policy, source.item_size)?,
-            Err(_) => 0,
-        };
+        let mut single_pass_grid = Vec::new();
+        if let Ok(policy) = &source.single_pass {
+            for stage in source.stages().into_iter().filter(|s| Stage::SINGLE_PASS.contains(s)) {
+                single_pass_grid.push((stage, persistent_grid(ctx, &kernels, stage, policy, source.item_size)?));
+            }
+        }
         Ok(Module {
             kernels,
             single_pass_grid,
@@ -50,12 +53,13 @@ impl Module {
     }
 }
 
-/// Lets the single-pass kernels use their slots' dynamic shared memory
-/// (past the 48 KiB default, an opt-in) and returns how many of their blocks
-/// the GPU holds at once.
+/// Lets the single-pass kernels of `stage` use their slots' dynamic shared
+/// memory (past the 48 KiB default, an opt-in) and returns how many of their
+/// blocks the GPU holds at once.
 fn persistent_grid(
     ctx: &Arc<CudaContext>,
     kernels: &KernelTable,
+    stage: Stage,
     policy: &SinglePassPolicy,
     item_size: usize,
 ) -> Result<u32> {
@@ -68,7 +72,7 @@ fn persistent_grid(
     for (direction, kind) in variants() {
         let spec = scan_core::ScanSpec { direction, kind };
         let f = kernels
-            .get(Stage::SinglePass, spec)
+            .get(stage, spec)
             .ok_or_else(|| Error::Other("internal: the module has no single-pass kernels".into()))?;
         f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic)
             .map_err(|e| driver_error(&format!("opting in to {bytes} bytes of shared memory"), e))?;
@@ -87,6 +91,11 @@ fn persistent_grid(
 }
 
 impl Module {
+    /// The persistent grid of single-pass `stage` (0 if the module lacks it).
+    pub(crate) fn grid(&self, stage: Stage) -> u32 {
+        self.single_pass_grid.iter().find(|(s, _)| *s == stage).map_or(0, |&(_, g)| g)
+    }
+
     /// What a scan asked to run with `algorithm` runs with: the single-pass
     /// policy, or `Err(why)` when it runs Blelloch (asked for, or the
     /// fallback with its reason).

@@ -120,6 +120,28 @@ pub(crate) struct SinglePass<'a> {
     pub(crate) carry: Carry,
 }
 
+/// How a single-pass scan is split into independent scans (kernels/heads.cuh).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) enum Segments {
+    /// One scan of everything.
+    #[default]
+    Whole,
+    /// Rows of `row_len` items (>= 1), `stride` items (>= `row_len`) apart.
+    Rows { row_len: u64, stride: u64 },
+    /// Segments starting where a byte of `flags` (one per item) is nonzero.
+    Flags { flags: u64 },
+}
+
+impl Segments {
+    fn stage(self) -> Stage {
+        match self {
+            Segments::Whole => Stage::SinglePass,
+            Segments::Rows { .. } => Stage::SinglePassRows,
+            Segments::Flags { .. } => Stage::SinglePassFlags,
+        }
+    }
+}
+
 /// Device addresses of one item each (0: none): the total of everything
 /// before the piece scanned, which the scan starts from, and where the
 /// total including the piece goes.
@@ -138,19 +160,30 @@ impl<Op: ScanOp> DeviceScan<Op> for SinglePass<'_> {
 
     fn scan(&self, operands: Operands<'_, Span>, spec: ScanSpec) -> Result<()> {
         let len = <Self as DeviceScan<Op>>::checked_len(self, &operands)?;
-        if len == 0 {
-            return Ok(());
-        }
         // In place, the kernel gets the same address twice: each warp reads
         // its whole segment before it writes it (kernels/single_pass.cuh).
         let (src, dst) = match operands {
             Operands::InPlace(data) => (data.ptr, data.ptr),
             Operands::Into { src, dst } => (src.ptr, dst.ptr),
         };
+        self.launch(src, dst, len, Segments::Whole, spec)
+    }
+}
+
+impl SinglePass<'_> {
+    /// Queues the scan of `len` scan positions from `src` to `dst` (the
+    /// same address in place), split as `segments` says. The callers have
+    /// checked that the buffers hold what `len` and `segments` address; the
+    /// carry applies to [`Segments::Whole`] only.
+    pub(crate) fn launch(&self, src: u64, dst: u64, len: usize, segments: Segments, spec: ScanSpec) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let stage = segments.stage();
         let tiles = len.div_ceil(self.policy.tile());
         // A persistent grid: blocks take tiles from the counter until none
         // are left (kernels/single_pass.cuh).
-        let blocks = tiles.min(self.module.single_pass_grid.max(1) as usize);
+        let blocks = tiles.min(self.module.grid(stage).max(1) as usize);
         let shared = self.policy.dynamic_shared_bytes(self.module.item_size);
         let cfg = LaunchConfig {
             grid_dim: (grid(blocks)?, 1, 1),
@@ -160,16 +193,28 @@ impl<Op: ScanOp> DeviceScan<Op> for SinglePass<'_> {
         let kernel = self
             .module
             .kernels
-            .get(Stage::SinglePass, spec)
+            .get(stage, spec)
             .ok_or_else(|| Error::Other("internal: the module has no single-pass kernels".into()))?;
         let len64 = len as u64;
+        let (row_len, stride, flags) = match segments {
+            Segments::Whole => (len64, len64, 0u64),
+            Segments::Rows { row_len, stride } => (row_len, stride, 0),
+            Segments::Flags { flags } => (len64, len64, flags),
+        };
+        let carry = match segments {
+            Segments::Whole => self.carry,
+            _ => Carry::default(),
+        };
         let launch = |args: &StatusArgs| {
             let mut launch = self.stream.launch_builder(kernel);
-            launch.arg(&src).arg(&dst).arg(&len64).arg(&self.carry.from).arg(&self.carry.to).arg(&args.counter);
+            launch.arg(&src).arg(&dst).arg(&len64).arg(&carry.from).arg(&carry.to).arg(&args.counter);
             launch.arg(&args.words).arg(&args.aggregates).arg(&args.prefixes).arg(&args.epoch).arg(&self.chaos);
-            // SAFETY: `src` and `dst` address `len` items of this module's
-            // item type and stay live until the stream has run the kernel (the
-            // caller's buffers, or scratch freed in stream order), the carry
+            launch.arg(&row_len).arg(&stride).arg(&flags);
+            // SAFETY: `src` and `dst` address the items `len` and the
+            // segments name (`len` items, or rows * stride - stride + row_len
+            // for rows) of this module's item type and stay live until the
+            // stream has run the kernel (the caller's buffers, or scratch
+            // freed in stream order); `flags` is 0 or `len` bytes, the carry
             // addresses are 0 or one item each, likewise live; the status
             // arrays hold `tiles` tiles for this module's layout. The kernel
             // touches nothing else.

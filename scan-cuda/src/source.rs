@@ -5,22 +5,24 @@ use std::fmt::Write as _;
 
 use scan_core::{CudaOp, CudaSource, Kind, Result};
 
-use crate::kernels::{variants, Stage};
+use crate::kernels::{variants, Family, Stage};
 use crate::policy::{BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning};
 
 /// The kernel templates, layered as in CUB (thread, warp, block, device), in
 /// the order they build on each other.
-const TEMPLATES: [(&str, &str); 10] = [
+const TEMPLATES: [(&str, &str); 12] = [
     ("util.cuh", include_str!("../kernels/util.cuh")),
     ("thread.cuh", include_str!("../kernels/thread.cuh")),
     ("warp.cuh", include_str!("../kernels/warp.cuh")),
     ("block.cuh", include_str!("../kernels/block.cuh")),
     ("exchange.cuh", include_str!("../kernels/exchange.cuh")),
+    ("heads.cuh", include_str!("../kernels/heads.cuh")),
     ("tile_status.cuh", include_str!("../kernels/tile_status.cuh")),
     ("lookback.cuh", include_str!("../kernels/lookback.cuh")),
     ("single_pass.cuh", include_str!("../kernels/single_pass.cuh")),
     ("blelloch.cuh", include_str!("../kernels/blelloch.cuh")),
     ("propagate.cuh", include_str!("../kernels/propagate.cuh")),
+    ("segments.cuh", include_str!("../kernels/segments.cuh")),
 ];
 
 /// Everything the compiler sees for one operator, and what the host needs to
@@ -38,6 +40,8 @@ pub struct ModuleSource {
     pub single_pass: std::result::Result<SinglePassPolicy, String>,
     /// The Blelloch kernels' shape.
     pub blelloch: BlellochPolicy,
+    /// Which kernels the code instantiates.
+    pub(crate) family: Family,
 }
 
 impl ModuleSource {
@@ -46,6 +50,11 @@ impl ModuleSource {
     /// Fails when the item is too large for any kernel, or when `tuning` asks
     /// for a shape the kernels cannot run.
     pub fn of<Op: CudaOp>(arch: u32, tuning: Tuning) -> Result<ModuleSource> {
+        Self::family_of::<Op>(arch, tuning, Family::Whole)
+    }
+
+    /// [`ModuleSource::of`] for the kernels of `family`.
+    pub(crate) fn family_of<Op: CudaOp>(arch: u32, tuning: Tuning, family: Family) -> Result<ModuleSource> {
         let size = std::mem::size_of::<Op::Item>();
         let align = std::mem::align_of::<Op::Item>();
         let blelloch = BlellochPolicy::for_item_size(size)?;
@@ -54,16 +63,12 @@ impl ModuleSource {
             Err(why) if tuning.overrides_shape() => return Err(scan_core::Error::BadTuning(why)),
             Err(why) => Err(why),
         };
-        Ok(Self::assemble(&Op::cuda_source(), size, align, single_pass, blelloch))
+        Ok(Self::assemble(&Op::cuda_source(), size, align, single_pass, blelloch, family))
     }
 
     /// The stages this module instantiates.
     pub(crate) fn stages(&self) -> Vec<Stage> {
-        let mut stages = vec![Stage::BlellochScanTiles, Stage::BlellochAddPrefixes];
-        if self.single_pass.is_ok() {
-            stages.push(Stage::SinglePass);
-        }
-        stages
+        self.family.stages(self.single_pass.is_ok())
     }
 
     fn assemble(
@@ -72,7 +77,9 @@ impl ModuleSource {
         align: usize,
         single_pass: std::result::Result<SinglePassPolicy, String>,
         blelloch: BlellochPolicy,
+        family: Family,
     ) -> ModuleSource {
+        let kernels = family.stages(single_pass.is_ok());
         let name = &op.name;
         let mut code = format!("// ---- operator `{name}` ----\n{}\n\n", op.code);
         for (file, text) in TEMPLATES {
@@ -90,7 +97,7 @@ impl ModuleSource {
         // so that enough loads are in flight to keep memory busy.
         let (threads, k) = (blelloch.threads, blelloch.items_per_run);
         let min_blocks = (1024 / threads).max(1);
-        for (direction, kind) in variants() {
+        for (direction, kind) in variants().filter(|_| kernels.contains(&Stage::BlellochScanTiles)) {
             let reverse = direction == scan_core::Direction::Reverse;
             let inclusive = kind == Kind::Inclusive;
             let scan = Stage::BlellochScanTiles.kernel_name(direction, kind);
@@ -112,6 +119,16 @@ impl ModuleSource {
                 );
             }
         }
+        if kernels.contains(&Stage::SegmentFlags) {
+            let _ = write!(
+                code,
+                "extern \"C\" __global__ void {}(const unsigned long long* starts, unsigned long long count,\n\
+                 \x20   unsigned long long len, unsigned char* flags, unsigned long long* first_bad) {{\n\
+                 \x20 scan::segment_flags(starts, count, len, flags, first_bad);\n\
+                 }}\n",
+                Stage::SegmentFlags.kernel_name(scan_core::Direction::Forward, Kind::Inclusive)
+            );
+        }
         if let Ok(p) = single_pass {
             let (threads, items, min_blocks, lookback) = (p.threads, p.items_per_thread, p.blocks_per_sm, p.lookback);
             let block_threads = p.block_threads();
@@ -120,23 +137,34 @@ impl ModuleSource {
                 StatusLayout::Packed => format!("scan::PackedStatus<{item}>"),
                 StatusLayout::Split => format!("scan::SplitStatus<{item}>"),
             };
-            for (direction, kind) in variants() {
-                let reverse = direction == scan_core::Direction::Reverse;
-                let inclusive = kind == Kind::Inclusive;
-                let kernel = Stage::SinglePass.kernel_name(direction, kind);
-                let _ = write!(
-                    code,
-                    "extern \"C\" __global__ void __launch_bounds__({block_threads}, {min_blocks}) {kernel}(\n\
-                     \x20   const {item}* src, {item}* dst, unsigned long long len, const {item}* carry_in,\n\
-                     \x20   {item}* carry_out, unsigned long long* counter,\n\
-                     \x20   void* words, void* aggregates, void* prefixes, unsigned epoch, unsigned chaos) {{\n\
-                     \x20 extern __shared__ __align__(16) unsigned char slots[];\n\
-                     \x20 scan::single_pass<{name}, {threads}, {items}, {lookback}, {stages}, {reverse}, {inclusive}>(\n\
-                     \x20     src, dst, len, carry_in, carry_out, counter, {status}::make(words, aggregates, prefixes), epoch, chaos, slots);\n\
-                     }}\n"
-                );
+            for stage in Stage::SINGLE_PASS.into_iter().filter(|s| kernels.contains(s)) {
+                // Every single-pass kernel takes the same arguments; each
+                // reads the segment description it needs (heads.cuh).
+                let heads = match stage {
+                    Stage::SinglePassRows => "scan::RowHeads{len, row_len, stride}",
+                    Stage::SinglePassFlags => "scan::FlagHeads{len, flags}",
+                    _ => "scan::NoHeads{len}",
+                };
+                for (direction, kind) in variants() {
+                    let reverse = direction == scan_core::Direction::Reverse;
+                    let inclusive = kind == Kind::Inclusive;
+                    let kernel = stage.kernel_name(direction, kind);
+                    let _ = write!(
+                        code,
+                        "extern \"C\" __global__ void __launch_bounds__({block_threads}, {min_blocks}) {kernel}(\n\
+                         \x20   const {item}* src, {item}* dst, unsigned long long len, const {item}* carry_in,\n\
+                         \x20   {item}* carry_out, unsigned long long* counter,\n\
+                         \x20   void* words, void* aggregates, void* prefixes, unsigned epoch, unsigned chaos,\n\
+                         \x20   unsigned long long row_len, unsigned long long stride, const unsigned char* flags) {{\n\
+                         \x20 extern __shared__ __align__(16) unsigned char slots[];\n\
+                         \x20 scan::single_pass<{name}, {threads}, {items}, {lookback}, {stages}, {reverse}, {inclusive}>(\n\
+                         \x20     src, dst, len, carry_in, carry_out, counter, {status}::make(words, aggregates, prefixes), epoch, chaos,\n\
+                         \x20     {heads}, slots);\n\
+                         }}\n"
+                    );
+                }
             }
         }
-        ModuleSource { op_name: name.clone(), code, item_size: size, single_pass, blelloch }
+        ModuleSource { op_name: name.clone(), code, item_size: size, single_pass, blelloch, family }
     }
 }

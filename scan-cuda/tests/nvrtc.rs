@@ -67,6 +67,26 @@ fn every_template_instantiates_for_every_hand_written_test_operator() {
     assert_compiles::<AddF64x8>();
 }
 
+/// The rows and segments kernels (separate modules, compiled on first use)
+/// for one operator of every item shape: 4, 8, 16, 32 and 64 bytes, and a
+/// generated struct; sm_90 only (each costs several seconds of NVRTC).
+#[test]
+#[ignore = "needs libnvrtc"]
+fn the_rows_and_segments_kernels_build_for_every_item_shape() {
+    fn check<Op: CudaOp>() {
+        let cubins = scan_cuda::compile_segmented_for_arch::<Op>("sm_90")
+            .unwrap_or_else(|e| panic!("{}: {e}", std::any::type_name::<Op>()));
+        assert_eq!(cubins.len(), 2, "{}: rows and segments modules", std::any::type_name::<Op>());
+        assert!(cubins.iter().all(|c| c.starts_with(b"\x7fELF")));
+    }
+    check::<Add<f32>>();
+    check::<LinearRecurrence<f32>>();
+    check::<LinearRecurrence<f64>>();
+    check::<QuaternionProduct>();
+    check::<AddF64x8>();
+    check::<CountAndSum>();
+}
+
 /// Needs no NVRTC: the source is assembled on the host.
 #[test]
 fn the_module_source_holds_the_operator_both_kernels_and_layout_checks() {

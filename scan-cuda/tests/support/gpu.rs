@@ -195,3 +195,169 @@ pub fn exact<T: PartialEq>(a: &T, b: &T) -> bool {
 pub fn small_int(rng: &mut Rng) -> f64 {
     rng.below(17) as f64 - 8.0
 }
+
+/// The row lengths around every boundary, for `Op`'s single-pass
+/// tile: 1, 2, 31, 32, 33, 1000, tile - 1, tile, tile + 1, 2^20 + 7.
+pub fn row_lengths<Op: CudaOp>() -> Vec<usize> {
+    let tile = single_pass_tile::<Op>().max(2);
+    vec![1, 2, 31, 32, 33, 1000, tile - 1, tile, tile + 1, (1 << 20) + 7]
+}
+
+/// Random segment starts over `n` items: lengths drawn from 0, 1, short,
+/// up to 2000 and (rarely) longer than `long`, so that empty segments, single
+/// items, segments inside one tile and segments across tiles all occur.
+pub fn random_starts(rng: &mut Rng, n: usize, long: usize) -> Vec<usize> {
+    let mut starts = vec![0];
+    let mut at = 0;
+    while at < n {
+        let len = match rng.below(8) {
+            0 => 0,
+            1 => 1,
+            2 | 3 => 1 + rng.below(40) as usize,
+            7 if rng.below(4) == 0 => long + rng.below(long as u64 + 1) as usize,
+            _ => 1 + rng.below(2000) as usize,
+        };
+        at = (at + len).min(n);
+        starts.push(at);
+    }
+    starts
+}
+
+/// Runs `Op`'s many-scan calls on every executor and every (kind,
+/// direction), against the reference item by item:
+/// * rows: `[rows, L]` for L in [`row_lengths`] and rows in 1, 3, 1000,
+///   65536 (shapes up to `limit` items; Blelloch, one scan per row, only up
+///   to 1000 rows), out of place into a poisoned output and in place, from
+///   the host and on device buffers;
+/// * strided rows (stride > L), whose padding must stay poisoned;
+/// * segments by starts and by head flags, with random lengths including 0
+///   and 1, host and device forms.
+pub fn check_many<Op: CudaOp>(
+    executors: &[Cuda],
+    label: &str,
+    limit: usize,
+    mut gen: impl FnMut(&mut Rng) -> Op::Item,
+    eq: impl Fn(&Op::Item, &Op::Item) -> bool,
+) where
+    Op::Item: Debug,
+{
+    let limit = limit.min(max_len());
+    let mut rng = Rng::fresh(label);
+    let tile = single_pass_tile::<Op>().max(2);
+    let mut shapes = Vec::new();
+    for rows in [1, 3, 1000, 65536] {
+        for len in row_lengths::<Op>() {
+            if rows * len <= limit {
+                shapes.push((rows, len));
+            }
+        }
+    }
+    let strided = [(3, 5, 7), (1000, 33, 40), (7, tile + 1, tile + 9), (4096, 1, 3), (2, 1000, 5000)];
+    for cuda in executors {
+        let blelloch = cuda.algorithm() == Algorithm::Blelloch;
+        for &(rows, len) in &shapes {
+            if blelloch && rows > 1000 {
+                continue;
+            }
+            for spec in ScanSpec::ALL {
+                let input = rng.vec(rows * len, &mut gen);
+                let want = reference::scan_rows::<Op>(&input, rows, spec).unwrap();
+                let ctx = format!("{label} ({}): {rows} rows of {len}, {spec:?}", cuda.algorithm());
+
+                let mut out = poisoned::<Op::Item>(input.len());
+                cuda.scan_rows::<Op>(&input, &mut out, rows, spec).unwrap();
+                if let Some(m) = first_mismatch(&out, &want, &eq) {
+                    panic!("{ctx}, scan_rows: {m}");
+                }
+                let dev_in = cuda.upload(&input).unwrap();
+                let mut dev_out = cuda.upload(&poisoned::<Op::Item>(input.len())).unwrap();
+                cuda.scan_rows_device_into::<Op>(&dev_in, &mut dev_out, rows, spec).unwrap();
+                if let Some(m) = first_mismatch(&dev_out.download().unwrap(), &want, &eq) {
+                    panic!("{ctx}, scan_rows_device_into: {m}");
+                }
+                let same = |a: &Op::Item, b: &Op::Item| eq(a, b) || (!eq(a, a) && !eq(b, b));
+                if let Some(m) = first_mismatch(&dev_in.download().unwrap(), &input, &same) {
+                    panic!("{ctx}: the input buffer changed: {m}");
+                }
+                let mut data = input;
+                cuda.scan_rows_in_place::<Op>(&mut data, rows, spec).unwrap();
+                if let Some(m) = first_mismatch(&data, &want, &eq) {
+                    panic!("{ctx}, scan_rows_in_place: {m}");
+                }
+            }
+        }
+        for &(rows, len, stride) in &strided {
+            let n = (rows - 1) * stride + len + 3;
+            if n > limit {
+                continue;
+            }
+            for spec in ScanSpec::ALL {
+                let input = rng.vec(n, &mut gen);
+                let ctx = format!("{label} ({}): {rows} rows of {len}, stride {stride}, {spec:?}", cuda.algorithm());
+                let scanned = reference::scan_rows_strided::<Op>(&input, rows, len, stride, spec).unwrap();
+                let mut want = poisoned::<Op::Item>(n);
+                for r in reference::strided_rows(n, rows, len, stride).unwrap() {
+                    want[r.clone()].copy_from_slice(&scanned[r]);
+                }
+                let mut out = poisoned::<Op::Item>(n);
+                cuda.scan_rows_strided::<Op>(&input, &mut out, rows, len, stride, spec).unwrap();
+                if let Some(m) = first_mismatch(&out, &want, &eq) {
+                    panic!("{ctx}, scan_rows_strided (padding must stay poisoned): {m}");
+                }
+            }
+        }
+        for n in [1, 100, 3 * tile + 5, (1 << 20) + 7] {
+            if n > limit {
+                continue;
+            }
+            for spec in ScanSpec::ALL {
+                let input = rng.vec(n, &mut gen);
+                let starts = random_starts(&mut rng, n, tile);
+                let want = reference::scan_segments::<Op>(&input, &starts, spec).unwrap();
+                let ctx = format!("{label} ({}): {n} items, {} starts, {spec:?}", cuda.algorithm(), starts.len());
+
+                let mut out = poisoned::<Op::Item>(n);
+                cuda.scan_segments::<Op>(&input, &mut out, &starts, spec).unwrap();
+                if let Some(m) = first_mismatch(&out, &want, &eq) {
+                    panic!("{ctx}, scan_segments: {m}");
+                }
+                let mut data = input.clone();
+                cuda.scan_segments_in_place::<Op>(&mut data, &starts, spec).unwrap();
+                if let Some(m) = first_mismatch(&data, &want, &eq) {
+                    panic!("{ctx}, scan_segments_in_place: {m}");
+                }
+                let mut heads = vec![false; n];
+                for &s in starts.iter().filter(|&&s| s < n) {
+                    heads[s] = true;
+                }
+                let mut out = poisoned::<Op::Item>(n);
+                cuda.scan_flagged::<Op>(&input, &mut out, &heads, spec).unwrap();
+                if let Some(m) = first_mismatch(&out, &want, &eq) {
+                    panic!("{ctx}, scan_flagged: {m}");
+                }
+                let mut data = input.clone();
+                cuda.scan_flagged_in_place::<Op>(&mut data, &heads, spec).unwrap();
+                if let Some(m) = first_mismatch(&data, &want, &eq) {
+                    panic!("{ctx}, scan_flagged_in_place: {m}");
+                }
+                let dev_in = cuda.upload(&input).unwrap();
+                let dev_starts = cuda.upload(&starts.iter().map(|&s| s as u64).collect::<Vec<_>>()).unwrap();
+                let mut dev_out = cuda.upload(&poisoned::<Op::Item>(n)).unwrap();
+                cuda.scan_segments_device_into::<Op>(&dev_in, &mut dev_out, &dev_starts, spec).unwrap();
+                if let Some(m) = first_mismatch(&dev_out.download().unwrap(), &want, &eq) {
+                    panic!("{ctx}, scan_segments_device_into: {m}");
+                }
+                let dev_heads = cuda.upload(&heads).unwrap();
+                let mut dev_out = cuda.upload(&poisoned::<Op::Item>(n)).unwrap();
+                cuda.scan_flagged_device_into::<Op>(&dev_in, &mut dev_out, &dev_heads, spec).unwrap();
+                if let Some(m) = first_mismatch(&dev_out.download().unwrap(), &want, &eq) {
+                    panic!("{ctx}, scan_flagged_device_into: {m}");
+                }
+            }
+        }
+    }
+    eprintln!(
+        "[{label}] many-scan calls ok: rows {shapes:?}, strided {strided:?}, segments on 4 sizes, x 4 specs x {} algorithms",
+        executors.len()
+    );
+}

@@ -1,0 +1,24 @@
+// Segment starts to head flags, for the FlagHeads single-pass scan
+// (heads.cuh): CSR-style offsets, non-decreasing and each at most `len`
+// (equal starts are empty segments, a start at `len` ends the last one).
+// Sets flags[s] = 1 for every start s < len; the flags must be zero before.
+// `*first_bad` (u64::MAX before) becomes the least index of a start that
+// decreases or passes `len`; the host reports it as an error (the flags are
+// then unspecified and no scan runs).
+
+namespace scan {
+
+__device__ __forceinline__ void segment_flags(const u64* starts, u64 count, u64 len, unsigned char* flags,
+                                              u64* first_bad) {
+    const u64 step = (u64)gridDim.x * blockDim.x;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
+        const u64 s = starts[i];
+        if (s > len || (i > 0 && starts[i - 1] > s)) {
+            atomicMin(first_bad, i);
+        } else if (s < len) {
+            flags[s] = 1;
+        }
+    }
+}
+
+}  // namespace scan

@@ -1,0 +1,461 @@
+//! Many scans at once: rows (equal lengths, consecutive or strided) and
+//! segments (by starts or by head flags), from host slices or device buffers.
+//!
+//! With the single-pass algorithm each call is one launch, whatever the
+//! number and the lengths of the rows or segments (plus, for segments given
+//! by starts, one small launch that turns them into head flags): tiles cover
+//! the items regardless of where rows start, and each tile scans its rows or
+//! segments on their own (kernels/heads.cuh). With Blelloch's, each row or
+//! segment is one scan.
+//!
+//! The layouts are pictured in the docs of [`Cuda`] ("Rows and segments").
+
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use scan_core::{reference, CudaOp, Error, Result, ScanSpec};
+
+use crate::blelloch::grid;
+use crate::buffer::{driver_error, DeviceBuffer};
+use crate::cuda::Cuda;
+use crate::kernels::{Family, Stage};
+use crate::single_pass::Segments;
+
+/// Checks that `rows` rows of `row_len` items, `stride` apart, fit in `len`
+/// items (the same rule as [`reference::strided_rows`], without listing the
+/// rows).
+fn check_strided(len: usize, rows: usize, row_len: usize, stride: usize) -> Result<()> {
+    let bad = || Error::BadStride { rows, row_len, stride, len };
+    if rows == 0 {
+        return Ok(());
+    }
+    let end = (rows - 1).checked_mul(stride).and_then(|s| s.checked_add(row_len)).ok_or_else(bad)?;
+    if (rows > 1 && stride < row_len) || end > len {
+        return Err(bad());
+    }
+    Ok(())
+}
+
+impl Cuda {
+    /// Scans each row of a row-major `[rows, input.len() / rows]` buffer
+    /// from `input` into `output` (same length) on the GPU, every row in one
+    /// launch. Errors: [`Error::LengthMismatch`], and [`Error::BadShape`] when
+    /// `rows` is 0 or does not divide the length. See the [module
+    /// docs](crate::Cuda#rows-and-segments) for the layout.
+    ///
+    /// The buffers cross the host link once each way; data already on the
+    /// device is scanned with [`scan_rows_device_into`](Cuda::scan_rows_device_into).
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::{ops::Add, ScanSpec};
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// let mut out = [0; 6];
+    /// cuda.scan_rows::<Add<i32>>(&[1, 2, 3, 4, 5, 6], &mut out, 2, ScanSpec::inclusive())?;
+    /// assert_eq!(out, [1, 3, 6, 4, 9, 15]);
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_rows<Op: CudaOp>(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        rows: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        Error::check_lengths(input.len(), output.len())?;
+        reference::row_len(input.len(), rows)?;
+        if rows == 1 {
+            return self.scan_into::<Op>(input, output, spec);
+        }
+        if input.is_empty() {
+            return Ok(());
+        }
+        let dev_in = self.upload(input)?;
+        // Every item is written by the out-of-place scan before the download.
+        let mut dev_out = self.alloc_unwritten::<Op::Item>(input.len())?;
+        self.scan_rows_device_into::<Op>(&dev_in, &mut dev_out, rows, spec)?;
+        dev_out.download_into(output)
+    }
+
+    /// Scans each row of a row-major `[rows, data.len() / rows]` host buffer
+    /// in place on the GPU. [`Error::BadShape`] when `rows` is 0 or does not
+    /// divide the length.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::{ops::Add, ScanSpec};
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// let mut x = [1, 2, 3, 4, 5, 6];
+    /// cuda.scan_rows_in_place::<Add<i32>>(&mut x, 3, ScanSpec::exclusive())?;
+    /// assert_eq!(x, [0, 1, 0, 3, 0, 5]);
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_rows_in_place<Op: CudaOp>(&self, data: &mut [Op::Item], rows: usize, spec: ScanSpec) -> Result<()> {
+        reference::row_len(data.len(), rows)?;
+        if rows == 1 {
+            return self.scan_in_place::<Op>(data, spec);
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut buf = self.upload(data)?;
+        self.scan_rows_device::<Op>(&mut buf, rows, spec)?;
+        buf.download_into(data)
+    }
+
+    /// Scans `rows` rows of `row_len` items whose starts are `stride` items
+    /// apart (a column block of a wider matrix, a padded layout: see the
+    /// picture in the [module docs](crate::Cuda#rows-and-segments)), from
+    /// `input` into `output` (same length), in one launch. Items between the
+    /// rows keep `output`'s values. Errors: [`Error::LengthMismatch`],
+    /// [`Error::BadStride`].
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::{ops::Add, ScanSpec};
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// // Two rows of 2, 3 apart: items 2 and 5 are padding.
+    /// let mut out = [0; 6];
+    /// cuda.scan_rows_strided::<Add<i32>>(&[1, 2, 9, 3, 4, 9], &mut out, 2, 2, 3, ScanSpec::inclusive())?;
+    /// assert_eq!(out, [1, 3, 0, 3, 7, 0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_rows_strided<Op: CudaOp>(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        rows: usize,
+        row_len: usize,
+        stride: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        Error::check_lengths(input.len(), output.len())?;
+        check_strided(input.len(), rows, row_len, stride)?;
+        if rows == 0 || row_len == 0 {
+            return Ok(());
+        }
+        let dev_in = self.upload(input)?;
+        // The padding between rows keeps the caller's values.
+        let mut dev_out = self.upload(output)?;
+        self.scan_rows_strided_device_into::<Op>(&dev_in, &mut dev_out, rows, row_len, stride, spec)?;
+        dev_out.download_into(output)
+    }
+
+    /// Scans each row of a row-major `[rows, buf.len() / rows]` device buffer
+    /// in place, in one launch. Queued on the stream: returns at once (see
+    /// [`Cuda`] on when failures show). [`Error::BadShape`] when `rows` is 0
+    /// or does not divide the length.
+    pub fn scan_rows_device<Op: CudaOp>(
+        &self,
+        buf: &mut DeviceBuffer<Op::Item>,
+        rows: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        self.check_buffer(buf)?;
+        let row_len = reference::row_len(buf.len(), rows)?;
+        let dst = buf.device_ptr_mut(self.stream());
+        self.scan_rows_raw::<Op>(None, dst, rows, row_len, row_len, spec)
+    }
+
+    /// Scans each row of a row-major `[rows, input.len() / rows]` device
+    /// buffer into `output` (same length), in one launch; `input` is not
+    /// modified. Queued on the stream.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::{ops::Add, ScanSpec};
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// let x = cuda.upload(&[1u32; 4096 * 64])?;
+    /// let mut y = cuda.alloc::<u32>(x.len())?;
+    /// cuda.scan_rows_device_into::<Add<u32>>(&x, &mut y, 64, ScanSpec::inclusive())?;
+    /// assert_eq!(y.download()?[4095], 4096);
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_rows_device_into<Op: CudaOp>(
+        &self,
+        input: &DeviceBuffer<Op::Item>,
+        output: &mut DeviceBuffer<Op::Item>,
+        rows: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        self.check_buffer(input)?;
+        self.check_buffer(output)?;
+        Error::check_lengths(input.len(), output.len())?;
+        let row_len = reference::row_len(input.len(), rows)?;
+        let src = input.device_ptr(self.stream());
+        let dst = output.device_ptr_mut(self.stream());
+        self.scan_rows_raw::<Op>(Some(src), dst, rows, row_len, row_len, spec)
+    }
+
+    /// [`scan_rows_strided`](Cuda::scan_rows_strided) on device buffers:
+    /// items between rows of `output` are not touched. Queued on the stream.
+    pub fn scan_rows_strided_device_into<Op: CudaOp>(
+        &self,
+        input: &DeviceBuffer<Op::Item>,
+        output: &mut DeviceBuffer<Op::Item>,
+        rows: usize,
+        row_len: usize,
+        stride: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        self.check_buffer(input)?;
+        self.check_buffer(output)?;
+        Error::check_lengths(input.len(), output.len())?;
+        check_strided(input.len(), rows, row_len, stride)?;
+        let src = input.device_ptr(self.stream());
+        let dst = output.device_ptr_mut(self.stream());
+        self.scan_rows_raw::<Op>(Some(src), dst, rows, row_len, stride, spec)
+    }
+
+    /// Scans each segment of `input` on its own, into `output` (same
+    /// length), in one launch. `starts` are the segments' first indices,
+    /// non-decreasing and at most the length; equal starts make empty
+    /// segments, and CSR offsets `[0, ..., len]` work as they are. Errors:
+    /// [`Error::LengthMismatch`], [`Error::BadSegments`] (nothing is written
+    /// then).
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::{ops::Add, ScanSpec};
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// let mut out = [0; 5];
+    /// cuda.scan_segments::<Add<i32>>(&[1, 2, 3, 4, 5], &mut out, &[0, 2, 2], ScanSpec::inclusive())?;
+    /// assert_eq!(out, [1, 3, 3, 7, 12]);
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_segments<Op: CudaOp>(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        starts: &[usize],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        Error::check_lengths(input.len(), output.len())?;
+        // Checked here, so that the error names the bad start.
+        reference::segments(input.len(), starts)?;
+        if input.is_empty() {
+            return Ok(());
+        }
+        let dev_in = self.upload(input)?;
+        let mut dev_out = self.alloc_unwritten::<Op::Item>(input.len())?;
+        let starts: Vec<u64> = starts.iter().map(|&s| s as u64).collect();
+        let dev_starts = self.upload(&starts)?;
+        self.scan_segments_device_into::<Op>(&dev_in, &mut dev_out, &dev_starts, spec)?;
+        dev_out.download_into(output)
+    }
+
+    /// [`scan_segments`](Cuda::scan_segments) in place.
+    pub fn scan_segments_in_place<Op: CudaOp>(
+        &self,
+        data: &mut [Op::Item],
+        starts: &[usize],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        reference::segments(data.len(), starts)?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut buf = self.upload(data)?;
+        let starts: Vec<u64> = starts.iter().map(|&s| s as u64).collect();
+        let dev_starts = self.upload(&starts)?;
+        let flags = self.flags_from_starts::<Op>(&dev_starts, buf.len())?;
+        let dst = buf.device_ptr_mut(self.stream());
+        self.scan_flags_raw::<Op>(None, dst, buf.len(), &flags, spec)?;
+        buf.download_into(data)
+    }
+
+    /// Scans each segment on its own, a segment starting at every item whose
+    /// head flag is set (and at item 0), in one launch: one flag per item
+    /// ([`Error::LengthMismatch`] otherwise).
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::{ops::Add, ScanSpec};
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// let mut out = [0; 4];
+    /// cuda.scan_flagged::<Add<i32>>(&[1, 2, 3, 4], &mut out, &[false, false, true, false], ScanSpec::inclusive())?;
+    /// assert_eq!(out, [1, 3, 3, 7]);
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_flagged<Op: CudaOp>(
+        &self,
+        input: &[Op::Item],
+        output: &mut [Op::Item],
+        heads: &[bool],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        Error::check_lengths(input.len(), output.len())?;
+        Error::check_lengths(input.len(), heads.len())?;
+        if input.is_empty() {
+            return Ok(());
+        }
+        let dev_in = self.upload(input)?;
+        let mut dev_out = self.alloc_unwritten::<Op::Item>(input.len())?;
+        let dev_heads = self.upload(heads)?;
+        self.scan_flagged_device_into::<Op>(&dev_in, &mut dev_out, &dev_heads, spec)?;
+        dev_out.download_into(output)
+    }
+
+    /// [`scan_flagged`](Cuda::scan_flagged) in place.
+    pub fn scan_flagged_in_place<Op: CudaOp>(
+        &self,
+        data: &mut [Op::Item],
+        heads: &[bool],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        Error::check_lengths(data.len(), heads.len())?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut buf = self.upload(data)?;
+        let dev_heads = self.upload(heads)?;
+        let dst = buf.device_ptr_mut(self.stream());
+        self.scan_flags_raw::<Op>(None, dst, buf.len(), &FlagBytes::Heads(&dev_heads), spec)?;
+        buf.download_into(data)
+    }
+
+    /// [`scan_segments`](Cuda::scan_segments) on device buffers: `starts`
+    /// (CSR offsets) on the device too. Checking them means reading one word
+    /// back, so this call waits for the flags kernel before it queues the
+    /// scan; a bad start is an [`Error::BadSegments`] naming it, and nothing
+    /// is written then.
+    pub fn scan_segments_device_into<Op: CudaOp>(
+        &self,
+        input: &DeviceBuffer<Op::Item>,
+        output: &mut DeviceBuffer<Op::Item>,
+        starts: &DeviceBuffer<u64>,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        self.check_buffer(input)?;
+        self.check_buffer(output)?;
+        self.check_buffer(starts)?;
+        Error::check_lengths(input.len(), output.len())?;
+        if input.is_empty() {
+            // Still an error for starts that an empty input cannot have.
+            let starts: Vec<usize> = starts.download()?.into_iter().map(|s| s as usize).collect();
+            return reference::segments(0, &starts).map(|_| ());
+        }
+        let flags = self.flags_from_starts::<Op>(starts, input.len())?;
+        let src = input.device_ptr(self.stream());
+        let dst = output.device_ptr_mut(self.stream());
+        self.scan_flags_raw::<Op>(Some(src), dst, input.len(), &flags, spec)
+    }
+
+    /// [`scan_flagged`](Cuda::scan_flagged) on device buffers: a segment
+    /// starts at every item whose flag in `heads` is set, and at item 0.
+    /// Queued on the stream.
+    pub fn scan_flagged_device_into<Op: CudaOp>(
+        &self,
+        input: &DeviceBuffer<Op::Item>,
+        output: &mut DeviceBuffer<Op::Item>,
+        heads: &DeviceBuffer<bool>,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        self.check_buffer(input)?;
+        self.check_buffer(output)?;
+        self.check_buffer(heads)?;
+        Error::check_lengths(input.len(), output.len())?;
+        Error::check_lengths(input.len(), heads.len())?;
+        let src = input.device_ptr(self.stream());
+        let dst = output.device_ptr_mut(self.stream());
+        self.scan_flags_raw::<Op>(Some(src), dst, input.len(), &FlagBytes::Heads(heads), spec)
+    }
+
+    /// Head flags (one byte per item) from device `starts`, checked: waits
+    /// for the flags kernel and reads back whether a start was bad.
+    fn flags_from_starts<Op: CudaOp>(&self, starts: &DeviceBuffer<u64>, len: usize) -> Result<FlagBytes<'static>> {
+        let stream = self.stream();
+        let mut flags = stream.alloc_zeros::<u8>(len).map_err(|e| driver_error("head flags allocation", e))?;
+        if starts.is_empty() {
+            return Ok(FlagBytes::Owned(flags));
+        }
+        // The first bad start's index, or u64::MAX.
+        let mut bad = stream.clone_htod(&[u64::MAX]).map_err(|e| driver_error("upload", e))?;
+        // Every operator's flags module has the (item-independent) kernel.
+        let module = self.module_of::<Op>(Family::Flags)?;
+        let kernel = module
+            .kernels
+            .get(Stage::SegmentFlags, ScanSpec::inclusive())
+            .ok_or_else(|| Error::Other("internal: the module has no segment_flags kernel".into()))?;
+        let count = starts.len() as u64;
+        let len64 = len as u64;
+        let starts_ptr = starts.device_ptr(stream);
+        let blocks = starts.len().div_ceil(256).min(4096);
+        let cfg = LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        {
+            let mut launch = stream.launch_builder(kernel);
+            launch.arg(&starts_ptr).arg(&count).arg(&len64).arg(&mut flags).arg(&mut bad);
+            // SAFETY: `starts` holds `count` u64s, `flags` `len` bytes and
+            // `bad` one u64, all live until the download below has waited;
+            // the kernel writes flags[s] only for s < len.
+            unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of segment_flags", e))?;
+        }
+        let first_bad = stream.clone_dtoh(&bad).map_err(|e| driver_error("download", e))?[0];
+        if first_bad != u64::MAX {
+            // Name the start as the host check does.
+            let host: Vec<usize> = starts.download()?.into_iter().map(|s| s as usize).collect();
+            reference::segments(len, &host)?;
+            return Err(Error::Other(format!("internal: start {first_bad} was reported bad but checks out")));
+        }
+        Ok(FlagBytes::Owned(flags))
+    }
+
+    /// Queues the segmented scan of `len` items from `src` (or in place) to
+    /// `dst`, segments starting at nonzero `flags` bytes.
+    fn scan_flags_raw<Op: CudaOp>(
+        &self,
+        src: Option<u64>,
+        dst: u64,
+        len: usize,
+        flags: &FlagBytes,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        let module = self.module::<Op>()?;
+        let flags_ptr = flags.ptr(self.stream());
+        match module.plan(self.algorithm()) {
+            Ok(policy) => self.single_pass(&*self.module_of::<Op>(Family::Flags)?, policy).launch(
+                src.unwrap_or(dst),
+                dst,
+                len,
+                Segments::Flags { flags: flags_ptr },
+                spec,
+            ),
+            Err(_) => {
+                // Blelloch: one scan per segment, found from the flags.
+                let bytes: Vec<u8> = match flags {
+                    FlagBytes::Owned(f) => self.stream().clone_dtoh(f).map_err(|e| driver_error("download", e))?,
+                    FlagBytes::Heads(heads) => heads.download()?.into_iter().map(u8::from).collect(),
+                };
+                let size = std::mem::size_of::<Op::Item>() as u64;
+                let mut start = 0usize;
+                for end in (1..=len).filter(|&i| i == len || bytes[i] != 0) {
+                    let offset = start as u64 * size;
+                    self.scan_raw::<Op>(src.map(|s| s + offset), dst + offset, end - start, 1, spec)?;
+                    start = end;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Head flags on the device, one byte per item: made by a call (freed in
+/// stream order after it), or the caller's.
+enum FlagBytes<'a> {
+    Owned(CudaSlice<u8>),
+    Heads(&'a DeviceBuffer<bool>),
+}
+
+impl FlagBytes<'_> {
+    fn ptr(&self, stream: &CudaStream) -> u64 {
+        match self {
+            FlagBytes::Owned(f) => {
+                let (ptr, sync) = f.device_ptr(stream);
+                drop(sync);
+                ptr
+            }
+            FlagBytes::Heads(heads) => heads.device_ptr(stream),
+        }
+    }
+}
