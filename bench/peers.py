@@ -212,6 +212,82 @@ def triton_rows(reps):
     return [(name, "torch device copy (a and b)", copy, 1.0), (name, "triton tl.associative_scan", g, g / copy)]
 
 
+SSM = dict(batch=8, dim=1536, len=4096, state=16)
+
+
+def ssm_inputs(torch):
+    """examples/bench's selective-scan case (gpu_selective.rs): same shapes and ranges."""
+    b, d, l, n = SSM["batch"], SSM["dim"], SSM["len"], SSM["state"]
+    g = torch.Generator(device="cuda").manual_seed(0)
+    r = lambda shape, lo, hi: torch.rand(shape, device="cuda", generator=g) * (hi - lo) + lo
+    return dict(
+        u=r((b, d, l), -1, 1), delta=r((b, d, l), -4, -1), z=r((b, d, l), -2, 2),
+        A=r((d, n), -1.5, -0.5), D=r((d,), -1, 1), bias=r((d,), -0.3, 0.3),
+        B=r((b, n, l), -1, 1), C=r((b, n, l), -1, 1),
+    )
+
+
+def torch_selective_ref(x):
+    """mamba_ssm's selective_scan_ref: the loop over L (f32)."""
+    import torch
+    import torch.nn.functional as F
+
+    delta = F.softplus(x["delta"] + x["bias"][..., None])
+    deltaA = torch.exp(torch.einsum("bdl,dn->bdln", delta, x["A"]))
+    deltaB_u = torch.einsum("bdl,bnl,bdl->bdln", delta, x["B"], x["u"])
+    h = x["u"].new_zeros((x["u"].shape[0], x["u"].shape[1], x["A"].shape[1]))
+    ys = []
+    for i in range(x["u"].shape[2]):
+        h = deltaA[:, :, i] * h + deltaB_u[:, :, i]
+        ys.append(torch.einsum("bdn,bn->bd", h, x["C"][:, :, i]))
+    y = torch.stack(ys, dim=2) + x["u"] * x["D"][..., None]
+    return y * F.silu(x["z"])
+
+
+def selective_cases(reps):
+    """The selective scan by mamba_ssm's reference loop (torch) and by
+    jax.lax.associative_scan over the (a, b) pairs along L, each timed end
+    to end on the same inputs as examples/bench; checked against each other."""
+    import torch
+
+    x = ssm_inputs(torch)
+    rows = []
+    name = f"selective scan {SSM['batch']} x {SSM['dim']} x {SSM['len']}, N {SSM['state']}"
+    ref = torch_selective_ref(x)
+    ms = torch_ms(lambda: torch_selective_ref(x), max(1, reps // 5))
+    rows.append((name, "torch selective_scan_ref (loop over L)", ms, float("nan")))
+    try:
+        import jax
+        import jax.numpy as jnp
+
+        def combine(l, r):
+            return (l[0] * r[0], r[0] * l[1] + r[1])
+
+        @jax.jit
+        def ssm(u, delta, z, A, D, bias, B, C):
+            dt = jax.nn.softplus(delta + bias[:, None])
+            a = jnp.exp(dt[..., None] * A[None, :, None, :])  # (b, d, l, n)
+            bu = (dt * u)[..., None] * jnp.transpose(B, (0, 2, 1))[:, None]
+            _, h = jax.lax.associative_scan(combine, (a, bu), axis=2)
+            y = jnp.einsum("bdln,bln->bdl", h, jnp.transpose(C, (0, 2, 1))) + u * D[:, None]
+            return y * jax.nn.silu(z)
+
+        args = [jnp.asarray(x[k].cpu().numpy()) for k in ("u", "delta", "z", "A", "D", "bias", "B", "C")]
+        got = ssm(*args)
+        jax.block_until_ready(got)
+        err = float(jnp.max(jnp.abs(got - jnp.asarray(ref.cpu().numpy())) / (2e-3 + 6e-4 * jnp.abs(got))))
+        assert err <= 1.0, f"jax selective scan differs from the torch reference: worst err/tol {err}"
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            jax.block_until_ready(ssm(*args))
+            times.append((time.perf_counter() - t) * 1e3)
+        rows.append((name, "jax.lax.associative_scan on (a, b), (b, d, l, n) materialised", statistics.median(times), float("nan")))
+    except Exception as e:  # report, keep the torch figure
+        print(f"jax selective scan failed: {type(e).__name__}: {e}", flush=True)
+    return rows
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--reps", type=int, default=9)
@@ -219,12 +295,20 @@ def main():
     p.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "peers.md"))
     p.add_argument("--sweep-out", default=os.path.join(os.environ.get("OUT", "."), "peers-sweep.csv"))
     p.add_argument("--rows-only", action="store_true", help="only the rows cases (torch.cumsum(dim=-1), Triton)")
+    p.add_argument("--selective-only", action="store_true", help="only the selective scan (torch loop, jax)")
     args = p.parse_args()
     logs = [int(v) for v in args.logs.split(",")]
     rows = []
     import torch
 
     print(f"# peers on {torch.cuda.get_device_name()}, torch {torch.__version__}, median of {args.reps} reps", flush=True)
+    if args.selective_only:
+        lines = ["| case | method | ms per call |", "|---|---|---:|"] + [f"| {c} | {m} | {t:.3f} |" for c, m, t, _ in selective_cases(args.reps)]
+        text = "\n".join(lines) + "\n"
+        print(text)
+        with open(args.out, "w") as f:
+            f.write(text)
+        return
     rows += torch_rows(args.reps)
     try:
         rows += triton_rows(args.reps)

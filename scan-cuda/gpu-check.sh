@@ -7,6 +7,7 @@
 #   bash scan-cuda/gpu-check.sh host       # quickstart at 2^24 and 2^28 (no environment set up), bench --gpu-host-only
 #   bash scan-cuda/gpu-check.sh bench      # examples/bench --gpu, peers, plot
 #   bash scan-cuda/gpu-check.sh rows       # rows and segments: bench --gpu-rows-only, peers --rows-only
+#   bash scan-cuda/gpu-check.sh selective  # the selective scan: bench --gpu-selective-only, peers --selective-only
 #   bash scan-cuda/gpu-check.sh test:NAME  # one GPU test binary (e.g. test:gpu_rows)
 #   bash scan-cuda/gpu-check.sh policies   # examples/bench --gpu-policies-only (single-pass tuning sweep)
 #   bash scan-cuda/gpu-check.sh sanitize   # compute-sanitizer memcheck/racecheck/synccheck
@@ -57,6 +58,12 @@ for what in "$@"; do
     PYTHONUNBUFFERED=1 step 300 peers-rows python3 bench/peers.py --rows-only --reps 15 --out "$out/peers-rows.md"
     cat "$out/peers-rows.md"
     ;;
+  selective)
+    step 300 bench-selective $bin/examples/bench --gpu-selective-only --reps 15 --out "$out/bench-selective.md"
+    cat "$out/bench-selective.md"
+    PYTHONUNBUFFERED=1 step 400 peers-selective python3 bench/peers.py --selective-only --reps 10 --out "$out/peers-selective.md"
+    cat "$out/peers-selective.md"
+    ;;
   test:*)
     for t in $bin/tests/*"${what#test:}"*; do
       step 400 "test-$(basename "$t")" "$t" --ignored --test-threads=1 --nocapture
@@ -79,10 +86,23 @@ for what in "$@"; do
     done
     ;;
   profile)
-    step 300 ncu ncu --clock-control none --set full --launch-skip 2 --launch-count 1 -k regex:single_pass \
-      -o "$out/single-pass-f32-2e28" $bin/examples/gpu_profile f32-add 28
-    ncu --import "$out/single-pass-f32-2e28.ncu-rep" --page details >"$out/ncu-details.txt" 2>&1
-    grep -E "Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Theoretical Occupancy|Bank" "$out/ncu-details.txt" | head -30
+    # The plain kernel, then the rows kernel (65536 rows of 4096). The
+    # details and the stall reasons (cycles per issued instruction, by
+    # reason) of each go to ncu-*.txt.
+    for c in f32-add f32-add-rows; do
+      step 300 "ncu-$c" ncu --clock-control none --set full --import-source yes --launch-skip 2 --launch-count 1 \
+        -k regex:single_pass -o "$out/$c" $bin/examples/gpu_profile $c 28
+      ncu --import "$out/$c.ncu-rep" --page details >"$out/ncu-$c.txt" 2>&1
+      ncu --import "$out/$c.ncu-rep" --page raw --csv 2>/dev/null | python3 -c '
+import csv, sys
+rows = list(csv.reader(sys.stdin))
+for name, unit, value in zip(rows[0], rows[1], rows[2]):
+    if "issue_stalled" in name and name.endswith("per_issue_active.ratio"):
+        print("STALL", name, value, unit)' >>"$out/ncu-$c.txt"
+      echo "-- $c"
+      grep -E "Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Block Limit" "$out/ncu-$c.txt" | head -12
+      grep -E "^STALL" "$out/ncu-$c.txt" | sort -k3 -g -r | head -8
+    done
     ;;
   esac
 done

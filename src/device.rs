@@ -252,6 +252,31 @@ impl Device {
     }
 }
 
+impl Device {
+    /// Mamba's selective scan ([`selective`](crate::selective) has the
+    /// definition and the argument layouts): on the GPU when this device is
+    /// one (`Cuda::selective_scan`, one kernel launch), else on the CPU
+    /// (`Cpu::selective_scan`). A wrong shape is an
+    /// [`Error::WrongShape`](crate::Error::WrongShape) naming the argument.
+    ///
+    /// ```
+    /// use scan::selective::{Projection, SelectiveScan, SsmShape};
+    /// # fn main() -> scan::Result<()> {
+    /// let shape = SsmShape { batch: 1, dim: 1, len: 2, state: 1 };
+    /// let b = Projection::Fixed(&[1.0]);
+    /// let args = SelectiveScan::new(shape, &[1.0, 1.0], &[1.0, 1.0], &[0.0], b, b);
+    /// // A = 0 keeps the state: x = 1, then 2.
+    /// assert_eq!(scan::Device::cpu().selective_scan(&args)?.out, [1.0, 2.0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn selective_scan(&self, args: &crate::selective::SelectiveScan<'_>) -> Result<crate::selective::SsmOutput> {
+        match &self.backend {
+            Backend::Cuda(cuda) => cuda.selective_scan(args),
+            Backend::Cpu(cpu) => cpu.selective_scan(args),
+        }
+    }
+}
+
 impl<Op: ScanOp> Scan<Op> for Device {
     fn scan_into(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
         Device::scan_into::<Op>(self, input, output, spec)

@@ -1,17 +1,18 @@
-//! The selective scan on the CPU against the f64 reference
+//! The selective scan on the CPU and the GPU against the f64 reference
 //! (`scan::selective::reference`), within mamba_ssm's own f32 tolerances
 //! (rtol 6e-4, atol 2e-3):
 //!
 //! * N in {1, 4, 16, 64}, L from 1 to 2^17, batch x dim from 1 x 1 to
-//!   8 x 1536, on one thread and on several (rows split across threads, and
-//!   few rows cut into chunks along L);
+//!   8 x 1536, on one CPU thread and on several (rows split across threads,
+//!   and few rows cut into chunks along L), and on the GPU (chunks of 2048
+//!   steps carrying the state; `#[ignore]`d: they need a CUDA GPU);
 //! * B and C varying (with groups) and fixed;
 //! * every optional argument present and absent;
 //! * resuming from the last state of the first half equals the whole;
 //! * wrong shapes are errors naming the argument.
 
-use scan::selective::{reference, Projection, SelectiveScan, SsmShape};
-use scan::{Cpu, Error};
+use scan::selective::{reference, Projection, SelectiveScan, SsmOutput, SsmShape};
+use scan::{Cpu, Error, Result};
 use scan_testing::Rng;
 
 const RTOL: f64 = 6e-4;
@@ -86,9 +87,12 @@ impl Inputs {
     }
 }
 
-fn check(cpu: &Cpu, ctx: &str, args: &SelectiveScan<'_>) {
+/// A backend's selective scan.
+type Run<'a> = &'a dyn Fn(&SelectiveScan<'_>) -> Result<SsmOutput>;
+
+fn check(run: Run<'_>, ctx: &str, args: &SelectiveScan<'_>) {
     let (want, want_last) = reference(args).unwrap();
-    let got = cpu.selective_scan(args).unwrap();
+    let got = run(args).unwrap();
     let close = |g: f32, w: f64| (f64::from(g) - w).abs() <= ATOL + RTOL * w.abs();
     if let Some(i) = (0..want.len()).find(|&i| !close(got.out[i], want[i])) {
         panic!("{ctx}: out[{i}] = {}, want {} ({:?})", got.out[i], want[i], args.shape);
@@ -99,8 +103,61 @@ fn check(cpu: &Cpu, ctx: &str, args: &SelectiveScan<'_>) {
     }
 }
 
+/// The CUDA GPU's selective scan (a test that cannot open it fails).
+fn gpu() -> scan::cuda::Cuda {
+    scan::cuda::Cuda::new().unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"))
+}
+
+fn cpu_run(cpu: &Cpu) -> impl Fn(&SelectiveScan<'_>) -> Result<SsmOutput> + '_ {
+    move |args| cpu.selective_scan(args)
+}
+
+fn gpu_run(cuda: &scan::cuda::Cuda) -> impl Fn(&SelectiveScan<'_>) -> Result<SsmOutput> + '_ {
+    move |args| cuda.selective_scan(args)
+}
+
 #[test]
 fn the_cpu_matches_the_reference_on_every_shape_and_option() {
+    let (one, four) = (Cpu::new().with_threads(1), Cpu::new().with_threads(4));
+    every_shape_and_option(&[("1 thread", &cpu_run(&one)), ("4 threads", &cpu_run(&four))]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_matches_the_reference_on_every_shape_and_option() {
+    let cuda = gpu();
+    every_shape_and_option(&[("GPU", &gpu_run(&cuda))]);
+}
+
+/// Rows x N large enough for the GPU's lane-group kernel (at least 32768
+/// lanes, a power-of-two group of lanes per row): every group size, N not a
+/// power of two (idle lanes), N past 32 (several states per lane), partial
+/// blocks of steps.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_lane_group_kernel_matches_the_reference() {
+    let cuda = gpu();
+    let run = gpu_run(&cuda);
+    let mut rng = Rng::fresh("selective scan lane groups");
+    let shapes = [
+        (64, 1024, 5, 1, 1),
+        (32, 1024, 9, 2, 2),
+        (8, 2048, 40, 4, 1),
+        (4, 2048, 20, 5, 2),
+        (2, 2048, 300, 8, 1),
+        (8, 1536, 33, 16, 4),
+        (4, 1024, 17, 64, 2),
+        (2, 512, 7, 256, 1),
+    ];
+    for (batch, dim, len, state, groups) in shapes {
+        let inputs = Inputs::new(&mut rng, SsmShape { batch, dim, len, state }, groups);
+        for options in [0u32, 1, 2, 4, 8, 16, 32, 15, 63] {
+            check(&run, &format!("lane groups, options {options:#b}"), &inputs.args(options));
+        }
+    }
+}
+
+fn every_shape_and_option(runs: &[(&str, Run<'_>)]) {
     let mut rng = Rng::fresh("selective scan shapes");
     // (batch, dim, L, N, groups): every N, lengths around 256 and 4096,
     // many rows with short sequences and few rows with long ones.
@@ -116,13 +173,12 @@ fn the_cpu_matches_the_reference_on_every_shape_and_option() {
         (1, 1, 1 << 17, 4, 1),
         (8, 1536, 3, 1, 4),
     ];
-    let executors = [("1 thread", Cpu::new().with_threads(1)), ("4 threads", Cpu::new().with_threads(4))];
     for (batch, dim, len, state, groups) in shapes {
         let inputs = Inputs::new(&mut rng, SsmShape { batch, dim, len, state }, groups);
         // Every option alone, none, and all at once; fixed B and C too.
         for options in [0u32, 1, 2, 4, 8, 16, 32, 15, 63] {
-            for (name, cpu) in &executors {
-                check(cpu, &format!("{name}, options {options:#b}"), &inputs.args(options));
+            for (name, run) in runs {
+                check(*run, &format!("{name}, options {options:#b}"), &inputs.args(options));
             }
         }
     }
@@ -132,18 +188,41 @@ fn the_cpu_matches_the_reference_on_every_shape_and_option() {
 /// that barely decays, every chunk's result depends on its carried start.
 #[test]
 fn chunks_along_the_sequence_carry_the_state() {
+    chunks_carry_the_state(&cpu_run(&Cpu::new().with_threads(4)));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_chunks_along_the_sequence_carry_the_state() {
+    let cuda = gpu();
+    chunks_carry_the_state(&gpu_run(&cuda));
+}
+
+fn chunks_carry_the_state(run: Run<'_>) {
     let mut rng = Rng::fresh("selective scan chunks");
-    let cpu = Cpu::new().with_threads(4);
-    for (batch, dim, len) in [(1, 1, 8192), (1, 2, 5000), (1, 3, 2048 + 7)] {
+    for (batch, dim, len) in [(1, 1, 8192), (1, 2, 5000), (1, 3, 2048 + 7), (2, 2, 4096 + 1)] {
         let inputs = Inputs::decaying(&mut rng, SsmShape { batch, dim, len, state: 4 }, 1, (-0.002, 0.0));
         for options in [0u32, 8, 15, 63] {
-            check(&cpu, &format!("slow decay, options {options:#b}"), &inputs.args(options));
+            check(run, &format!("slow decay, options {options:#b}"), &inputs.args(options));
         }
     }
 }
 
 #[test]
 fn resuming_from_the_last_state_of_the_first_half_equals_the_whole() {
+    let (one, four) = (Cpu::new().with_threads(1), Cpu::new().with_threads(4));
+    resuming_equals_the_whole(&cpu_run(&one));
+    resuming_equals_the_whole(&cpu_run(&four));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_resumes_from_the_last_state_of_the_first_half() {
+    let cuda = gpu();
+    resuming_equals_the_whole(&gpu_run(&cuda));
+}
+
+fn resuming_equals_the_whole(run: Run<'_>) {
     let mut rng = Rng::fresh("selective scan resume");
     let (batch, dim, len, state) = (2, 3, 4000, 8);
     let whole = Inputs::new(&mut rng, SsmShape { batch, dim, len, state }, 1);
@@ -154,8 +233,8 @@ fn resuming_from_the_last_state_of_the_first_half_equals_the_whole() {
         let (lo, hi) = if second { (half, per) } else { (0, half) };
         (0..rows * inner).flat_map(|r| x[r * per + lo..r * per + hi].to_vec()).collect()
     };
-    for cpu in [Cpu::new().with_threads(1), Cpu::new().with_threads(4)] {
-        let all = cpu.selective_scan(&whole.args(0b111)).unwrap();
+    {
+        let all = run(&whole.args(0b111)).unwrap();
         let part = |second: bool, init: Option<&[f32]>| {
             let shape = SsmShape { batch, dim, len: half, state };
             let (u, delta, z) = (
@@ -174,7 +253,7 @@ fn resuming_from_the_last_state_of_the_first_half_equals_the_whole() {
             if let Some(init) = init {
                 args = args.initial_state(init);
             }
-            cpu.selective_scan(&args).unwrap()
+            run(&args).unwrap()
         };
         let first = part(false, None);
         let second = part(true, first.last_state.as_deref());
@@ -193,12 +272,22 @@ fn resuming_from_the_last_state_of_the_first_half_equals_the_whole() {
 
 #[test]
 fn wrong_shapes_are_errors_that_name_the_argument() {
+    wrong_shapes_are_errors(&cpu_run(&Cpu::new()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn wrong_shapes_are_errors_on_the_gpu_too() {
+    let cuda = gpu();
+    wrong_shapes_are_errors(&gpu_run(&cuda));
+}
+
+fn wrong_shapes_are_errors(run: Run<'_>) {
     let mut rng = Rng::fresh("selective scan shapes wrong");
     let inputs = Inputs::new(&mut rng, SsmShape { batch: 2, dim: 4, len: 5, state: 3 }, 2);
-    let cpu = Cpu::new();
     let args = inputs.args(0b1111);
     let expect = |args: SelectiveScan<'_>, name: &str| {
-        let err = cpu.selective_scan(&args).unwrap_err();
+        let err = run(&args).unwrap_err();
         assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == name), "{name}: {err}");
         eprintln!("{err}");
     };
@@ -211,9 +300,30 @@ fn wrong_shapes_are_errors_that_name_the_argument() {
     expect(SelectiveScan { z: Some(&inputs.z[1..]), ..args }, "z");
     expect(SelectiveScan { delta_bias: Some(&inputs.bias[1..]), ..args }, "delta_bias");
     expect(SelectiveScan { initial_state: Some(&inputs.init[1..]), ..args }, "initial_state");
-    let err = cpu.selective_scan(&SelectiveScan { u: &inputs.u[1..], ..args }).unwrap_err();
+    let err = run(&SelectiveScan { u: &inputs.u[1..], ..args }).unwrap_err();
     let text = err.to_string();
     assert!(text.contains("(batch, dim, L) = (2, 4, 5), 40 items") && text.contains("found 39 items"), "{text}");
     let zero = SsmShape { state: 0, ..inputs.shape };
     expect(SelectiveScan { shape: zero, ..args }, "N");
+}
+
+/// The device-resident form: arguments uploaded once, run twice (the second
+/// run overwrites the first's results with the same values), and a state
+/// size past the 48 KiB default of shared memory.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_device_resident_form_runs_again_and_takes_large_states() {
+    let cuda = gpu();
+    let mut rng = Rng::fresh("selective scan device form");
+    let inputs = Inputs::new(&mut rng, SsmShape { batch: 2, dim: 3, len: 3000, state: 16 }, 1);
+    let args = inputs.args(0b1111);
+    let mut on_device = cuda.upload_selective(&args).unwrap();
+    cuda.run_selective(&mut on_device).unwrap();
+    let first = on_device.download().unwrap();
+    cuda.run_selective(&mut on_device).unwrap();
+    assert_eq!(on_device.download().unwrap(), first, "a second run changed the results");
+    check(&|_| Ok(first.clone()), "device form", &args);
+    // N = 8192: 64 KiB of carried state in shared memory.
+    let big = Inputs::new(&mut rng, SsmShape { batch: 1, dim: 1, len: 300, state: 8192 }, 1);
+    check(&gpu_run(&cuda), "N = 8192", &big.args(0b1111));
 }

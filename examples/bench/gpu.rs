@@ -61,6 +61,11 @@ pub fn run(args: &Args) -> Result<Report, String> {
         let about = format!("GPU: {cuda}: single-pass policies only");
         return Ok(Report { about, rows, notes });
     }
+    if args.gpu_selective_only {
+        let (r, note) = crate::gpu_selective::run(cuda, args.reps)?;
+        let about = format!("GPU: {cuda}: the selective scan only, one call between two CUDA events");
+        return Ok(Report { about, rows: r, notes: note });
+    }
     if args.gpu_rows_only {
         rows = crate::gpu_rows::run(cuda, args.reps)?;
         let about = format!("GPU: {cuda}: rows and segments only, single-pass, one call between two CUDA events");
@@ -129,6 +134,9 @@ pub fn run(args: &Args) -> Result<Report, String> {
     drop((x, want));
 
     rows.extend(crate::gpu_rows::run(cuda, args.reps)?);
+    let (r, note) = crate::gpu_selective::run(cuda, args.reps)?;
+    rows.extend(r);
+    notes.push_str(&note);
     latency(cuda, &mut rng, &mut notes)?;
     sweep(cuda, &mut rng, args, &mut notes)?;
     host(&mut rng, args, &mut notes)?;

@@ -17,6 +17,7 @@ mod check;
 mod cpu;
 mod gpu;
 mod gpu_rows;
+mod gpu_selective;
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -39,6 +40,8 @@ pub struct Args {
     pub gpu_host_only: bool,
     /// Time only rows and segments (GPU).
     pub gpu_rows_only: bool,
+    /// Time only the selective scan (GPU).
+    pub gpu_selective_only: bool,
     /// Where the GPU size sweep goes, as CSV.
     pub sweep_out: String,
 }
@@ -51,6 +54,7 @@ const USAGE: &str =
   --gpu-policies-only  time only those (GPU)
   --gpu-host-only  time only scans from and to host slices against the pinned link (GPU)
   --gpu-rows-only  time only rows and segments in one launch (GPU)
+  --gpu-selective-only  time only the selective scan (GPU)
   --size-log2 N    items per CPU case: 2^N (default 26)
   --reps R         timed repetitions per method, after one warm-up (default 7)
   --out FILE       also write the table to FILE (default bench-results.md)
@@ -67,6 +71,7 @@ fn parse_args() -> Result<Args, String> {
         gpu_policies_only: false,
         gpu_host_only: false,
         gpu_rows_only: false,
+        gpu_selective_only: false,
         sweep_out: "gpu-sweep.csv".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -79,6 +84,7 @@ fn parse_args() -> Result<Args, String> {
             "--gpu-policies-only" => (args.gpu, args.gpu_policies_only) = (true, true),
             "--gpu-host-only" => (args.gpu, args.gpu_host_only) = (true, true),
             "--gpu-rows-only" => (args.gpu, args.gpu_rows_only) = (true, true),
+            "--gpu-selective-only" => (args.gpu, args.gpu_selective_only) = (true, true),
             "--sweep-out" => args.sweep_out = value("--sweep-out")?,
             "--size-log2" => {
                 let v = value("--size-log2")?;

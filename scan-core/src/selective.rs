@@ -35,6 +35,93 @@ pub struct SsmShape {
     pub state: usize,
 }
 
+/// The lengths of a selective scan's arguments, in items: what
+/// [`SsmShape::check`] checks, for arguments held anywhere (host slices,
+/// device buffers). A projection is (length, `Some(groups)` when varying,
+/// `None` when fixed); an option is `None` when absent.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SsmLengths {
+    /// `u`.
+    pub u: usize,
+    /// `delta`.
+    pub delta: usize,
+    /// `A`.
+    pub a: usize,
+    /// `B`.
+    pub b: (usize, Option<usize>),
+    /// `C`.
+    pub c: (usize, Option<usize>),
+    /// `D`.
+    pub d: Option<usize>,
+    /// `z`.
+    pub z: Option<usize>,
+    /// `delta_bias`.
+    pub delta_bias: Option<usize>,
+    /// The initial state.
+    pub initial_state: Option<usize>,
+}
+
+impl SsmShape {
+    /// Checks every argument's length against this shape; the error
+    /// ([`Error::WrongShape`]) names the argument, the shape it must have
+    /// and what it has.
+    pub fn check(&self, lengths: &SsmLengths) -> Result<()> {
+        let SsmShape { batch, dim, len, state } = *self;
+        let check = |name: &str, got: usize, dims: &[(&str, usize)]| -> Result<()> {
+            let want = dims.iter().try_fold(1usize, |acc, (_, n)| acc.checked_mul(*n));
+            if want == Some(got) {
+                return Ok(());
+            }
+            let names: Vec<&str> = dims.iter().map(|(n, _)| *n).collect();
+            let sizes: Vec<String> = dims.iter().map(|(_, n)| n.to_string()).collect();
+            let expected = match want {
+                Some(w) => format!("({}) = ({}), {w} items", names.join(", "), sizes.join(", ")),
+                None => format!("({}) = ({}), more items than fit in memory", names.join(", "), sizes.join(", ")),
+            };
+            Err(Error::WrongShape { argument: name.to_string(), expected, found: format!("{got} items") })
+        };
+        if state == 0 {
+            return Err(Error::WrongShape {
+                argument: "N".into(),
+                expected: "at least 1 (the state size)".into(),
+                found: "0".into(),
+            });
+        }
+        let bdl = [("batch", batch), ("dim", dim), ("L", len)];
+        check("u", lengths.u, &bdl)?;
+        check("delta", lengths.delta, &bdl)?;
+        check("A", lengths.a, &[("dim", dim), ("N", state)])?;
+        for (name, (got, groups)) in [("B", lengths.b), ("C", lengths.c)] {
+            match groups {
+                None => check(name, got, &[("dim", dim), ("N", state)])?,
+                Some(groups) => {
+                    if groups == 0 || dim % groups != 0 {
+                        return Err(Error::WrongShape {
+                            argument: name.to_string(),
+                            expected: format!("a number of groups that divides dim = {dim}"),
+                            found: format!("{groups} groups"),
+                        });
+                    }
+                    check(name, got, &[("batch", batch), ("groups", groups), ("N", state), ("L", len)])?;
+                }
+            }
+        }
+        if let Some(d) = lengths.d {
+            check("D", d, &[("dim", dim)])?;
+        }
+        if let Some(z) = lengths.z {
+            check("z", z, &bdl)?;
+        }
+        if let Some(bias) = lengths.delta_bias {
+            check("delta_bias", bias, &[("dim", dim)])?;
+        }
+        if let Some(s) = lengths.initial_state {
+            check("initial_state", s, &[("batch", batch), ("dim", dim), ("N", state)])?;
+        }
+        Ok(())
+    }
+}
+
 /// `B` or `C`: input-dependent (per batch and step) or fixed (per channel).
 #[derive(Clone, Copy, Debug)]
 pub enum Projection<'a> {
@@ -160,59 +247,21 @@ impl<'a> SelectiveScan<'a> {
     /// Checks every argument's length against the shape; the error names
     /// the argument, the shape it must have and what it has.
     pub fn validate(&self) -> Result<()> {
-        let SsmShape { batch, dim, len, state } = self.shape;
-        let check = |name: &str, got: usize, dims: &[(&str, usize)]| -> Result<()> {
-            let want = dims.iter().try_fold(1usize, |acc, (_, n)| acc.checked_mul(*n));
-            if want == Some(got) {
-                return Ok(());
-            }
-            let names: Vec<&str> = dims.iter().map(|(n, _)| *n).collect();
-            let sizes: Vec<String> = dims.iter().map(|(_, n)| n.to_string()).collect();
-            let expected = match want {
-                Some(w) => format!("({}) = ({}), {w} items", names.join(", "), sizes.join(", ")),
-                None => format!("({}) = ({}), more items than fit in memory", names.join(", "), sizes.join(", ")),
-            };
-            Err(Error::WrongShape { argument: name.to_string(), expected, found: format!("{got} items") })
+        let projection = |p: Projection<'_>| match p {
+            Projection::Varying { data, groups } => (data.len(), Some(groups)),
+            Projection::Fixed(data) => (data.len(), None),
         };
-        if state == 0 {
-            return Err(Error::WrongShape {
-                argument: "N".into(),
-                expected: "at least 1 (the state size)".into(),
-                found: "0".into(),
-            });
-        }
-        let bdl = [("batch", batch), ("dim", dim), ("L", len)];
-        check("u", self.u.len(), &bdl)?;
-        check("delta", self.delta.len(), &bdl)?;
-        check("A", self.a.len(), &[("dim", dim), ("N", state)])?;
-        for (name, p) in [("B", self.b), ("C", self.c)] {
-            match p {
-                Projection::Fixed(data) => check(name, data.len(), &[("dim", dim), ("N", state)])?,
-                Projection::Varying { data, groups } => {
-                    if groups == 0 || dim % groups != 0 {
-                        return Err(Error::WrongShape {
-                            argument: name.to_string(),
-                            expected: format!("a number of groups that divides dim = {dim}"),
-                            found: format!("{groups} groups"),
-                        });
-                    }
-                    check(name, data.len(), &[("batch", batch), ("groups", groups), ("N", state), ("L", len)])?;
-                }
-            }
-        }
-        if let Some(d) = self.d {
-            check("D", d.len(), &[("dim", dim)])?;
-        }
-        if let Some(z) = self.z {
-            check("z", z.len(), &bdl)?;
-        }
-        if let Some(bias) = self.delta_bias {
-            check("delta_bias", bias.len(), &[("dim", dim)])?;
-        }
-        if let Some(s) = self.initial_state {
-            check("initial_state", s.len(), &[("batch", batch), ("dim", dim), ("N", state)])?;
-        }
-        Ok(())
+        self.shape.check(&SsmLengths {
+            u: self.u.len(),
+            delta: self.delta.len(),
+            a: self.a.len(),
+            b: projection(self.b),
+            c: projection(self.c),
+            d: self.d.map(<[f32]>::len),
+            z: self.z.map(<[f32]>::len),
+            delta_bias: self.delta_bias.map(<[f32]>::len),
+            initial_state: self.initial_state.map(<[f32]>::len),
+        })
     }
 
     /// `dt` at (b, d, t): delta, plus the bias, through the softplus, as

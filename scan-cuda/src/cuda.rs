@@ -22,6 +22,7 @@ use crate::module::{lock, Module};
 use crate::nvrtc;
 use crate::policy::SinglePassPolicy;
 use crate::policy::{Algorithm, Tuning};
+use crate::selective::SelectiveKernel;
 use crate::single_pass::{Carry, Segments, SinglePass};
 use crate::source::ModuleSource;
 use crate::span::Span;
@@ -129,6 +130,8 @@ pub struct Cuda {
     stats: Mutex<CompileStats>,
     /// Pinned and device buffers of host scans, made at the first (host.rs).
     pub(crate) staging: Mutex<Option<Staging>>,
+    /// The selective-scan kernel, loaded at the first (selective.rs).
+    pub(crate) selective: Mutex<Option<Arc<SelectiveKernel>>>,
 }
 
 impl std::fmt::Debug for Cuda {
@@ -205,6 +208,7 @@ impl Cuda {
             modules: Mutex::new(HashMap::new()),
             stats: Mutex::new(CompileStats::default()),
             staging: Mutex::new(None),
+            selective: Mutex::new(None),
         })
     }
 
@@ -220,6 +224,11 @@ impl Cuda {
     pub fn with_algorithm(mut self, algorithm: Algorithm) -> Cuda {
         self.algorithm = algorithm;
         self
+    }
+
+    /// The compute capability as a number, e.g. 90.
+    pub(crate) fn capability(&self) -> u32 {
+        self.capability
     }
 
     /// The algorithm this executor asks for.
@@ -544,6 +553,47 @@ impl Cuda {
         SinglePass { stream: &self.stream, module, policy, chaos, carry: Carry::default() }
     }
 
+    /// Loads the module compiled from `code` with `load`: its CUBIN from the
+    /// disk cache (an entry `load` rejects counts as corrupt), else from
+    /// NVRTC (then cached). Counts the work in the compile statistics, from
+    /// `started`.
+    pub(crate) fn load_cached<M>(
+        &self,
+        code: &str,
+        name: &str,
+        started: Instant,
+        load: impl Fn(Vec<u8>) -> Result<M>,
+    ) -> Result<M> {
+        let key = cache::key(code, &nvrtc::options(), &self.arch, self.nvrtc_version);
+        let mut stats = CompileStats::default();
+        let mut module = None;
+        if let Some(cubin) = self.disk.as_ref().and_then(|d| d.get(key)) {
+            module = load(cubin).ok();
+            stats.disk_hits += module.is_some() as u32;
+        }
+        let module = match module {
+            Some(m) => m,
+            None => {
+                let t = Instant::now();
+                let cubin = nvrtc::compile_cubin(code, name, &self.arch)?;
+                stats.nvrtc_time += t.elapsed();
+                stats.compiled += 1;
+                if let Some(disk) = &self.disk {
+                    stats.disk_write_failures += disk.put(key, &cubin).is_err() as u32;
+                }
+                load(cubin)?
+            }
+        };
+        let mut all = lock(&self.stats);
+        all.modules += 1;
+        all.compiled += stats.compiled;
+        all.disk_hits += stats.disk_hits;
+        all.disk_write_failures += stats.disk_write_failures;
+        all.nvrtc_time += stats.nvrtc_time;
+        all.total_time += started.elapsed();
+        Ok(module)
+    }
+
     /// `Op`'s kernels for one sequence: from memory, else the disk cache,
     /// else NVRTC.
     pub(crate) fn module<Op: CudaOp>(&self) -> Result<Arc<Module>> {
@@ -558,42 +608,13 @@ impl Cuda {
         }
         let started = Instant::now();
         let source = ModuleSource::family_of::<Op>(self.capability, self.tuning, family)?;
-        let key = cache::key(&source.code, &nvrtc::options(), &self.arch, self.nvrtc_version);
-        let mut stats = CompileStats::default();
-        let mut module = None;
-        if let Some(cubin) = self.disk.as_ref().and_then(|d| d.get(key)) {
-            // A cached CUBIN the driver rejects is treated like a corrupt entry.
-            module = Module::load(&self.ctx, &source, cubin).ok();
-            stats.disk_hits += module.is_some() as u32;
-        }
-        let module = match module {
-            Some(m) => m,
-            None => {
-                let t = Instant::now();
-                let cubin = nvrtc::compile_cubin(&source.code, &source.op_name, &self.arch)?;
-                stats.nvrtc_time += t.elapsed();
-                stats.compiled += 1;
-                if let Some(disk) = &self.disk {
-                    stats.disk_write_failures += disk.put(key, &cubin).is_err() as u32;
-                }
-                Module::load(&self.ctx, &source, cubin)?
-            }
-        };
+        let module =
+            self.load_cached(&source.code, &source.op_name, started, |cubin| Module::load(&self.ctx, &source, cubin))?;
         if let (Family::Whole, Err(Some(why))) = (family, module.plan(self.algorithm)) {
             // Once per operator and executor: the user asked for the fast path.
             eprintln!("scan-cuda: `{}` runs the Blelloch scan instead of the single-pass scan: {why}", source.op_name);
         }
         let module = Arc::new(module);
-        stats.modules = 1;
-        stats.total_time = started.elapsed();
-        let mut all = lock(&self.stats);
-        all.modules += stats.modules;
-        all.compiled += stats.compiled;
-        all.disk_hits += stats.disk_hits;
-        all.disk_write_failures += stats.disk_write_failures;
-        all.nvrtc_time += stats.nvrtc_time;
-        all.total_time += stats.total_time;
-        drop(all);
         lock(&self.modules).insert(id, module.clone());
         Ok(module)
     }

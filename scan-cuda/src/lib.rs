@@ -62,6 +62,7 @@ mod nvrtc;
 mod pinned;
 mod policy;
 mod rows;
+mod selective;
 mod single_pass;
 mod source;
 mod span;
@@ -75,6 +76,7 @@ pub use cudarc::driver::ValidAsZeroBits;
 pub use host::TransferRates;
 pub use nvrtc::{is_available as nvrtc_available, version as nvrtc_version};
 pub use policy::{Algorithm, BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning, SINGLE_PASS_MAX_ITEM_BYTES};
+pub use selective::{compile_selective_for_arch, DeviceProjection, DeviceSelectiveScan};
 
 /// The cudarc this crate is built with, for scanning your own `CudaSlice`s.
 pub use cudarc;

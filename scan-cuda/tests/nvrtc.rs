@@ -87,6 +87,17 @@ fn the_rows_and_segments_kernels_build_for_every_item_shape() {
     check::<CountAndSum>();
 }
 
+/// The selective-scan kernel (one module for every shape), for both
+/// architectures.
+#[test]
+#[ignore = "needs libnvrtc"]
+fn the_selective_scan_kernel_builds() {
+    for arch in ARCHS {
+        let cubin = scan_cuda::compile_selective_for_arch(arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert!(cubin.starts_with(b"\x7fELF"), "{arch}: not an ELF cubin");
+    }
+}
+
 /// Needs no NVRTC: the source is assembled on the host.
 #[test]
 fn the_module_source_holds_the_operator_both_kernels_and_layout_checks() {

@@ -1,0 +1,106 @@
+//! The GPU selective scan (issue 8/11's case): batch 8, dim 1536, L 4096,
+//! N 16, B and C varying (one group), with D and z, f32. The arguments are
+//! uploaded once; the timed region is one `Cuda::run_selective` between two
+//! events. Reported against two bounds measured or derived in the same run:
+//! the memory floor (the bytes of u, delta, z, B and C read plus out written,
+//! over the same-run device copy rate) and the exp bound (N exps per step, at
+//! 16 per SM per clock, the SFU rate of sm_80/sm_90). Before timing, the
+//! result is checked against the CPU's (itself tested against the f64
+//! reference) within mamba_ssm's f32 tolerances.
+
+use scan::selective::{Projection, SelectiveScan, SsmShape};
+use scan::Cpu;
+use scan_cuda::cudarc::driver::sys::CUdevice_attribute;
+use scan_cuda::Cuda;
+use scan_testing::Rng;
+
+use crate::Row;
+
+fn median(mut v: Vec<f32>) -> f32 {
+    v.sort_by(f32::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Runs the case; returns the rows and a note with the bounds.
+pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
+    let e = |e: scan::Error| format!("selective scan: {e}");
+    let shape = SsmShape { batch: 8, dim: 1536, len: 4096, state: 16 };
+    let SsmShape { batch, dim, len, state } = shape;
+    let mut rng = Rng::fresh("bench selective");
+    let mut v = |n: usize, lo: f64, hi: f64| rng.vec(n, |r| r.range_f64(lo, hi) as f32);
+    let (u, delta, z) =
+        (v(batch * dim * len, -1.0, 1.0), v(batch * dim * len, -4.0, -1.0), v(batch * dim * len, -2.0, 2.0));
+    let (a, d, bias) = (v(dim * state, -1.5, -0.5), v(dim, -1.0, 1.0), v(dim, -0.3, 0.3));
+    let (b, c) = (v(batch * state * len, -1.0, 1.0), v(batch * state * len, -1.0, 1.0));
+    let args = SelectiveScan::new(
+        shape,
+        &u,
+        &delta,
+        &a,
+        Projection::Varying { data: &b, groups: 1 },
+        Projection::Varying { data: &c, groups: 1 },
+    )
+    .d(&d)
+    .z(&z)
+    .delta_bias(&bias)
+    .delta_softplus(true);
+
+    let mut on_device = cuda.upload_selective(&args).map_err(e)?;
+    cuda.run_selective(&mut on_device).map_err(e)?;
+    let got = on_device.download().map_err(e)?;
+    let want = Cpu::new().selective_scan(&args).map_err(e)?;
+    let close = |g: f32, w: f32| (g - w).abs() <= 2e-3 + 6e-4 * w.abs();
+    if let Some(i) = (0..want.out.len()).find(|&i| !close(got.out[i], want.out[i])) {
+        return Err(format!("selective scan: GPU out[{i}] = {}, CPU {}", got.out[i], want.out[i]));
+    }
+
+    // The floor's bytes, and a device copy of as many bytes for the rate.
+    let floor_bytes = 4 * (4 * batch * dim * len + 2 * batch * state * len);
+    let src = cuda.alloc::<f32>(floor_bytes / 8).map_err(e)?;
+    let mut dst = cuda.alloc::<f32>(floor_bytes / 8).map_err(e)?;
+    let (mut copy_ms, mut scan_ms) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        copy_ms.push(cuda.time(|| dst.copy_from(&src)).map_err(e)?.1);
+        scan_ms.push(cuda.time(|| cuda.run_selective(&mut on_device)).map_err(e)?.1);
+    }
+    let (copy_ms, scan_ms) = (f64::from(median(copy_ms)), f64::from(median(scan_ms)));
+    // The copy moved floor_bytes (half read, half written).
+    let copy_rate = floor_bytes as f64 / (copy_ms * 1e-3);
+    let floor_ms = floor_bytes as f64 / copy_rate * 1e3;
+    let attribute = |a| cuda.context().attribute(a).map_err(|x| format!("device attribute: {x}"));
+    let sms = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as f64;
+    let khz = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as f64;
+    let exps = (batch * dim * len * state) as f64;
+    let exp_ms = exps / (sms * 16.0 * khz * 1e3) * 1e3;
+    let name = format!("selective scan {batch} x {dim} x {len}, N {state}, D + z + softplus");
+    let gbps = floor_bytes as f64 / (scan_ms * 1e-3) / 1e9;
+    let note = format!(
+        "\n#### Selective scan, {batch} x {dim} x {len}, N {state}, B/C varying, D, z, delta_bias + softplus (f32)\n\n\
+         | measure | ms |\n|---|---:|\n\
+         | GPU selective scan (one run_selective, median of {reps}) | {scan_ms:.3} |\n\
+         | memory floor: {:.1} MB of u, delta, z, B, C in + out, at the same-run copy rate ({:.0} GB/s) | {floor_ms:.3} |\n\
+         | exp bound: {exps:.3e} exps at 16 per SM per clock ({sms} SMs, {:.0} MHz) | {exp_ms:.3} |\n\
+         | time / floor | {:.2} |\n",
+        floor_bytes as f64 / 1e6,
+        copy_rate / 1e9,
+        khz / 1e3,
+        scan_ms / floor_ms,
+    );
+    let rows = vec![
+        Row {
+            case: name.clone(),
+            method: "GPU device copy (floor bytes)".into(),
+            gbps: copy_rate / 1e9,
+            vs_copy: 1.0,
+            vs_sequential: f64::NAN,
+        },
+        Row {
+            case: name,
+            method: "GPU selective scan".into(),
+            gbps,
+            vs_copy: gbps / (copy_rate / 1e9),
+            vs_sequential: f64::NAN,
+        },
+    ];
+    Ok((rows, note))
+}

@@ -1,0 +1,320 @@
+// The selective scan of Mamba (scan_core::selective has the definition and
+// the f64 reference), forward, f32. Two kernels: the chunked block scan
+// below, for long rows, and the lane-group kernel at the end of the file,
+// for many short rows (the host chooses, scan-cuda/src/selective.rs).
+//
+// Chunked block scan: one block per (batch, channel) row. The row's L steps go in chunks of
+// THREADS * ITEMS; in a chunk each thread holds a run of ITEMS consecutive
+// steps in registers: u, dt (delta after bias and softplus) and the output
+// accumulator y. For each state index n in turn:
+//   1. thread: a_t = exp(dt_t A[n]) and b_t = dt_t B_t[n] u_t for its run,
+//      kept in registers, and the run's composite (the linear recurrence
+//      h -> a h + b over the run: a LinearRecurrence item);
+//   2. block: an exclusive scan of the composites (block.cuh), which gives
+//      each run the map from the chunk's starting state to its own;
+//   3. thread: the run's starting state from the chunk's carried state
+//      x[n], then h_t = a_t h_{t-1} + b_t along the run, y_t += C_t[n] h_t;
+//      thread 0 moves the carried x[n] past the chunk (the block total).
+// Then out_t = (y_t + D u_t) * silu(z_t). The (batch, dim, L, N) states are
+// never stored: each input is read once (B and C once per row, from L2 when
+// channels share them), out is written once, and x[n] crosses chunks in
+// shared memory (two buffers, read and written alternately, so that no
+// barrier separates the read of one chunk from the write of the next).
+//
+// Steps past L act as the identity (a = 1, b = 0) and are neither read nor
+// written.
+
+namespace scan {
+
+// h -> a h + b, composed left to right: (a1, b1) then (a2, b2) is
+// (a1 a2, a2 b1 + b2), as scan_core::ops::LinearRecurrence.
+struct SsmRecurrence {
+    struct Item {
+        float a, b;
+    };
+    static __device__ __forceinline__ Item identity() {
+        Item x;
+        x.a = 1.0f;
+        x.b = 0.0f;
+        return x;
+    }
+    static __device__ __forceinline__ Item combine(Item l, Item r) {
+        Item x;
+        x.a = l.a * r.a;
+        x.b = fmaf(r.a, l.b, r.b);
+        return x;
+    }
+};
+
+// 2^x by the SFU alone (ex2.approx: relative error about 2^-22, far inside
+// the tolerances of an f32 selective scan; exp2f adds range handling around
+// it that costs more instructions than the recurrence itself).
+__device__ __forceinline__ float ssm_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ float ssm_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+__device__ __forceinline__ float ssm_silu(float x) { return x / (1.0f + expf(-x)); }
+
+// ITEMS floats of a row from `p + t0`, or fewer where the row ends (then
+// `fill` in their place); 16-byte loads when the run is whole and aligned.
+template <int ITEMS>
+__device__ __forceinline__ void ssm_load(const float* p, u64 t0, u64 len, float fill, float (&v)[ITEMS]) {
+    if (t0 + ITEMS <= len && ((unsigned long long)(p + t0) % 16) == 0 && ITEMS % 4 == 0) {
+#pragma unroll
+        for (int i = 0; i < ITEMS / 4; ++i) {
+            const float4 w = reinterpret_cast<const float4*>(p + t0)[i];
+            v[4 * i] = w.x;
+            v[4 * i + 1] = w.y;
+            v[4 * i + 2] = w.z;
+            v[4 * i + 3] = w.w;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) v[i] = t0 + i < len ? p[t0 + i] : fill;
+    }
+}
+
+template <int ITEMS>
+__device__ __forceinline__ void ssm_store(float* p, u64 t0, u64 len, const float (&v)[ITEMS]) {
+    if (t0 + ITEMS <= len && ((unsigned long long)(p + t0) % 16) == 0 && ITEMS % 4 == 0) {
+#pragma unroll
+        for (int i = 0; i < ITEMS / 4; ++i) {
+            reinterpret_cast<float4*>(p + t0)[i] = make_float4(v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]);
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i)
+            if (t0 + i < len) p[t0 + i] = v[i];
+    }
+}
+
+// B or C for one row: varying (batch, groups, N, L) when `groups` > 0,
+// else fixed (dim, N).
+struct SsmProjection {
+    const float* data;
+    u64 groups;
+
+    // The row of state n for (batch b, channel d), or the fixed value.
+    __device__ __forceinline__ const float* row(u64 b, u64 d, u64 dim, u64 n, u64 state, u64 len) const {
+        const u64 g = d / (dim / groups);
+        return data + ((b * groups + g) * state + n) * len;
+    }
+    __device__ __forceinline__ float fixed(u64 d, u64 n, u64 state) const { return data[d * state + n]; }
+};
+
+template <int THREADS, int ITEMS>
+__device__ __forceinline__ void selective_scan_fwd(const float* u, const float* delta, const float* A,
+                                                   SsmProjection B, SsmProjection C, const float* D, const float* z,
+                                                   const float* delta_bias, const float* x0, float* out,
+                                                   float* last, u64 batch, u64 dim, u64 len, u64 state,
+                                                   bool softplus) {
+    typedef BlockScan<SsmRecurrence, THREADS> Scan;
+    typedef SsmRecurrence::Item Pair;
+    constexpr u64 CHUNK = (u64)THREADS * ITEMS;
+    constexpr float LOG2E = 1.4426950408889634f;
+    __shared__ typename Scan::Shared scan_shared[2];
+    extern __shared__ float carried[];  // [2][state]
+
+    const u64 row = blockIdx.x;
+    const u64 b = row / dim, d = row % dim;
+    const float* u_row = u + row * len;
+    const float* delta_row = delta + row * len;
+    const float skip = D != nullptr ? D[d] : 0.0f;
+    const float bias = delta_bias != nullptr ? delta_bias[d] : 0.0f;
+    for (u64 n = threadIdx.x; n < state; n += THREADS) carried[n] = x0 != nullptr ? x0[row * state + n] : 0.0f;
+    __syncthreads();
+
+    unsigned parity = 0, turn = 0;
+    for (u64 start = 0; start < len; start += CHUNK) {
+        const u64 t0 = start + (u64)threadIdx.x * ITEMS;
+        float uu[ITEMS], dt[ITEMS], y[ITEMS];
+        ssm_load<ITEMS>(u_row, t0, len, 0.0f, uu);
+        ssm_load<ITEMS>(delta_row, t0, len, 0.0f, dt);
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) {
+            dt[i] += bias;
+            if (softplus) dt[i] = ssm_softplus(dt[i]);
+            y[i] = 0.0f;
+        }
+        const float* from = carried + parity * state;
+        float* to = carried + (parity ^ 1u) * state;
+        for (u64 n = 0; n < state; ++n) {
+            const float a2 = A[d * state + n] * LOG2E;
+            float a[ITEMS], bu[ITEMS], cc[ITEMS];
+            if (B.groups != 0) {
+                ssm_load<ITEMS>(B.row(b, d, dim, n, state, len), t0, len, 0.0f, bu);
+            } else {
+                const float fixed = B.fixed(d, n, state);
+#pragma unroll
+                for (int i = 0; i < ITEMS; ++i) bu[i] = fixed;
+            }
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) {
+                const bool in = t0 + i < len;
+                a[i] = in ? ssm_exp2(dt[i] * a2) : 1.0f;
+                bu[i] = in ? dt[i] * bu[i] * uu[i] : 0.0f;
+            }
+            Pair run;
+            run.a = a[0];
+            run.b = bu[0];
+#pragma unroll
+            for (int i = 1; i < ITEMS; ++i) {
+                run.a *= a[i];
+                run.b = fmaf(a[i], run.b, bu[i]);
+            }
+            Pair total;
+            const Pair before = Scan::exclusive(run, total, scan_shared[turn]);
+            turn ^= 1u;
+            const float x = from[n];
+            float h = fmaf(before.a, x, before.b);
+            if (threadIdx.x == 0) to[n] = fmaf(total.a, x, total.b);
+            if (C.groups != 0) {
+                ssm_load<ITEMS>(C.row(b, d, dim, n, state, len), t0, len, 0.0f, cc);
+            } else {
+                const float fixed = C.fixed(d, n, state);
+#pragma unroll
+                for (int i = 0; i < ITEMS; ++i) cc[i] = fixed;
+            }
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) {
+                h = fmaf(a[i], h, bu[i]);
+                y[i] = fmaf(cc[i], h, y[i]);
+            }
+        }
+        parity ^= 1u;
+        if (z != nullptr) {
+            float zz[ITEMS];
+            ssm_load<ITEMS>(z + row * len, t0, len, 0.0f, zz);
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) y[i] = fmaf(skip, uu[i], y[i]) * ssm_silu(zz[i]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) y[i] = fmaf(skip, uu[i], y[i]);
+        }
+        ssm_store<ITEMS>(out + row * len, t0, len, y);
+    }
+    if (last != nullptr) {
+        // Thread 0 wrote the last carried states before the last barrier
+        // every thread passed; wait for it.
+        __syncthreads();
+        for (u64 n = threadIdx.x; n < state; n += THREADS) last[row * state + n] = carried[parity * state + n];
+    }
+}
+
+
+// The selective scan for many rows: no block scan at all. A group of S
+// lanes (S = N rounded up to a power of two, at most 32) owns one row; lane
+// i of the group owns state indices n = i, i + S, ... (at most PER_LANE of
+// them) and runs their recurrences sequentially along L, so the (a, b) pairs
+// never meet a scan. Steps go in blocks of S: lane i loads step t0 + i of u,
+// delta and z (coalesced), computes its dt (one softplus per step, not one
+// per lane) and shares (dt, dt u) through shared memory; every lane then
+// advances its states over the S steps, collecting its part of y for each
+// step; a butterfly across the group (S - 1 shuffles) leaves lane i with the
+// whole y of step t0 + i, which it finishes and stores (coalesced). The host
+// picks this kernel when rows x S lanes fill the GPU; the chunked block-scan
+// kernel above serves few, long rows.
+template <int S, int PER_LANE, int WARPS>
+__device__ __forceinline__ void selective_scan_lanes(const float* u, const float* delta, const float* A,
+                                                     SsmProjection B, SsmProjection C, const float* D, const float* z,
+                                                     const float* delta_bias, const float* x0, float* out,
+                                                     float* last, u64 batch, u64 dim, u64 len, u64 state,
+                                                     bool softplus) {
+    static_assert(S >= 1 && S <= 32 && (S & (S - 1)) == 0, "S is a power of two up to 32");
+    constexpr float LOG2E = 1.4426950408889634f;
+    __shared__ float2 shared_steps[WARPS][32];
+    const unsigned lane = lane_id(), i = lane % S;
+    const u64 rows = batch * dim;
+    const u64 row = ((u64)blockIdx.x * WARPS + warp_id()) * (32 / S) + lane / S;
+    const bool live = row < rows;
+    const u64 b = live ? row / dim : 0, d = live ? row % dim : 0;
+    float2* steps = shared_steps[warp_id()] + (lane - i);  // this group's S steps
+    float a2[PER_LANE], h[PER_LANE], b_fixed[PER_LANE], c_fixed[PER_LANE];
+    const float* b_row[PER_LANE];
+    const float* c_row[PER_LANE];
+#pragma unroll
+    for (int k = 0; k < PER_LANE; ++k) {
+        const u64 n = i + (u64)k * S;
+        const bool mine = live && n < state;
+        a2[k] = mine ? A[d * state + n] * LOG2E : 0.0f;
+        h[k] = mine && x0 != nullptr ? x0[row * state + n] : 0.0f;
+        b_fixed[k] = mine && B.groups == 0 ? B.fixed(d, n, state) : 0.0f;
+        c_fixed[k] = mine && C.groups == 0 ? C.fixed(d, n, state) : 0.0f;
+        b_row[k] = mine && B.groups != 0 ? B.row(b, d, dim, n, state, len) : nullptr;
+        c_row[k] = mine && C.groups != 0 ? C.row(b, d, dim, n, state, len) : nullptr;
+    }
+    const float skip = live && D != nullptr ? D[d] : 0.0f;
+    const float bias = live && delta_bias != nullptr ? delta_bias[d] : 0.0f;
+    for (u64 t0 = 0; t0 < len; t0 += S) {
+        // This lane's step: t0 + i.
+        const bool step_in = live && t0 + i < len;
+        float u_i = 0.0f, dt_i = 0.0f;
+        if (step_in) {
+            u_i = u[row * len + t0 + i];
+            dt_i = delta[row * len + t0 + i] + bias;
+            if (softplus) dt_i = ssm_softplus(dt_i);
+        }
+        steps[i] = make_float2(dt_i, dt_i * u_i);
+        __syncwarp();
+        float y[S];
+#pragma unroll
+        for (int t = 0; t < S; ++t) y[t] = 0.0f;
+#pragma unroll
+        for (int k = 0; k < PER_LANE; ++k) {
+            if (i + (u64)k * S >= state || !live) continue;
+            // This state's B and C over the block's steps, a vector at a
+            // time where the row allows (one cache line per lane, not one
+            // per step).
+            float bv[S], cv[S];
+            if (b_row[k] != nullptr) {
+                ssm_load<S>(b_row[k], t0, len, 0.0f, bv);
+            } else {
+#pragma unroll
+                for (int t = 0; t < S; ++t) bv[t] = b_fixed[k];
+            }
+            if (c_row[k] != nullptr) {
+                ssm_load<S>(c_row[k], t0, len, 0.0f, cv);
+            } else {
+#pragma unroll
+                for (int t = 0; t < S; ++t) cv[t] = c_fixed[k];
+            }
+#pragma unroll
+            for (int t = 0; t < S; ++t) {
+                const float2 s = steps[t];  // (dt, dt u); (0, 0) past the end: h is kept
+                h[k] = fmaf(ssm_exp2(s.x * a2[k]), h[k], s.y * bv[t]);
+                y[t] = fmaf(cv[t], h[k], y[t]);
+            }
+        }
+        // Butterfly: after the stage of mask m, y[0 .. m) hold sums over
+        // lane pairs differing in bit m, for the steps whose bit m is this
+        // lane's; at the end y[0] is the whole sum for step i.
+#pragma unroll
+        for (int m = S / 2; m >= 1; m /= 2) {
+#pragma unroll
+            for (int j = 0; j < m; ++j) {
+                const bool upper = (i & (unsigned)m) != 0;
+                const float send = upper ? y[j] : y[j + m];
+                const float keep = upper ? y[j + m] : y[j];
+                y[j] = keep + __shfl_xor_sync(0xffffffffu, send, m);
+            }
+        }
+        if (step_in) {
+            float o = fmaf(skip, u_i, y[0]);
+            if (z != nullptr) o *= ssm_silu(z[row * len + t0 + i]);
+            out[row * len + t0 + i] = o;
+        }
+        __syncwarp();  // the steps are read before the next block overwrites them
+    }
+    if (live && last != nullptr) {
+#pragma unroll
+        for (int k = 0; k < PER_LANE; ++k) {
+            const u64 n = i + (u64)k * S;
+            if (n < state) last[row * state + n] = h[k];
+        }
+    }
+}
+
+}  // namespace scan

@@ -1,0 +1,354 @@
+//! Mamba's selective scan on the GPU (kernels/selective.cuh): one module for
+//! the executor, compiled on first use, whatever the shapes. It holds two
+//! kernels: a chunked block scan (a block per row, 2048 steps per chunk, the
+//! state carried between chunks in shared memory) and a lane-group kernel (a
+//! group of lanes per row, one lane per state index, each running its
+//! recurrence along L); see [`LANE_KERNEL_MIN_LANES`] for the choice.
+//!
+//! [`Cuda::selective_scan`] takes host slices, as `Cpu::selective_scan`
+//! does; [`Cuda::upload_selective`] and [`Cuda::run_selective`] keep the
+//! arguments and results on the device, for callers whose data lives there
+//! and for timing the kernel alone.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
+use scan_core::selective::{Projection, SelectiveScan, SsmLengths, SsmOutput, SsmShape};
+use scan_core::{Error, Result};
+
+use crate::blelloch::grid;
+use crate::buffer::{driver_error, DeviceBuffer};
+use crate::cuda::Cuda;
+use crate::module::lock;
+
+/// Threads per block and steps per thread: a chunk of 2048 steps, as
+/// mamba_ssm's kernel for long sequences.
+const THREADS: u32 = 128;
+const ITEMS: u32 = 16;
+
+/// The templates the kernel builds on, then the kernel.
+const SOURCES: [(&str, &str); 4] = [
+    ("util.cuh", include_str!("../kernels/util.cuh")),
+    ("warp.cuh", include_str!("../kernels/warp.cuh")),
+    ("block.cuh", include_str!("../kernels/block.cuh")),
+    ("selective.cuh", include_str!("../kernels/selective.cuh")),
+];
+
+const KERNEL: &str = "selective_scan_fwd";
+
+/// Warps per block of the lane-group kernel.
+const LANE_WARPS: u32 = 4;
+
+/// The lane-group kernels: (lanes per row S, state indices per lane); S
+/// is N rounded up to a power of two, at most 32, and N up to 256.
+const LANE_SHAPES: [(u32, u32); 9] = [(1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (32, 1), (32, 2), (32, 4), (32, 8)];
+
+/// The lane-group kernel runs when rows x S lanes fill a good part of the
+/// GPU and rows are short: on the H200 at batch 8, dim 1536, N 16, L 4096 the
+/// chunked block-scan kernel took 1.72 ms and the lane-group kernel 3.02
+/// (bench/gpu-h200-results.md), so long rows go to the block-scan kernel.
+/// Below a quarter of its 2048-step chunk most of the block-scan kernel's
+/// threads would idle; that threshold is not measured yet.
+const LANE_KERNEL_MIN_LANES: usize = 32 * 1024;
+const LANE_KERNEL_MAX_LEN: usize = 512;
+
+fn lanes_kernel_name(s: u32, per_lane: u32) -> String {
+    format!("selective_scan_lanes_{s}_{per_lane}")
+}
+
+/// The lane-group kernel for `state` (S, per lane), if one fits.
+fn lane_shape(state: usize) -> Option<(u32, u32)> {
+    let s = state.next_power_of_two().min(32) as u32;
+    let per_lane = (state.div_ceil(s as usize)).next_power_of_two() as u32;
+    LANE_SHAPES.into_iter().find(|&shape| shape == (s, per_lane))
+}
+
+/// The loaded kernels (the module must outlive the functions).
+pub(crate) struct SelectiveKernel {
+    _module: Arc<CudaModule>,
+    function: CudaFunction,
+    lanes: Vec<((u32, u32), CudaFunction)>,
+}
+
+fn source() -> String {
+    let mut code = String::new();
+    for (file, text) in SOURCES {
+        code.push_str(&format!("// ---- kernels/{file} ----\n{text}\n"));
+    }
+    code.push_str(&format!(
+        "extern \"C\" __global__ void __launch_bounds__({THREADS}) {KERNEL}(\n\
+         \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
+         \x20   const float* C, unsigned long long c_groups, const float* D, const float* z, const float* delta_bias,\n\
+         \x20   const float* x0, float* out, float* last, unsigned long long batch, unsigned long long dim,\n\
+         \x20   unsigned long long len, unsigned long long state, int softplus) {{\n\
+         \x20 scan::selective_scan_fwd<{THREADS}, {ITEMS}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
+         \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, x0, out, last, batch, dim, len, state, softplus != 0);\n\
+         }}\n"
+    ));
+    for (s, per_lane) in LANE_SHAPES {
+        let name = lanes_kernel_name(s, per_lane);
+        let threads = 32 * LANE_WARPS;
+        code.push_str(&format!(
+            "extern \"C\" __global__ void __launch_bounds__({threads}) {name}(\n\
+             \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
+             \x20   const float* C, unsigned long long c_groups, const float* D, const float* z, const float* delta_bias,\n\
+             \x20   const float* x0, float* out, float* last, unsigned long long batch, unsigned long long dim,\n\
+             \x20   unsigned long long len, unsigned long long state, int softplus) {{\n\
+             \x20 scan::selective_scan_lanes<{s}, {per_lane}, {LANE_WARPS}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
+             \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, x0, out, last, batch, dim, len, state, softplus != 0);\n\
+             }}\n"
+        ));
+    }
+    code
+}
+
+/// B or C on the device: varying (batch, groups, N, L), or fixed (dim, N).
+#[derive(Debug)]
+pub struct DeviceProjection {
+    /// The values.
+    pub data: DeviceBuffer<f32>,
+    /// Groups of channels sharing one projection; `None` for the fixed form.
+    pub groups: Option<usize>,
+}
+
+/// A selective scan's arguments and results on the device (see
+/// [`SelectiveScan`] for their meaning and layouts): made by
+/// [`Cuda::upload_selective`], run by [`Cuda::run_selective`], read back by
+/// [`DeviceSelectiveScan::download`]. The fields are public so that data
+/// already on the device can be copied in (`DeviceBuffer::copy_from`); the
+/// lengths are checked again at every run.
+#[derive(Debug)]
+pub struct DeviceSelectiveScan {
+    /// The sizes.
+    pub shape: SsmShape,
+    /// (batch, dim, L).
+    pub u: DeviceBuffer<f32>,
+    /// (batch, dim, L), before bias and softplus.
+    pub delta: DeviceBuffer<f32>,
+    /// (dim, N).
+    pub a: DeviceBuffer<f32>,
+    /// The input projection.
+    pub b: DeviceProjection,
+    /// The output projection.
+    pub c: DeviceProjection,
+    /// (dim).
+    pub d: Option<DeviceBuffer<f32>>,
+    /// (batch, dim, L).
+    pub z: Option<DeviceBuffer<f32>>,
+    /// (dim).
+    pub delta_bias: Option<DeviceBuffer<f32>>,
+    /// Whether delta (with its bias) goes through a softplus.
+    pub delta_softplus: bool,
+    /// (batch, dim, N); zero if absent.
+    pub initial_state: Option<DeviceBuffer<f32>>,
+    /// The result, (batch, dim, L).
+    pub out: DeviceBuffer<f32>,
+    /// The state after the last step, (batch, dim, N), if asked for.
+    pub last_state: Option<DeviceBuffer<f32>>,
+}
+
+impl DeviceSelectiveScan {
+    /// Copies `out` (and the last state, if kept) to the host; waits for the
+    /// run.
+    pub fn download(&self) -> Result<SsmOutput> {
+        let last_state = self.last_state.as_ref().map(DeviceBuffer::download).transpose()?;
+        Ok(SsmOutput { out: self.out.download()?, last_state })
+    }
+
+    /// The same checks as [`SelectiveScan::validate`], on the device
+    /// buffers' lengths (the fields are public and may have changed), and
+    /// the results' lengths.
+    fn validate(&self) -> Result<()> {
+        let len = |b: &Option<DeviceBuffer<f32>>| b.as_ref().map(DeviceBuffer::len);
+        self.shape.check(&SsmLengths {
+            u: self.u.len(),
+            delta: self.delta.len(),
+            a: self.a.len(),
+            b: (self.b.data.len(), self.b.groups),
+            c: (self.c.data.len(), self.c.groups),
+            d: len(&self.d),
+            z: len(&self.z),
+            delta_bias: len(&self.delta_bias),
+            initial_state: len(&self.initial_state),
+        })?;
+        let rows = self.shape.batch * self.shape.dim;
+        Error::check_lengths(rows * self.shape.len, self.out.len())?;
+        if let Some(last) = &self.last_state {
+            Error::check_lengths(rows * self.shape.state, last.len())?;
+        }
+        Ok(())
+    }
+}
+
+impl Cuda {
+    /// Mamba's selective scan (`selective_scan_fn` of mamba_ssm; see
+    /// [`scan_core::selective`]) on the GPU, from and to host slices: the
+    /// arguments are checked ([`Error::WrongShape`] names the argument and
+    /// both shapes), uploaded, scanned by one kernel launch, and the results
+    /// downloaded.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::selective::{Projection, SelectiveScan, SsmShape};
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// let shape = SsmShape { batch: 1, dim: 1, len: 2, state: 1 };
+    /// let b = Projection::Fixed(&[1.0]);
+    /// let args = SelectiveScan::new(shape, &[1.0, 1.0], &[1.0, 1.0], &[0.0], b, b).return_last_state(true);
+    /// let r = cuda.selective_scan(&args)?;
+    /// // A = 0 keeps the state: x = 1, then 2.
+    /// assert_eq!(r.out, [1.0, 2.0]);
+    /// assert_eq!(r.last_state, Some(vec![2.0]));
+    /// # Ok(()) }
+    /// ```
+    pub fn selective_scan(&self, args: &SelectiveScan<'_>) -> Result<SsmOutput> {
+        let mut on_device = self.upload_selective(args)?;
+        self.run_selective(&mut on_device)?;
+        on_device.download()
+    }
+
+    /// Checks `args` and copies them to the device, with room for the
+    /// results (and the last state when `args` asks for it).
+    pub fn upload_selective(&self, args: &SelectiveScan<'_>) -> Result<DeviceSelectiveScan> {
+        args.validate()?;
+        let SsmShape { batch, dim, len, state } = args.shape;
+        let rows = batch * dim;
+        let projection = |p: Projection<'_>| -> Result<DeviceProjection> {
+            Ok(match p {
+                Projection::Varying { data, groups } => {
+                    DeviceProjection { data: self.upload(data)?, groups: Some(groups) }
+                }
+                Projection::Fixed(data) => DeviceProjection { data: self.upload(data)?, groups: None },
+            })
+        };
+        let optional = |x: Option<&[f32]>| x.map(|x| self.upload(x)).transpose();
+        Ok(DeviceSelectiveScan {
+            shape: args.shape,
+            u: self.upload(args.u)?,
+            delta: self.upload(args.delta)?,
+            a: self.upload(args.a)?,
+            b: projection(args.b)?,
+            c: projection(args.c)?,
+            d: optional(args.d)?,
+            z: optional(args.z)?,
+            delta_bias: optional(args.delta_bias)?,
+            delta_softplus: args.delta_softplus,
+            initial_state: optional(args.initial_state)?,
+            out: self.alloc(rows * len)?,
+            last_state: if args.return_last_state { Some(self.alloc(rows * state)?) } else { None },
+        })
+    }
+
+    /// Runs the selective scan of `s` on the device, writing `s.out` (and
+    /// `s.last_state`): one launch, queued on the stream (see [`Cuda`] on
+    /// when failures show).
+    pub fn run_selective(&self, s: &mut DeviceSelectiveScan) -> Result<()> {
+        s.validate()?;
+        let SsmShape { batch, dim, len, state } = s.shape;
+        let rows = batch * dim;
+        if rows == 0 {
+            return Ok(());
+        }
+        let kernel = self.selective_kernel()?;
+        let stream = self.stream();
+        let ptr = |b: &DeviceBuffer<f32>| b.device_ptr(stream);
+        let optional = |b: &Option<DeviceBuffer<f32>>| b.as_ref().map_or(0, ptr);
+        let (u, delta, a) = (ptr(&s.u), ptr(&s.delta), ptr(&s.a));
+        let (b, c) = (ptr(&s.b.data), ptr(&s.c.data));
+        let (b_groups, c_groups) = (s.b.groups.unwrap_or(0) as u64, s.c.groups.unwrap_or(0) as u64);
+        let (d, z, bias, x0) = (optional(&s.d), optional(&s.z), optional(&s.delta_bias), optional(&s.initial_state));
+        let out = s.out.device_ptr_mut(stream);
+        let last = s.last_state.as_mut().map_or(0, |l| l.device_ptr_mut(stream));
+        let (batch, dim, len, state) = (batch as u64, dim as u64, len as u64, state as u64);
+        let softplus = i32::from(s.delta_softplus);
+        // SCAN_CUDA_SELECTIVE_KERNEL=block|lanes forces a kernel (for
+        // measuring one against the other; DEVELOPERS.md).
+        let forced = std::env::var("SCAN_CUDA_SELECTIVE_KERNEL").ok();
+        let lanes = lane_shape(state as usize).filter(|&(s, _)| match forced.as_deref() {
+            Some("block") => false,
+            Some("lanes") => true,
+            _ => rows * s as usize >= LANE_KERNEL_MIN_LANES && len as usize <= LANE_KERNEL_MAX_LEN,
+        });
+        let (function, cfg) = match lanes {
+            Some(shape) => {
+                let function = kernel
+                    .lanes
+                    .iter()
+                    .find(|(k, _)| *k == shape)
+                    .map(|(_, f)| f)
+                    .ok_or_else(|| Error::Other("internal: a lane-group kernel is missing".into()))?;
+                let blocks = rows.div_ceil(32 / shape.0 as usize).div_ceil(LANE_WARPS as usize);
+                let block = (32 * LANE_WARPS, 1, 1);
+                (function, LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: block, shared_mem_bytes: 0 })
+            }
+            None => {
+                let shared = u32::try_from(2 * state * 4).map_err(|_| Error::TooLarge { what: "state size".into() })?;
+                let limit = crate::policy::shared_limit_per_block(self.capability());
+                if shared as usize > limit {
+                    return Err(Error::TooLarge {
+                        what: format!(
+                            "a state of {state} (N) needs {shared} bytes of shared memory; this GPU has {limit}"
+                        ),
+                    });
+                }
+                if shared > 48 * 1024 {
+                    kernel
+                        .function
+                        .set_attribute(
+                            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            shared as i32,
+                        )
+                        .map_err(|e| driver_error("opting in to shared memory", e))?;
+                }
+                let cfg = LaunchConfig {
+                    grid_dim: (grid(rows)?, 1, 1),
+                    block_dim: (THREADS, 1, 1),
+                    shared_mem_bytes: shared,
+                };
+                (&kernel.function, cfg)
+            }
+        };
+        let mut launch = stream.launch_builder(function);
+        launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&c).arg(&c_groups);
+        launch.arg(&d).arg(&z).arg(&bias).arg(&x0).arg(&out).arg(&last);
+        launch.arg(&batch).arg(&dim).arg(&len).arg(&state).arg(&softplus);
+        // SAFETY: every pointer addresses a live device buffer whose length
+        // `validate` checked against the shape (or is 0 for an absent
+        // option); either kernel reads and writes only within those shapes
+        // (lanes past the last row are idle).
+        unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the selective scan", e))?;
+        Ok(())
+    }
+
+    /// The selective-scan kernel, loaded once per executor.
+    fn selective_kernel(&self) -> Result<Arc<SelectiveKernel>> {
+        let mut slot = lock(&self.selective);
+        if let Some(k) = slot.as_ref() {
+            return Ok(k.clone());
+        }
+        let started = Instant::now();
+        let kernel = self.load_cached(&source(), "selective_scan", started, |cubin| {
+            let module = self
+                .context()
+                .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+                .map_err(|e| driver_error("module load", e))?;
+            let function = module.load_function(KERNEL).map_err(|e| driver_error("kernel lookup", e))?;
+            let mut lanes = Vec::new();
+            for (s, per_lane) in LANE_SHAPES {
+                let name = lanes_kernel_name(s, per_lane);
+                let f = module.load_function(&name).map_err(|e| driver_error(&format!("kernel lookup ({name})"), e))?;
+                lanes.push(((s, per_lane), f));
+            }
+            Ok(SelectiveKernel { _module: module, function, lanes })
+        })?;
+        let kernel = Arc::new(kernel);
+        *slot = Some(kernel.clone());
+        Ok(kernel)
+    }
+}
+
+/// Compiles the selective-scan kernel for `arch` (e.g. `"sm_90"`) with NVRTC
+/// and returns the CUBIN; needs libnvrtc, no GPU.
+pub fn compile_selective_for_arch(arch: &str) -> Result<Vec<u8>> {
+    crate::nvrtc::compile_cubin(&source(), "selective_scan", arch)
+}
