@@ -141,16 +141,36 @@ __device__ __forceinline__ void selective_scan_fwd(const float* u, const float* 
         }
         const float* from = carried + parity * state;
         float* to = carried + (parity ^ 1u) * state;
-        for (u64 n = 0; n < state; ++n) {
-            const float a2 = A[d * state + n] * LOG2E;
-            float a[ITEMS], bu[ITEMS], cc[ITEMS];
+        // B and C of state n, from L2 for varying projections: loaded one
+        // state ahead, so that their latency overlaps the previous state's
+        // work instead of stalling each state twice.
+        auto load_bc = [&](u64 n, float (&bb)[ITEMS], float (&cc)[ITEMS]) {
             if (B.groups != 0) {
-                ssm_load<ITEMS>(B.row(b, d, dim, n, state, len), t0, len, 0.0f, bu);
+                ssm_load<ITEMS>(B.row(b, d, dim, n, state, len), t0, len, 0.0f, bb);
             } else {
                 const float fixed = B.fixed(d, n, state);
 #pragma unroll
-                for (int i = 0; i < ITEMS; ++i) bu[i] = fixed;
+                for (int i = 0; i < ITEMS; ++i) bb[i] = fixed;
             }
+            if (C.groups != 0) {
+                ssm_load<ITEMS>(C.row(b, d, dim, n, state, len), t0, len, 0.0f, cc);
+            } else {
+                const float fixed = C.fixed(d, n, state);
+#pragma unroll
+                for (int i = 0; i < ITEMS; ++i) cc[i] = fixed;
+            }
+        };
+        float next_b[ITEMS], next_c[ITEMS];
+        load_bc(0, next_b, next_c);
+        for (u64 n = 0; n < state; ++n) {
+            const float a2 = A[d * state + n] * LOG2E;
+            float a[ITEMS], bu[ITEMS], cc[ITEMS];
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) {
+                bu[i] = next_b[i];
+                cc[i] = next_c[i];
+            }
+            if (n + 1 < state) load_bc(n + 1, next_b, next_c);
 #pragma unroll
             for (int i = 0; i < ITEMS; ++i) {
                 const bool in = t0 + i < len;
@@ -171,13 +191,6 @@ __device__ __forceinline__ void selective_scan_fwd(const float* u, const float* 
             const float x = from[n];
             float h = fmaf(before.a, x, before.b);
             if (threadIdx.x == 0) to[n] = fmaf(total.a, x, total.b);
-            if (C.groups != 0) {
-                ssm_load<ITEMS>(C.row(b, d, dim, n, state, len), t0, len, 0.0f, cc);
-            } else {
-                const float fixed = C.fixed(d, n, state);
-#pragma unroll
-                for (int i = 0; i < ITEMS; ++i) cc[i] = fixed;
-            }
 #pragma unroll
             for (int i = 0; i < ITEMS; ++i) {
                 h = fmaf(a[i], h, bu[i]);
