@@ -83,6 +83,11 @@ for what in "$@"; do
         $bin/tests/scan-gpu_single_pass --ignored --test-threads=1 adversarial tile_status shapes
       SCAN_TEST_MAX_LEN=5000 step 300 "sanitize-$tool-scan" compute-sanitizer --tool $tool --error-exitcode 9 \
         $bin/tests/scan-gpu_scan --ignored --test-threads=1 non_commutative
+      # Rows and segments (the Heads kernels, the flags kernel) and the selective scan's two kernels.
+      SCAN_TEST_MAX_LEN=5000 step 300 "sanitize-$tool-rows" compute-sanitizer --tool $tool --error-exitcode 9 \
+        $bin/tests/scan-gpu_rows --ignored --test-threads=1 small_items
+      step 300 "sanitize-$tool-selective" compute-sanitizer --tool $tool --error-exitcode 9 \
+        $bin/tests/scan-selective_scan --ignored --test-threads=1 device_resident lane_group
     done
     ;;
   profile)
