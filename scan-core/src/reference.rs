@@ -70,15 +70,29 @@ pub fn scan_rows<Op: ScanOp>(input: &[Op::Item], rows: usize, spec: ScanSpec) ->
 /// assert!(strided_rows(10, 2, 4, 3).is_err()); // rows would overlap
 /// ```
 pub fn strided_rows(len: usize, rows: usize, row_len: usize, stride: usize) -> Result<Vec<std::ops::Range<usize>>> {
+    check_strided(len, rows, row_len, stride)?;
+    Ok((0..rows).map(|r| r * stride..r * stride + row_len).collect())
+}
+
+/// [`strided_rows`]'s check alone, without listing the rows: `rows` rows of
+/// `row_len` items, `stride` apart, fit in `len` items without overlapping,
+/// or [`Error::BadStride`].
+///
+/// ```
+/// use scan_core::reference::check_strided;
+/// assert!(check_strided(10, 3, 2, 4).is_ok());
+/// assert!(check_strided(10, 2, 4, 3).is_err()); // rows would overlap
+/// ```
+pub fn check_strided(len: usize, rows: usize, row_len: usize, stride: usize) -> Result<()> {
     let bad = || Error::BadStride { rows, row_len, stride, len };
     if rows == 0 {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let end = (rows - 1).checked_mul(stride).and_then(|s| s.checked_add(row_len)).ok_or_else(bad)?;
     if (rows > 1 && stride < row_len) || end > len {
         return Err(bad());
     }
-    Ok((0..rows).map(|r| r * stride..r * stride + row_len).collect())
+    Ok(())
 }
 
 /// Scans `rows` strided rows (see [`strided_rows`]); the items between rows

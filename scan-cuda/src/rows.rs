@@ -19,21 +19,6 @@ use crate::cuda::Cuda;
 use crate::kernels::{Family, Stage};
 use crate::single_pass::Segments;
 
-/// Checks that `rows` rows of `row_len` items, `stride` apart, fit in `len`
-/// items (the same rule as [`reference::strided_rows`], without listing the
-/// rows).
-fn check_strided(len: usize, rows: usize, row_len: usize, stride: usize) -> Result<()> {
-    let bad = || Error::BadStride { rows, row_len, stride, len };
-    if rows == 0 {
-        return Ok(());
-    }
-    let end = (rows - 1).checked_mul(stride).and_then(|s| s.checked_add(row_len)).ok_or_else(bad)?;
-    if (rows > 1 && stride < row_len) || end > len {
-        return Err(bad());
-    }
-    Ok(())
-}
-
 impl Cuda {
     /// Scans each row of a row-major `[rows, input.len() / rows]` buffer
     /// from `input` into `output` (same length) on the GPU, every row in one
@@ -128,7 +113,7 @@ impl Cuda {
         spec: ScanSpec,
     ) -> Result<()> {
         Error::check_lengths(input.len(), output.len())?;
-        check_strided(input.len(), rows, row_len, stride)?;
+        reference::check_strided(input.len(), rows, row_len, stride)?;
         if rows == 0 || row_len == 0 {
             return Ok(());
         }
@@ -199,7 +184,7 @@ impl Cuda {
         self.check_buffer(input)?;
         self.check_buffer(output)?;
         Error::check_lengths(input.len(), output.len())?;
-        check_strided(input.len(), rows, row_len, stride)?;
+        reference::check_strided(input.len(), rows, row_len, stride)?;
         let src = input.device_ptr(self.stream());
         let dst = output.device_ptr_mut(self.stream());
         self.scan_rows_raw::<Op>(Some(src), dst, rows, row_len, stride, spec)
