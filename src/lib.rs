@@ -115,8 +115,8 @@
 #![warn(missing_docs)]
 
 pub use scan_core::{
-    backward, blelloch, ops, reference, selective, CudaOp, CudaSource, Direction, Error, Kind, Result, Scan, ScanOp,
-    ScanSpec,
+    backward, blelloch, maps, ops, reference, selective, CudaOp, CudaSource, Direction, Error, Kind, Result, Scan,
+    ScanOp, ScanSpec,
 };
 pub use scan_cpu::{Algorithm, Cpu};
 /// The CUDA backend crate (its `cudarc` re-export included).

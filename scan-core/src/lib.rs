@@ -22,6 +22,7 @@ pub mod device;
 mod error;
 mod executor;
 pub mod hillis_steele;
+pub mod maps;
 mod op;
 pub mod ops;
 pub mod reference;

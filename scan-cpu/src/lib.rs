@@ -29,6 +29,7 @@ mod blelloch;
 mod cpu;
 mod kernel;
 mod lookback;
+mod mapped;
 mod parallel;
 mod rows;
 mod selective;

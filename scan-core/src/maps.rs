@@ -1,0 +1,188 @@
+//! Fused input and output maps: a scan that reads its items from one or more
+//! input arrays through a *lift* and writes its results through a
+//! *project*, so that nothing in between is stored.
+//!
+//! The linear recurrence `h_t = a_t h_{t-1} + b_t` as a plain scan reads and
+//! writes (a, b) pairs: 16 bytes per item each way for f32. Fused, it reads
+//! `a` and `b` from their own arrays and writes only `h`: 12 bytes per item
+//! in all ([`Recurrence`]). The same hook chooses the accumulation type:
+//! [`Widen`] reads bf16 or f16 items, scans them in f32 and writes f32, and
+//! [`WidenNarrow`] writes the input's type again, so a long sum of bf16
+//! values does not stall where a bf16 accumulator would (at 256 for a sum of
+//! ones).
+//!
+//! ```
+//! use scan_core::maps::{reference, Recurrence};
+//! use scan_core::{ops::LinearRecurrence, ScanSpec};
+//! let (a, b) = ([0.5f32, 0.5, 0.5], [1.0f32, 1.0, 1.0]);
+//! let h = reference::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &b[..]), ScanSpec::inclusive()).unwrap();
+//! assert_eq!(h, [1.0, 1.5, 1.75]);
+//! ```
+//!
+//! Backends run the maps inside their scans (`scan_cpu::Cpu::scan_mapped`);
+//! [`reference()`] is the sequential definition they are tested against.
+
+use std::marker::PhantomData;
+
+pub use half::{bf16, f16};
+
+use crate::{Error, Result, ScanOp, ScanSpec};
+
+/// The arrays a mapped scan reads, item `i` of each together: one slice, or
+/// a tuple of two or three slices of one length.
+pub trait Inputs: Sync {
+    /// What one position of the inputs holds.
+    type Item: Copy;
+    /// The common length of the arrays, or [`Error::LengthMismatch`] naming
+    /// the first two lengths that differ.
+    fn checked_len(&self) -> Result<usize>;
+    /// Item `i` (below [`Inputs::checked_len`]).
+    fn get(&self, i: usize) -> Self::Item;
+}
+
+impl<T: Copy + Sync> Inputs for &[T] {
+    type Item = T;
+    fn checked_len(&self) -> Result<usize> {
+        Ok(<[T]>::len(self))
+    }
+    fn get(&self, i: usize) -> T {
+        self[i]
+    }
+}
+
+impl<A: Copy + Sync, B: Copy + Sync> Inputs for (&[A], &[B]) {
+    type Item = (A, B);
+    fn checked_len(&self) -> Result<usize> {
+        Error::check_lengths(self.0.len(), self.1.len())?;
+        Ok(self.0.len())
+    }
+    fn get(&self, i: usize) -> (A, B) {
+        (self.0[i], self.1[i])
+    }
+}
+
+impl<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync> Inputs for (&[A], &[B], &[C]) {
+    type Item = (A, B, C);
+    fn checked_len(&self) -> Result<usize> {
+        Error::check_lengths(self.0.len(), self.1.len())?;
+        Error::check_lengths(self.0.len(), self.2.len())?;
+        Ok(self.0.len())
+    }
+    fn get(&self, i: usize) -> (A, B, C) {
+        (self.0[i], self.1[i], self.2[i])
+    }
+}
+
+/// How a scan of `Op` reads and writes: `lift` turns each input position
+/// into an item, `project` turns each scanned item into an output.
+///
+/// Items are scanned exactly as in the unfused scan: for every `spec`, the
+/// mapped scan's output is `project` of the plain scan of the lifted items.
+pub trait Maps<Op: ScanOp> {
+    /// What the lift reads at one position (a tuple for several arrays).
+    type Input: Copy;
+    /// What the project writes at one position.
+    type Output: Copy + Send + Sync;
+    /// An input position to an item.
+    fn lift(x: Self::Input) -> Op::Item;
+    /// A scanned item to an output.
+    fn project(x: Op::Item) -> Self::Output;
+}
+
+/// The linear recurrence from `a` and `b` arrays to `h` alone:
+/// `h_t = a_t h_{t-1} + b_t` (for [`LinearRecurrence`](crate::ops::LinearRecurrence)).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Recurrence;
+
+impl Maps<crate::ops::LinearRecurrence<f32>> for Recurrence {
+    type Input = (f32, f32);
+    type Output = f32;
+    fn lift(x: (f32, f32)) -> (f32, f32) {
+        x
+    }
+    fn project(x: (f32, f32)) -> f32 {
+        x.1
+    }
+}
+
+impl Maps<crate::ops::LinearRecurrence<f64>> for Recurrence {
+    type Input = (f64, f64);
+    type Output = f64;
+    fn lift(x: (f64, f64)) -> (f64, f64) {
+        x
+    }
+    fn project(x: (f64, f64)) -> f64 {
+        x.1
+    }
+}
+
+/// A half-precision type that converts to and from `f32` exactly (every
+/// bf16 and f16 value is an f32; rounding back is round-to-nearest-even).
+pub trait Half: Copy + Send + Sync + 'static {
+    /// The exact f32 value.
+    fn widen(self) -> f32;
+    /// The nearest value (ties to even).
+    fn narrow(x: f32) -> Self;
+}
+
+impl Half for bf16 {
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    fn narrow(x: f32) -> Self {
+        bf16::from_f32(x)
+    }
+}
+
+impl Half for f16 {
+    fn widen(self) -> f32 {
+        self.to_f32()
+    }
+    fn narrow(x: f32) -> Self {
+        f16::from_f32(x)
+    }
+}
+
+/// Reads `H` (bf16 or f16), scans in f32, writes f32: for any operator on
+/// f32 items (`Add<f32>`, `Max<f32>`, a `#[scan_op]` on f32, ...).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Widen<H>(PhantomData<H>);
+
+impl<H: Half, Op: ScanOp<Item = f32>> Maps<Op> for Widen<H> {
+    type Input = H;
+    type Output = f32;
+    fn lift(x: H) -> f32 {
+        x.widen()
+    }
+    fn project(x: f32) -> f32 {
+        x
+    }
+}
+
+/// Reads `H`, scans in f32, writes `H` (each result rounded once, at the
+/// end, instead of at every step).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WidenNarrow<H>(PhantomData<H>);
+
+impl<H: Half, Op: ScanOp<Item = f32>> Maps<Op> for WidenNarrow<H> {
+    type Input = H;
+    type Output = H;
+    fn lift(x: H) -> f32 {
+        x.widen()
+    }
+    fn project(x: f32) -> H {
+        H::narrow(x)
+    }
+}
+
+/// The sequential definition of a mapped scan: lift every input position,
+/// scan as `spec` says ([`crate::reference::scan`]), project every item.
+/// [`Error::LengthMismatch`] when the input arrays differ in length.
+pub fn reference<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
+    inputs: I,
+    spec: ScanSpec,
+) -> Result<Vec<M::Output>> {
+    let n = inputs.checked_len()?;
+    let lifted: Vec<Op::Item> = (0..n).map(|i| M::lift(inputs.get(i))).collect();
+    Ok(crate::reference::scan::<Op>(&lifted, spec).into_iter().map(M::project).collect())
+}
