@@ -17,6 +17,7 @@
 use std::ops::Range;
 
 use scan_core::ops::LinearRecurrence;
+use scan_core::selective::backward::{self, RowGrads, SsmGrads};
 use scan_core::selective::{Projection, SelectiveScan, SsmOutput, SsmShape};
 use scan_core::{Result, ScanOp};
 
@@ -163,6 +164,52 @@ impl Cpu {
             chunked(args, threads, &mut out, &mut last);
         }
         Ok(SsmOutput { out, last_state: args.return_last_state.then_some(last) })
+    }
+
+    /// The selective scan's backward pass (mamba_ssm's `selective_scan_bwd`;
+    /// see [`scan_core::selective::backward`]): given `dout` = dL/d`out`,
+    /// the gradients of every argument, the optional ones where the argument
+    /// is given. Rows go across threads, each recomputing its forward states
+    /// (L x N values per row at a time, never the whole (batch, dim, L, N)),
+    /// in f64; the gradients shared by rows (A, B, C, D, delta_bias) are summed
+    /// per thread, then across threads in thread order.
+    ///
+    /// ```
+    /// use scan_core::selective::{Projection, SelectiveScan, SsmShape};
+    /// let shape = SsmShape { batch: 1, dim: 1, len: 1, state: 1 };
+    /// let one = Projection::Fixed(&[1.0]);
+    /// let args = SelectiveScan::new(shape, &[2.0], &[0.5], &[-1.0], one, one);
+    /// // out = C dt B u: dL/du = C dt B = 0.5.
+    /// let g = scan_cpu::Cpu::new().selective_scan_backward(&args, &[1.0])?;
+    /// assert_eq!(g.du, [0.5]);
+    /// # Ok::<(), scan_core::Error>(())
+    /// ```
+    pub fn selective_scan_backward(&self, args: &SelectiveScan<'_>, dout: &[f32]) -> Result<SsmGrads> {
+        backward::check_dout(args, dout)?;
+        let rows: Vec<usize> = (0..args.shape.batch * args.shape.dim).collect();
+        let parts = self.threads().min(rows.len()).max(1);
+        let per_part = rows.len().div_ceil(parts).max(1);
+        let partial: Vec<RowGrads> = std::thread::scope(|s| {
+            let handles: Vec<_> = rows
+                .chunks(per_part)
+                .map(|chunk| {
+                    s.spawn(move || {
+                        let mut grads = RowGrads::zeros(args);
+                        let mut states = Vec::new();
+                        for &row in chunk {
+                            grads.row(args, dout, row, &mut states);
+                        }
+                        grads
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        });
+        let mut total = RowGrads::zeros(args);
+        for part in &partial {
+            total.add(part);
+        }
+        Ok(total.finish(args))
     }
 }
 

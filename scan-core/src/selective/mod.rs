@@ -22,6 +22,8 @@
 
 use crate::{Error, Result};
 
+pub mod backward;
+
 /// The sizes of one selective scan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SsmShape {
