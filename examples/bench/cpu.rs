@@ -79,6 +79,7 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
     rows.extend(case::<LinearRecurrence<f32>>("linear recurrence (f32 pairs)", &x, args.reps, seq, |got| {
         bad_recurrence(&x, got)
     })?);
+    rows.extend(fused_recurrence(&x, args.reps)?);
     rows.extend(selective_scan(args.reps)?);
     Ok((about, rows))
 }
@@ -163,6 +164,66 @@ fn case<Op: ScanOp>(
         rows.push(row(format!("{} ({} threads)", cpu.algorithm(), cpu.threads()), g));
     }
     Ok(rows)
+}
+
+/// The same recurrence fused (`Cpu::scan_mapped` with `maps::Recurrence`):
+/// `a` and `b` from their own arrays, `h` alone out, 12 bytes per item
+/// against the pairs scan's 32; against a copy of `a` and `b` (16 bytes per
+/// item) and the hand-written loop over the same arrays. GB/s count each
+/// method's own bytes.
+fn fused_recurrence(pairs: &[(f32, f32)], reps: usize) -> Result<Vec<Row>, String> {
+    use scan::maps::Recurrence;
+    let name = "linear recurrence fused (a[], b[] -> h[])";
+    let (a, b): (Vec<f32>, Vec<f32>) = pairs.iter().copied().unzip();
+    let n = a.len();
+    let (h, copy_a, copy_b) =
+        (RefCell::new(vec![0.0f32; n]), RefCell::new(vec![0.0f32; n]), RefCell::new(vec![0.0f32; n]));
+    let cpu = Cpu::new();
+    let failed = RefCell::new(None);
+    let mut copy = || {
+        copy_a.borrow_mut().copy_from_slice(&a);
+        copy_b.borrow_mut().copy_from_slice(&b);
+    };
+    let mut sequential = || {
+        let mut acc = 0.0f32;
+        for ((o, &x), &y) in h.borrow_mut().iter_mut().zip(&a).zip(&b) {
+            acc = x * acc + y;
+            *o = acc;
+        }
+    };
+    let mut fused = || {
+        let got = cpu.scan_mapped::<LinearRecurrence<f32>, Recurrence, _>(
+            (&a[..], &b[..]),
+            &mut h.borrow_mut(),
+            ScanSpec::inclusive(),
+        );
+        if let Err(e) = got {
+            *failed.borrow_mut() = Some(e.to_string());
+        }
+    };
+    let times = median_times(reps, &mut [&mut copy, &mut sequential, &mut fused]);
+    if let Some(e) = failed.into_inner() {
+        return Err(format!("{name}: {e}"));
+    }
+    let got: Vec<(f32, f32)> = h.into_inner().into_iter().map(|h| (0.0, h)).collect();
+    if let Some(i) = bad_recurrence(pairs, &got) {
+        return Err(format!("{name}: wrong at index {i}"));
+    }
+    let gbps = |bytes: usize, t: std::time::Duration| bytes as f64 / t.as_secs_f64() / 1e9;
+    let (copy_gbps, seq_gbps) = (gbps(16 * n, times[0]), gbps(12 * n, times[1]));
+    let fused_gbps = gbps(12 * n, times[2]);
+    let row = |method: String, g: f64| Row {
+        case: name.into(),
+        method,
+        gbps: g,
+        vs_copy: g / copy_gbps,
+        vs_sequential: g / seq_gbps,
+    };
+    Ok(vec![
+        row("memcpy of a and b (16 B/item)".into(), copy_gbps),
+        row("sequential loop (12 B/item)".into(), seq_gbps),
+        row(format!("scan_mapped ({} threads, 12 B/item)", cpu.threads()), fused_gbps),
+    ])
 }
 
 /// Mamba's selective scan at batch 1, dim 256, L 4096, N 16 (B and C varying,
