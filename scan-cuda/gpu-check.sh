@@ -70,7 +70,7 @@ for what in "$@"; do
     done
     ;;
   policies)
-    step 400 policies $bin/examples/bench --gpu-policies-only --reps 11 --out "$out/policies.md"
+    step 480 policies $bin/examples/bench --gpu-policies-only --reps 11 --out "$out/policies.md"
     ;;
   sanitize)
     # -lineinfo: reports name the line of the generated source

@@ -22,7 +22,7 @@ use std::fmt::Debug;
 use scan::ops::{Add, LinearRecurrence, MatMul2x2};
 use scan::{CudaOp, ScanSpec};
 use scan_core::reference;
-use scan_cuda::{Algorithm, Cuda, StatusLayout, Tuning};
+use scan_cuda::{Algorithm, Cuda, SinglePassPolicy, StatusLayout, Tuning};
 use scan_testing::Rng;
 use support::gpu::{cuda, max_len, poisoned, single_pass_tile, small_int};
 use support::ops::{AddF64x8, AddU64x20};
@@ -68,8 +68,18 @@ where
     let tile = single_pass_tile::<Op>();
     // The default shape, and one-warp tiles of one item, so that each block
     // of the persistent grid runs thousands of tiles through 3 slots.
+    // Both load schedules (early loads or not) of each.
     let tiny = Tuning::default().threads(32).items_per_thread(1).stages(3);
-    let shapes = [(Tuning::default(), lengths(tile)), (tiny, vec![32 * 1000 + 7, 32 * 20_000 + 1])];
+    let size = std::mem::size_of::<Op::Item>();
+    let early = !SinglePassPolicy::for_item(size, 90).is_ok_and(|p| p.early_loads);
+    let other = Tuning::default().early_loads(early);
+    let tiny_lengths = vec![32 * 1000 + 7, 32 * 20_000 + 1];
+    let shapes = [
+        (Tuning::default(), lengths(tile)),
+        (other, lengths(tile)),
+        (tiny.early_loads(true), tiny_lengths.clone()),
+        (tiny.early_loads(false), tiny_lengths),
+    ];
     for (shape, lengths) in shapes {
         for seed in [1u32, 0xC0FFEE] {
             let mut tuning = shape.adversarial_schedule(seed);
@@ -144,17 +154,29 @@ fn every_status_layout_and_tile_shape_is_exact() {
     // (threads, items per thread of 4 bytes, look-back statuses per lane,
     // stages, status layout); 16-byte items take a quarter of the
     // items.
+    // (early: a tile's loads issued before the store of the slot's previous
+    // tile)
     let shapes = [
-        (512, 16, 4, 2, None),
-        (128, 24, 1, 1, None),
-        (96, 3, 2, 3, None),
-        (992, 4, 8, 2, Some(StatusLayout::Split)),
-        (32, 1, 1, 4, None),
-        (128, 64, 3, 1, None),
+        (512, 16, 4, 2, None, false),
+        (128, 24, 1, 1, None, false),
+        (96, 3, 2, 3, None, false),
+        (992, 4, 8, 2, Some(StatusLayout::Split), false),
+        (32, 1, 1, 4, None, false),
+        (128, 64, 3, 1, None, false),
+        (256, 32, 1, 2, None, true),
+        (96, 3, 2, 3, None, true),
+        (128, 16, 1, 4, Some(StatusLayout::Split), true),
+        (32, 1, 1, 3, None, true),
+        (128, 64, 3, 1, None, true),
     ];
-    for (threads, items, lookback, stages, status) in shapes {
+    for (threads, items, lookback, stages, status, early) in shapes {
         let tuning = |items: u32| {
-            let t = Tuning::default().threads(threads).items_per_thread(items).lookback(lookback).stages(stages);
+            let t = Tuning::default()
+                .threads(threads)
+                .items_per_thread(items)
+                .lookback(lookback)
+                .stages(stages)
+                .early_loads(early);
             status.map_or(t, |s| t.status(s))
         };
         let (small, large) = (cuda().with_tuning(tuning(items)), cuda().with_tuning(tuning((items / 4).max(1))));

@@ -112,20 +112,19 @@ fn require_nvrtc() {
     }
 }
 
-/// The module the backend loads (operator + `kernels/*.cu` + the `extern "C"`
-/// instantiations) compiles to an sm_90 CUBIN for every operator.
-#[test]
-#[ignore = "needs libnvrtc"]
-fn every_operator_module_compiles_to_an_sm_90_cubin() {
+/// Compiles every operator's module, instantiated with `tuning`, to an
+/// sm_90 CUBIN, and fails with every error if any does not compile.
+fn every_module_compiles(tuning: scan::cuda::Tuning, what: &str) {
     require_nvrtc();
     struct Modules {
+        tuning: scan::cuda::Tuning,
         compiled: usize,
         bytes: usize,
         failures: Vec<String>,
     }
     impl EachOp for Modules {
         fn op<Op: CudaOp>(&mut self) {
-            match scan::cuda::compile_for_arch::<Op>("sm_90") {
+            match scan::cuda::compile_with::<Op>("sm_90", self.tuning) {
                 Ok(cubin) if !cubin.is_empty() => {
                     self.compiled += 1;
                     self.bytes += cubin.len();
@@ -135,17 +134,35 @@ fn every_operator_module_compiles_to_an_sm_90_cubin() {
             }
         }
     }
-    let mut m = Modules { compiled: 0, bytes: 0, failures: Vec::new() };
+    let mut m = Modules { tuning, compiled: 0, bytes: 0, failures: Vec::new() };
     each_op(&mut m);
     assert!(
         m.failures.is_empty(),
-        "{} of {} operator modules failed to compile:\n{}",
+        "{} of {} operator modules ({what}) failed to compile:\n{}",
         m.failures.len(),
         m.compiled + m.failures.len(),
         m.failures.join("\n")
     );
     assert_eq!(m.compiled, everything().len());
-    eprintln!("{} operator modules compiled to sm_90 CUBINs ({} bytes in all)", m.compiled, m.bytes);
+    eprintln!("{} operator modules ({what}) compiled to sm_90 CUBINs ({} bytes in all)", m.compiled, m.bytes);
+}
+
+/// The module the backend loads (operator + `kernels/*.cu` + the `extern "C"`
+/// instantiations) compiles to an sm_90 CUBIN for every operator.
+#[test]
+#[ignore = "needs libnvrtc"]
+fn every_operator_module_compiles_to_an_sm_90_cubin() {
+    every_module_compiles(scan::cuda::Tuning::default(), "default policies");
+}
+
+/// The same with the single-pass kernel's other load schedule (early loads
+/// where the default has them off, and the other way round).
+#[test]
+#[ignore = "needs libnvrtc"]
+fn every_operator_module_compiles_with_the_other_load_schedule() {
+    let early = scan::cuda::SinglePassPolicy::for_item(4, 90).unwrap().early_loads;
+    let tuning = scan::cuda::Tuning::default().early_loads(!early);
+    every_module_compiles(tuning, if early { "late loads" } else { "early loads" });
 }
 
 /// The generated source alone, in a probe kernel, compiles to compute_90 PTX

@@ -414,38 +414,44 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
          | case | policy | GB/s | x copy |\n|---|---|---:|---:|"
     );
     // (scanning threads, items per thread, look-back statuses per lane,
-    // blocks per SM, stages, status layout)
-    type Shape = (u32, u32, u32, u32, u32, Option<StatusLayout>);
-    let tuning = |(threads, items, lookback, blocks, stages, status): Shape| {
+    // blocks per SM, stages, status layout, early loads: a tile's loads
+    // issued before the store of the slot's previous tile)
+    type Shape = (u32, u32, u32, u32, u32, Option<StatusLayout>, bool);
+    const EL: bool = true;
+    let tuning = |(threads, items, lookback, blocks, stages, status, early): Shape| {
         let t = Tuning::default()
             .threads(threads)
             .items_per_thread(items)
             .lookback(lookback)
             .blocks_per_sm(blocks)
-            .stages(stages);
+            .stages(stages)
+            .early_loads(early);
         status.map_or(t, |s| t.status(s))
     };
     let mut row = |case: &str, shape: Shape, r: (f64, f64)| {
-        let (threads, items, lookback, blocks, stages, status) = shape;
+        let (threads, items, lookback, blocks, stages, status, early) = shape;
         let status = status.map_or("default".to_string(), |s| format!("{s:?}"));
+        let early = if early { ", early loads" } else { "" };
         let _ = writeln!(
             notes,
-            "| {case} | {threads} x {items}, {lookback}/lane, {blocks} blocks/SM, {stages} stage(s), {status} | {:.0} | \
-             {:.2} |",
+            "| {case} | {threads} x {items}, {lookback}/lane, {blocks} blocks/SM, {stages} stage(s), {status}{early} \
+             | {:.0} | {:.2} |",
             r.0, r.1
         );
     };
 
     let n = 1usize << 28;
     let x = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
-    let shapes: [Shape; 7] = [
-        (256, 32, 1, 3, 2, None),
-        (256, 32, 1, 2, 2, None),
-        (256, 32, 1, 3, 1, None),
-        (256, 32, 4, 3, 2, None),
-        (256, 16, 1, 3, 3, None),
-        (128, 32, 1, 3, 3, None),
-        (128, 32, 1, 5, 2, None),
+    let shapes = [
+        (256, 32, 1, 3, 2, None, false),
+        (256, 32, 1, 3, 2, None, EL),
+        (256, 32, 1, 2, 2, None, EL),
+        (256, 24, 1, 3, 2, None, EL),
+        (256, 16, 1, 4, 2, None, EL),
+        (256, 16, 1, 3, 3, None, EL),
+        (128, 32, 1, 4, 2, None, EL),
+        (128, 32, 1, 3, 3, None, EL),
+        (512, 16, 1, 2, 2, None, EL),
     ];
     for shape in shapes {
         let tile = (shape.0 * shape.1) as usize;
@@ -457,11 +463,11 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     drop(x);
 
     let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32));
-    let shapes: [Shape; 4] = [
-        (256, 16, 1, 3, 2, None),
-        (256, 16, 1, 2, 2, None),
-        (256, 8, 1, 3, 3, None),
-        (256, 16, 1, 3, 2, Some(StatusLayout::Split)),
+    let shapes = [
+        (256, 16, 1, 3, 2, None, false),
+        (256, 16, 1, 3, 2, None, EL),
+        (256, 16, 1, 2, 2, None, EL),
+        (128, 16, 1, 4, 2, None, EL),
     ];
     for shape in shapes {
         let r = tuned::<LinearRecurrence<f32>>(tuning(shape), "linear recurrence f32", &x, args.reps, &|_, got| {
@@ -473,8 +479,7 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
 
     let n = 1usize << 27;
     let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0), r.range_f64(-1.0, 1.0)));
-    let shapes: [Shape; 4] =
-        [(256, 8, 1, 3, 2, None), (256, 8, 1, 2, 2, None), (128, 8, 1, 5, 2, None), (128, 8, 1, 3, 3, None)];
+    let shapes = [(256, 8, 1, 3, 2, None, false), (256, 8, 1, 3, 2, None, EL), (128, 8, 1, 4, 2, None, EL)];
     for shape in shapes {
         let r = tuned::<LinearRecurrence<f64>>(tuning(shape), "linear recurrence f64", &x, args.reps, &|_, got| {
             bad_recurrence_f64(&x, got)
@@ -489,8 +494,7 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
         q
     });
     let want = scan::reference::scan::<QuaternionProduct>(&x, ScanSpec::inclusive());
-    let shapes: [Shape; 4] =
-        [(128, 4, 1, 5, 2, None), (128, 4, 1, 4, 2, None), (128, 4, 1, 3, 3, None), (256, 4, 1, 2, 2, None)];
+    let shapes = [(128, 4, 1, 4, 2, None, false), (128, 4, 1, 4, 2, None, EL), (128, 4, 1, 3, 3, None, EL)];
     for shape in shapes {
         let r = tuned::<QuaternionProduct>(tuning(shape), "quaternion", &x, args.reps, &|_, got| {
             (0..n).find(|&i| got[i] != want[i])

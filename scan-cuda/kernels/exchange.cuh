@@ -44,16 +44,26 @@ struct WarpExchange {
         return ((unsigned long long)p % VECTOR_BYTES) == 0;
     }
 
-    // A whole segment starting at `seg` (memory order, VECTOR_BYTES-aligned).
-    static __device__ __forceinline__ void load_vectors(const Item* seg, Word* smem) {
+    // A whole segment starting at `seg` (memory order, VECTOR_BYTES-aligned),
+    // in two halves so that other work can run while the loads are in
+    // flight: fetch issues them into registers, put waits for them and
+    // writes the slice.
+    static __device__ __forceinline__ void fetch_vectors(const Item* seg, Vec (&v)[VECTORS_PER_RUN]) {
         const Vec* g = reinterpret_cast<const Vec*>(seg);
         const int lane = (int)lane_id();
-        Vec v[VECTORS_PER_RUN];
 #pragma unroll
         for (int q = 0; q < VECTORS_PER_RUN; ++q) v[q] = g[q * 32 + lane];
+    }
+    static __device__ __forceinline__ void put_vectors(const Vec (&v)[VECTORS_PER_RUN], Word* smem) {
+        const int lane = (int)lane_id();
 #pragma unroll
         for (int q = 0; q < VECTORS_PER_RUN; ++q)
             *reinterpret_cast<Vec*>(smem + slot((q * 32 + lane) * WORDS_PER_VECTOR)) = v[q];
+    }
+    static __device__ __forceinline__ void load_vectors(const Item* seg, Word* smem) {
+        Vec v[VECTORS_PER_RUN];
+        fetch_vectors(seg, v);
+        put_vectors(v, smem);
     }
 
     static __device__ __forceinline__ void store_vectors(Item* seg, const Word* smem) {
@@ -117,6 +127,37 @@ struct WarpExchange {
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k)
             memcpy(&run[k], &w[(REVERSE ? ITEMS - 1 - k : k) * WORDS_PER_ITEM], sizeof(Item));
+    }
+
+    // Whether a vector holds whole items, so that scan_run_in_place works.
+    static constexpr bool WHOLE_ITEMS_PER_VECTOR = VECTOR_BYTES % sizeof(Item) == 0;
+
+    // thread_scan (thread.cuh) of this lane's run where it lies in the
+    // slice, a vector at a time: the same result as read_run, thread_scan,
+    // write_run, with a vector's worth of registers instead of a run's.
+    template <bool INCLUSIVE>
+    static __device__ __forceinline__ void scan_run_in_place(Word* smem, Item prefix) {
+        static_assert(WHOLE_ITEMS_PER_VECTOR, "vectors of whole items");
+        constexpr int PER_VECTOR = VECTOR_BYTES / (int)sizeof(Item);
+        const int lane = (int)lane_id();
+        Word* mine = smem + (REVERSE ? 31 - lane : lane) * STRIDE;
+#pragma unroll
+        for (int s = 0; s < VECTORS_PER_RUN; ++s) {
+            // Scan order: a reverse scan walks the run from its end.
+            Vec* p = reinterpret_cast<Vec*>(mine + (REVERSE ? VECTORS_PER_RUN - 1 - s : s) * WORDS_PER_VECTOR);
+            Vec v = *p;
+            Item items[PER_VECTOR];
+            memcpy(items, v.w, sizeof(items));
+#pragma unroll
+            for (int t = 0; t < PER_VECTOR; ++t) {
+                Item& x = items[REVERSE ? PER_VECTOR - 1 - t : t];
+                const Item next = Op::combine(prefix, x);
+                x = INCLUSIVE ? next : prefix;
+                prefix = next;
+            }
+            memcpy(v.w, items, sizeof(items));
+            *p = v;
+        }
     }
 
     // Writes this lane's run back where read_run found it (a __syncwarp must

@@ -29,6 +29,16 @@
 //     each lane its prefix within the tile and the tile's aggregate (block);
 //  4. thread 0 publishes the aggregate at once (tile 0: its inclusive
 //     prefix), and the slot is handed to the look-back warp.
+// With EARLY (the policy's early_loads) the order is 2, the loads of 3 into
+// registers, 1, then the rest of 3: the loads are in flight while the slot's
+// previous tile is stored, and that store rescans in shared memory a vector
+// at a time so that the registers stay free for them. On the H200 this took
+// f32 add from 0.83 to 0.85 of copy and the f32 recurrence from 0.83 to 0.88;
+// 32-byte items, whose loads need the store's registers, went from 0.57 to
+// 0.51 and keep the plain order. (Starting the next tile's loads a whole
+// iteration ahead, with cp.async into a further slot, ran at 0.43 to 0.80:
+// a tile's aggregate then comes an iteration after its claim, and its
+// successors' look-backs wait that much longer.)
 // Look-back warp, per slot in the same order: look back for the tile's
 // exclusive prefix, publish its inclusive prefix, hand the slot back.
 // Hand-overs are named barriers (util.cuh): the scanning warps arrive at
@@ -121,8 +131,8 @@ struct SinglePassSlots {
     static_assert(SLICES_BYTES % 16 == 0, "prefixes start 16-byte aligned");
 };
 
-template <class Op, int THREADS, int ITEMS, int LOOKBACK, int STAGES, bool REVERSE, bool INCLUSIVE, class Status,
-          class Heads>
+template <class Op, int THREADS, int ITEMS, int LOOKBACK, int STAGES, bool EARLY, bool REVERSE, bool INCLUSIVE,
+          class Status, class Heads>
 __device__ __forceinline__ void single_pass(const typename Op::Item* src, typename Op::Item* dst, u64 len,
                                             const typename Op::Item* carry_in, typename Op::Item* carry_out,
                                             u64* counter, Status status, unsigned epoch, unsigned chaos,
@@ -145,7 +155,7 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
         reinterpret_cast<Item*>(shared + SinglePassSlots<Op, THREADS, ITEMS, STAGES>::SLICES_BYTES);
 
     __shared__ typename Block::Shared block;
-    __shared__ i64 claimed;                   // the tile thread 0 claimed last
+    __shared__ i64 claimed[2];                // the tiles thread 0 claimed last, alternately
     __shared__ i64 slot_tile[STAGES];         // the tile each slot holds
     __shared__ Slot<Item> slot_aggregate[STAGES], slot_prefix[STAGES];
     // Segmented: per slot, bit 0: the tile's first position is a head; bit 1:
@@ -205,16 +215,11 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
         }
         return t < tiles ? t : tiles;
     };
-    // 1. Stores the tile in slot `k` once the look-back warp has its prefix.
-    auto store = [&](int k) {
-        barrier_sync(PREFIXED + k, ALL);
-        const i64 tile = slot_tile[k];
-        const Segment seg(tile, len);
-        auto index = [=](int p) -> u64 { return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p); };
-        Word* buf = slice(k);
+    // The rescan of this lane's run in slot `k` (tile `tile`) from `within`,
+    // its prefix within the tile, and the tile's prefix, in registers.
+    auto rescan_in_registers = [&](int k, i64 tile, const Segment& seg, Word* buf, const Item within) {
         Item run[ITEMS];
         Exchange::read_run(buf, run);
-        const Item within = withins[k * THREADS + threadIdx.x];
         if constexpr (SEGMENTED) {
             const u64 mask = heads.template run<ITEMS, REVERSE>(seg.first + lane_id() * ITEMS);
             const bool head_before = (heads_before[k * WARPS + warp] >> lane_id()) & 1u;
@@ -226,6 +231,24 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
             thread_scan<Op, ITEMS, INCLUSIVE>(run, first ? within : Op::combine(slot_prefix[k].get(), within));
         }
         Exchange::write_run(buf, run);
+    };
+    // 1. Stores the tile in slot `k` once the look-back warp has its prefix.
+    auto store = [&](int k) {
+        barrier_sync(PREFIXED + k, ALL);
+        const i64 tile = slot_tile[k];
+        const Segment seg(tile, len);
+        auto index = [=](int p) -> u64 { return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p); };
+        Word* buf = slice(k);
+        const Item within = withins[k * THREADS + threadIdx.x];
+        if constexpr (EARLY && !SEGMENTED && Exchange::WHOLE_ITEMS_PER_VECTOR) {
+            // The same rescan a vector at a time, in shared memory: the
+            // registers hold the next tile's loads in flight.
+            const bool first = tile == 0 && carry_in == nullptr;
+            Exchange::template scan_run_in_place<INCLUSIVE>(
+                buf, first ? within : Op::combine(slot_prefix[k].get(), within));
+        } else {
+            rescan_in_registers(k, tile, seg, buf, within);
+        }
         __syncwarp();
         if (heads.contiguous() && seg.vectors(dst)) {
             Exchange::store_vectors(dst + seg.base, buf);
@@ -235,30 +258,9 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
         __syncwarp();  // before the slice is loaded again
     };
 
-    if (chaos && threadIdx.x == 0) {
-        const unsigned late = (gridDim.x - 1u - blockIdx.x) % 16u;
-        for (unsigned i = 0; i < late; ++i) __nanosleep(2000);
-    }
-    unsigned i = 0;
-    for (;; ++i) {
-        const int k = (int)(i % STAGES);
-        if (i >= STAGES) store(k);
-
-        // 2. Claim, only now: a tile's successors wait for its aggregate, so
-        // a block claims no tile before it can load it. (slot_tile[k] is
-        // written only after this barrier, which every scanning thread
-        // reaches after reading it in store(k).)
-        if (threadIdx.x == 0) claimed = claim();
-        barrier_sync(SCANNERS, THREADS);
-        const i64 tile = claimed;
-        if (tile >= tiles) {
-            if (threadIdx.x == 0) slot_tile[k] = tiles;  // tells the look-back warp to stop
-            barrier_arrive(READY + k, ALL);
-            break;
-        }
-
-        // 3. Load and scan this warp's segment; scan position p of the
-        // segment is global index `index(p)`.
+    // 3. Loads this warp's segment of `tile` into slot `k`; scan position p
+    // of the segment is global index `index(p)`.
+    auto load = [&](int k, i64 tile) {
         const Segment seg(tile, len);
         auto index = [=](int p) -> u64 { return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p); };
         Word* buf = slice(k);
@@ -267,7 +269,12 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
         } else {
             Exchange::load_items(src, index, seg.valid, buf);
         }
-        __syncwarp();
+    };
+    // 3b and 4. Scans the tile that slot `k` holds (loaded, and visible to
+    // the whole warp), publishes its aggregate and hands the slot over.
+    auto scan_and_publish = [&](int k, i64 tile) {
+        const Segment seg(tile, len);
+        Word* buf = slice(k);
         Item run[ITEMS];
         Exchange::read_run(buf, run);
         Item aggregate;
@@ -318,6 +325,69 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
             }
         }
         barrier_arrive(READY + k, ALL);
+    };
+    // 2. Thread 0 claims a tile for the block; every scanning thread gets it.
+    // Claims alternate between two words: before a word is written again,
+    // every scanning thread has read it and passed a block scan's barriers.
+    auto claim_for_block = [&](unsigned parity) -> i64 {
+        if (threadIdx.x == 0) claimed[parity & 1u] = claim();
+        barrier_sync(SCANNERS, THREADS);
+        return claimed[parity & 1u];
+    };
+    // No tile left: tells the look-back warp, which meets slot k in order, to stop.
+    auto finish = [&](int k) {
+        if (threadIdx.x == 0) slot_tile[k] = tiles;
+        barrier_arrive(READY + k, ALL);
+    };
+
+    if (chaos && threadIdx.x == 0) {
+        const unsigned late = (gridDim.x - 1u - blockIdx.x) % 16u;
+        for (unsigned i = 0; i < late; ++i) __nanosleep(2000);
+    }
+    unsigned i = 0;
+    if constexpr (EARLY) {
+        // The loads of a tile are issued before the store of the slot's
+        // previous tile, so that they are in flight while it is stored.
+        for (;; ++i) {
+            const int k = (int)(i % STAGES);
+            const i64 tile = claim_for_block(i);
+            if (tile >= tiles) {
+                if (i >= STAGES) store(k);
+                barrier_sync(SCANNERS, THREADS);  // every warp has read slot_tile[k]
+                finish(k);
+                break;
+            }
+            const Segment seg(tile, len);
+            const bool vectors = heads.contiguous() && seg.vectors(src);
+            typename Exchange::Vec v[Exchange::VECTORS_PER_RUN];
+            if (vectors) Exchange::fetch_vectors(src + seg.base, v);
+            if (i >= STAGES) store(k);
+            if (vectors) {
+                Exchange::put_vectors(v, slice(k));
+            } else {
+                load(k, tile);
+            }
+            __syncwarp();
+            scan_and_publish(k, tile);
+        }
+    } else {
+        for (;; ++i) {
+            const int k = (int)(i % STAGES);
+            if (i >= STAGES) store(k);
+
+            // 2. Claim, only now: a tile's successors wait for its aggregate, so
+            // a block claims no tile before it can load it. (slot_tile[k] is
+            // written only after this barrier, which every scanning thread
+            // reaches after reading it in store(k).)
+            const i64 tile = claim_for_block(i);
+            if (tile >= tiles) {
+                finish(k);
+                break;
+            }
+            load(k, tile);
+            __syncwarp();
+            scan_and_publish(k, tile);
+        }
     }
     // The tiles still in their slots, oldest first.
     for (unsigned j = i >= STAGES - 1 ? i - (STAGES - 1) : 0; j < i; ++j) store((int)(j % STAGES));

@@ -692,9 +692,15 @@ pub fn compile_with<Op: CudaOp>(arch: &str, tuning: Tuning) -> Result<Vec<u8>> {
 /// returns their CUBINs. Empty for operators without single-pass kernels:
 /// their rows and segments run Blelloch's kernels one scan at a time.
 pub fn compile_segmented_for_arch<Op: CudaOp>(arch: &str) -> Result<Vec<Vec<u8>>> {
+    compile_segmented_with::<Op>(arch, Tuning::default())
+}
+
+/// Like [`compile_segmented_for_arch`], with the single-pass policy
+/// overridden by `tuning`.
+pub fn compile_segmented_with<Op: CudaOp>(arch: &str, tuning: Tuning) -> Result<Vec<Vec<u8>>> {
     let mut cubins = Vec::new();
     for family in [Family::Rows, Family::Flags] {
-        let source = ModuleSource::family_of::<Op>(capability_of(arch)?, Tuning::default(), family)?;
+        let source = ModuleSource::family_of::<Op>(capability_of(arch)?, tuning, family)?;
         if source.stages().iter().any(|s| Stage::SINGLE_PASS.contains(s)) {
             cubins.push(nvrtc::compile_cubin(&source.code, &source.op_name, arch)?);
         }

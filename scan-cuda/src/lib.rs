@@ -70,7 +70,10 @@ mod staging;
 
 pub use buffer::DeviceBuffer;
 pub use cache::default_dir as cache_dir;
-pub use cuda::{compile_for_arch, compile_segmented_for_arch, compile_with, module_source, CompileStats, Cuda};
+pub use cuda::{
+    compile_for_arch, compile_segmented_for_arch, compile_segmented_with, compile_with, module_source, CompileStats,
+    Cuda,
+};
 /// Items that [`Cuda::alloc`] can zero-fill (cudarc's marker trait).
 pub use cudarc::driver::ValidAsZeroBits;
 pub use host::TransferRates;

@@ -101,6 +101,12 @@ pub struct SinglePassPolicy {
     /// waits for each look-back). Each stage is a tile's worth of shared
     /// memory.
     pub stages: u32,
+    /// Whether the scanning warps issue the loads of a tile before they
+    /// store the previous tile of its slot (and rescan that tile in shared
+    /// memory, a vector at a time, to keep registers free for the loads), so
+    /// that the loads are in flight during the store; otherwise they store
+    /// first, then claim and load.
+    pub early_loads: bool,
 }
 
 impl SinglePassPolicy {
@@ -114,12 +120,15 @@ impl SinglePassPolicy {
     /// look-back reads 32 predecessors per round trip; two stages, so a
     /// block scans the next tile while its look-back warp finds the prefix of
     /// the last one, and as many blocks per SM as their shared memory allows
-    /// (measured on the H200: bench/gpu-h200-results.md).
+    /// (measured on the H200: bench/gpu-h200-results.md); items of 1 to 16
+    /// bytes (powers of two) issue a tile's loads before the store of the
+    /// previous tile ([`SinglePassPolicy::early_loads`]).
     ///
     /// ```
     /// use scan_cuda::{SinglePassPolicy, StatusLayout};
     /// let p = SinglePassPolicy::for_item(4, 90).unwrap();
     /// assert_eq!((p.threads, p.items_per_thread, p.status), (256, 32, StatusLayout::Packed));
+    /// assert!(p.early_loads && !SinglePassPolicy::for_item(32, 90).unwrap().early_loads);
     /// assert!(SinglePassPolicy::for_item(4, 61).is_err()); // no __nanosleep before sm_70
     /// ```
     pub fn for_item(size: usize, arch: u32) -> std::result::Result<SinglePassPolicy, String> {
@@ -164,6 +173,11 @@ impl SinglePassPolicy {
             lookback: 1,
             blocks_per_sm: 1,
             stages: 2,
+            // Measured on the H200 (bench/gpu-h200-results.md): 0.83 -> 0.85
+            // of copy for f32 add, 0.83 -> 0.88 for the f32 recurrence, 0.67
+            // -> 0.68 for 16-byte items; 0.57 -> 0.51 for 32-byte items,
+            // whose loads need the registers the store uses.
+            early_loads: size.is_power_of_two() && size <= 16,
         };
         // Smaller GPUs: one stage, then shorter runs, until a block fits.
         while policy.shared_bytes(size) > shared_limit_per_block(arch) {
@@ -184,6 +198,17 @@ impl SinglePassPolicy {
     fn resident_blocks(self, size: usize, arch: u32, threads_per_sm: u32) -> u32 {
         let by_shared = shared_per_sm(arch) / (self.shared_bytes(size) + 1024);
         (threads_per_sm / self.block_threads()).min(by_shared as u32).max(1)
+    }
+
+    /// Whether the kernels for plain (`segmented` false) or segmented scans
+    /// (rows, flags) issue their loads early. Segmented kernels rescan a run
+    /// in registers, (value, head) pairs, and runs of more than 16 items
+    /// leave no registers for the loads in flight: on the H200, f32 rows of
+    /// 32 items per thread ran at 0.65 of copy with early loads and 0.77
+    /// without, while 16-item runs (the f32 recurrence) went from 0.86 to
+    /// 0.90.
+    pub fn early_loads_for(self, segmented: bool) -> bool {
+        self.early_loads && (!segmented || self.items_per_thread <= 16)
     }
 
     /// Threads per block: the scanning threads and the look-back warp.
@@ -358,6 +383,7 @@ pub struct Tuning {
     lookback: Option<u32>,
     blocks_per_sm: Option<u32>,
     stages: Option<u32>,
+    early_loads: Option<bool>,
     adversarial_seed: u32,
     host_chunk_bytes: Option<usize>,
 }
@@ -398,6 +424,13 @@ impl Tuning {
     /// [`SinglePassPolicy::stages`]).
     pub fn stages(mut self, stages: u32) -> Self {
         self.stages = Some(stages);
+        self
+    }
+
+    /// Whether to issue a tile's loads before the store of the previous one
+    /// (see [`SinglePassPolicy::early_loads`]).
+    pub fn early_loads(mut self, early: bool) -> Self {
+        self.early_loads = Some(early);
         self
     }
 
@@ -444,6 +477,7 @@ impl Tuning {
             lookback: self.lookback.unwrap_or(policy.lookback),
             blocks_per_sm: self.blocks_per_sm.unwrap_or(same_threads_per_sm),
             stages: self.stages.unwrap_or(policy.stages),
+            early_loads: self.early_loads.unwrap_or(policy.early_loads),
         }
     }
 
@@ -461,6 +495,7 @@ impl Tuning {
             || self.lookback.is_some()
             || self.blocks_per_sm.is_some()
             || self.stages.is_some()
+            || self.early_loads.is_some()
     }
 }
 

@@ -73,12 +73,19 @@ fn every_template_instantiates_for_every_hand_written_test_operator() {
 #[test]
 #[ignore = "needs libnvrtc"]
 fn the_rows_and_segments_kernels_build_for_every_item_shape() {
-    fn check<Op: CudaOp>() {
-        let cubins = scan_cuda::compile_segmented_for_arch::<Op>("sm_90")
-            .unwrap_or_else(|e| panic!("{}: {e}", std::any::type_name::<Op>()));
+    fn check_with<Op: CudaOp>(tuning: scan_cuda::Tuning) {
+        let cubins = scan_cuda::compile_segmented_with::<Op>("sm_90", tuning)
+            .unwrap_or_else(|e| panic!("{}, {tuning:?}: {e}", std::any::type_name::<Op>()));
         assert_eq!(cubins.len(), 2, "{}: rows and segments modules", std::any::type_name::<Op>());
         assert!(cubins.iter().all(|c| c.starts_with(b"\x7fELF")));
     }
+    fn check<Op: CudaOp>() {
+        check_with::<Op>(scan_cuda::Tuning::default());
+    }
+    // The other load schedule of the single-pass kernel (early loads).
+    let early = scan_cuda::SinglePassPolicy::for_item(4, 90).unwrap().early_loads;
+    check_with::<Add<f32>>(scan_cuda::Tuning::default().early_loads(!early));
+    check_with::<QuaternionProduct>(scan_cuda::Tuning::default().early_loads(!early));
     check::<Add<f32>>();
     check::<LinearRecurrence<f32>>();
     check::<LinearRecurrence<f64>>();
