@@ -6,12 +6,13 @@
 #   bash scan-cuda/gpu-check.sh tests      # smoke test, then every GPU test binary
 #   bash scan-cuda/gpu-check.sh host       # quickstart at 2^24 and 2^28 (no environment set up), bench --gpu-host-only
 #   bash scan-cuda/gpu-check.sh bench      # examples/bench --gpu, peers, plot
-#   bash scan-cuda/gpu-check.sh rows       # rows and segments: bench --gpu-rows-only, peers --rows-only
+#   bash scan-cuda/gpu-check.sh rows       # rows and segments: bench --gpu-rows-only, examples/compact, peers --rows-only
 #   bash scan-cuda/gpu-check.sh selective  # the selective scan: bench --gpu-selective-only, peers --selective-only
 #   bash scan-cuda/gpu-check.sh test:NAME  # one GPU test binary (e.g. test:gpu_rows)
 #   bash scan-cuda/gpu-check.sh policies   # examples/bench --gpu-policies-only (single-pass tuning sweep)
 #   bash scan-cuda/gpu-check.sh sanitize   # compute-sanitizer memcheck/racecheck/synccheck
 #   bash scan-cuda/gpu-check.sh profile    # ncu of the single-pass kernel (f32 add, 2^28)
+#                                          # (PROFILE_CASES="selective" for the selective scan: examples/gpu_profile cases)
 set -uo pipefail
 out=${OUT:-/tmp/scan-gpu}
 mkdir -p "$out"
@@ -55,6 +56,8 @@ for what in "$@"; do
   rows)
     step 400 bench-rows $bin/examples/bench --gpu-rows-only --reps 15 --out "$out/bench-rows.md"
     cat "$out/bench-rows.md"
+    step 120 compact $bin/examples/compact
+    cat "$out/compact.log"
     PYTHONUNBUFFERED=1 step 300 peers-rows python3 bench/peers.py --rows-only --reps 15 --out "$out/peers-rows.md"
     cat "$out/peers-rows.md"
     ;;
@@ -88,15 +91,17 @@ for what in "$@"; do
         $bin/tests/scan-gpu_rows --ignored --test-threads=1 small_items
       step 300 "sanitize-$tool-selective" compute-sanitizer --tool $tool --error-exitcode 9 \
         $bin/tests/scan-selective_scan --ignored --test-threads=1 device_resident lane_group
+      SCAN_TEST_MAX_LEN=20000 step 300 "sanitize-$tool-compact" compute-sanitizer --tool $tool --error-exitcode 9 \
+        $bin/tests/scan-gpu_compact --ignored --test-threads=1
     done
     ;;
   profile)
     # The plain kernel, then the rows kernel (65536 rows of 4096). The
     # details and the stall reasons (cycles per issued instruction, by
     # reason) of each go to ncu-*.txt.
-    for c in f32-add f32-add-rows; do
+    for c in ${PROFILE_CASES:-f32-add f32-add-rows}; do
       step 300 "ncu-$c" ncu --clock-control none --set full --import-source yes --launch-skip 2 --launch-count 1 \
-        -k regex:single_pass -o "$out/$c" $bin/examples/gpu_profile $c 28
+        -k regex:"single_pass|selective" -o "$out/$c" $bin/examples/gpu_profile $c 28
       ncu --import "$out/$c.ncu-rep" --page details >"$out/ncu-$c.txt" 2>&1
       ncu --import "$out/$c.ncu-rep" --page raw --csv 2>/dev/null | python3 -c '
 import csv, sys

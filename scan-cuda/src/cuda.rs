@@ -16,6 +16,7 @@ use scan_core::{CudaOp, Error, Result, Scan, ScanSpec};
 use crate::blelloch::GpuBlocks;
 use crate::buffer::{driver_error, raw, DeviceBuffer, Raw};
 use crate::cache::{self, DiskCache};
+use crate::compact::CompactKernels;
 use crate::discover;
 use crate::kernels::{Family, Stage};
 use crate::module::{lock, Module};
@@ -132,6 +133,8 @@ pub struct Cuda {
     pub(crate) staging: Mutex<Option<Staging>>,
     /// The selective-scan kernel, loaded at the first (selective.rs).
     pub(crate) selective: Mutex<Option<Arc<SelectiveKernel>>>,
+    /// The compaction kernels, loaded at the first use (compact.rs).
+    pub(crate) compact: Mutex<Option<Arc<CompactKernels>>>,
 }
 
 impl std::fmt::Debug for Cuda {
@@ -209,6 +212,7 @@ impl Cuda {
             stats: Mutex::new(CompileStats::default()),
             staging: Mutex::new(None),
             selective: Mutex::new(None),
+            compact: Mutex::new(None),
         })
     }
 

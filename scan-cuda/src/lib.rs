@@ -53,6 +53,7 @@
 mod blelloch;
 mod buffer;
 mod cache;
+mod compact;
 mod cuda;
 mod discover;
 mod host;
@@ -70,6 +71,7 @@ mod staging;
 
 pub use buffer::DeviceBuffer;
 pub use cache::default_dir as cache_dir;
+pub use compact::compile_compact_for_arch;
 pub use cuda::{
     compile_for_arch, compile_segmented_for_arch, compile_segmented_with, compile_with, module_source, CompileStats,
     Cuda,

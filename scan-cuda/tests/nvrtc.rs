@@ -94,6 +94,17 @@ fn the_rows_and_segments_kernels_build_for_every_item_shape() {
     check::<CountAndSum>();
 }
 
+/// The stream-compaction kernels (one module for every item type), for both
+/// architectures.
+#[test]
+#[ignore = "needs libnvrtc"]
+fn the_compaction_kernels_build() {
+    for arch in ARCHS {
+        let cubin = scan_cuda::compile_compact_for_arch(arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert!(cubin.starts_with(b"\x7fELF"), "{arch}: not an ELF cubin");
+    }
+}
+
 /// The selective-scan kernel (one module for every shape), for both
 /// architectures.
 #[test]
