@@ -83,7 +83,7 @@ for what in "$@"; do
     export SCAN_CUDA_LINEINFO=1
     for tool in memcheck racecheck synccheck; do
       SCAN_TEST_MAX_LEN=40000 step 300 "sanitize-$tool" compute-sanitizer --tool $tool --error-exitcode 9 \
-        $bin/tests/scan-gpu_single_pass --ignored --test-threads=1 adversarial tile_status shapes
+        $bin/tests/scan-gpu_single_pass --ignored --test-threads=1 adversarial tile_status shapes deterministic
       SCAN_TEST_MAX_LEN=5000 step 300 "sanitize-$tool-scan" compute-sanitizer --tool $tool --error-exitcode 9 \
         $bin/tests/scan-gpu_scan --ignored --test-threads=1 non_commutative
       # Rows and segments (the Heads kernels, the flags kernel) and the selective scan's two kernels.

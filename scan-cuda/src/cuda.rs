@@ -260,6 +260,32 @@ impl Cuda {
         self
     }
 
+    /// The same executor with run-to-run deterministic plain single-pass
+    /// scans (`true`) or the default, faster look-back (`false`).
+    ///
+    /// A decoupled look-back combines a tile's predecessors as far back as
+    /// it finds one that already knows its prefix, which depends on timing,
+    /// so float sums can differ in the last bits from run to run (integers
+    /// never do). Deterministic scans group the predecessors in fixed groups
+    /// instead (`SinglePassPolicy::deterministic`): the same grouping in
+    /// every run, on the same GPU and build, whatever the scheduling. Rows
+    /// and segmented scans are not covered; the Blelloch algorithm is
+    /// deterministic anyway.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::{ops::Add, ScanSpec};
+    /// let cuda = scan_cuda::Cuda::new()?.with_deterministic(true);
+    /// let x: Vec<f32> = (0..1 << 20).map(|i| (i as f32).sin()).collect();
+    /// let a = cuda.scan::<Add<f32>>(&x, ScanSpec::inclusive())?;
+    /// assert_eq!(a, cuda.scan::<Add<f32>>(&x, ScanSpec::inclusive())?);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_deterministic(self, deterministic: bool) -> Cuda {
+        let tuning = self.tuning.deterministic(deterministic);
+        self.with_tuning(tuning)
+    }
+
     /// The tuning overrides in force.
     pub fn tuning(&self) -> Tuning {
         self.tuning
