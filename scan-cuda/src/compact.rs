@@ -6,7 +6,6 @@
 //! first use, whatever the item type: the scatter moves an item as words.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
 use scan_core::ops::Add;
@@ -15,7 +14,6 @@ use scan_core::{Error, Result, ScanSpec};
 use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
-use crate::module::lock;
 
 /// Threads per block and rows per tile: tiles of 4096 items.
 const THREADS: u32 = 256;
@@ -182,16 +180,7 @@ impl Cuda {
 
     /// The compaction kernels, loaded once per executor.
     fn compact_kernels(&self) -> Result<Arc<CompactKernels>> {
-        let mut slot = lock(&self.compact);
-        if let Some(k) = slot.as_ref() {
-            return Ok(k.clone());
-        }
-        let started = Instant::now();
-        let kernels = self.load_cached(&source(), "compact", started, |cubin| {
-            let module = self
-                .context()
-                .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
-                .map_err(|e| driver_error("module load", e))?;
+        self.kernels_once(&self.compact, &source(), "compact", |module| {
             let count = module.load_function(COUNT).map_err(|e| driver_error("kernel lookup", e))?;
             let mut scatter = Vec::new();
             for (word, _) in WORDS {
@@ -200,10 +189,7 @@ impl Cuda {
                 scatter.push((word, f));
             }
             Ok(CompactKernels { _module: module, count, scatter })
-        })?;
-        let kernels = Arc::new(kernels);
-        *slot = Some(kernels.clone());
-        Ok(kernels)
+        })
     }
 }
 

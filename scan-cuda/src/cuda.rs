@@ -583,6 +583,32 @@ impl Cuda {
         SinglePass { stream: &self.stream, module, policy, chaos, carry: Carry::default() }
     }
 
+    /// The kernels `slot` holds, or, the first time, the module compiled
+    /// from `code` (through [`Cuda::load_cached`]) with its functions looked
+    /// up by `functions`; kept in `slot` for the executor's later calls.
+    pub(crate) fn kernels_once<K>(
+        &self,
+        slot: &Mutex<Option<Arc<K>>>,
+        code: &str,
+        name: &str,
+        functions: impl Fn(Arc<cudarc::driver::CudaModule>) -> Result<K>,
+    ) -> Result<Arc<K>> {
+        let mut slot = lock(slot);
+        if let Some(k) = slot.as_ref() {
+            return Ok(k.clone());
+        }
+        let kernels = self.load_cached(code, name, Instant::now(), |cubin| {
+            let module = self
+                .context()
+                .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+                .map_err(|e| driver_error("module load", e))?;
+            functions(module)
+        })?;
+        let kernels = Arc::new(kernels);
+        *slot = Some(kernels.clone());
+        Ok(kernels)
+    }
+
     /// Loads the module compiled from `code` with `load`: its CUBIN from the
     /// disk cache (an entry `load` rejects counts as corrupt), else from
     /// NVRTC (then cached). Counts the work in the compile statistics, from

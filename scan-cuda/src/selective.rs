@@ -11,7 +11,6 @@
 //! and for timing the kernel alone.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
 use scan_core::selective::{Projection, SelectiveScan, SsmLengths, SsmOutput, SsmShape};
@@ -20,7 +19,6 @@ use scan_core::{Error, Result};
 use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
-use crate::module::lock;
 
 /// Threads per block and steps per thread: a chunk of 2048 steps, as
 /// mamba_ssm's kernel for long sequences.
@@ -322,16 +320,7 @@ impl Cuda {
 
     /// The selective-scan kernel, loaded once per executor.
     fn selective_kernel(&self) -> Result<Arc<SelectiveKernel>> {
-        let mut slot = lock(&self.selective);
-        if let Some(k) = slot.as_ref() {
-            return Ok(k.clone());
-        }
-        let started = Instant::now();
-        let kernel = self.load_cached(&source(), "selective_scan", started, |cubin| {
-            let module = self
-                .context()
-                .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
-                .map_err(|e| driver_error("module load", e))?;
+        self.kernels_once(&self.selective, &source(), "selective_scan", |module| {
             let function = module.load_function(KERNEL).map_err(|e| driver_error("kernel lookup", e))?;
             let mut lanes = Vec::new();
             for (s, per_lane) in LANE_SHAPES {
@@ -340,10 +329,7 @@ impl Cuda {
                 lanes.push(((s, per_lane), f));
             }
             Ok(SelectiveKernel { _module: module, function, lanes })
-        })?;
-        let kernel = Arc::new(kernel);
-        *slot = Some(kernel.clone());
-        Ok(kernel)
+        })
     }
 }
 
