@@ -9,42 +9,64 @@ use crate::parallel::for_each_part;
 const MIN_ITEMS_PER_THREAD: usize = 1 << 16;
 
 /// The items of `values` whose flag in `keep` is set, in order, on up to
-/// `threads` threads.
+/// `threads` threads: each contiguous part counts its kept items, then
+/// writes them straight into its own stretch of the output.
 pub(crate) fn compact<T: Copy + Send + Sync>(values: &[T], keep: &[bool], threads: usize) -> Result<Vec<T>> {
     Error::check_lengths(values.len(), keep.len())?;
-    let filter = filter_branch_free::<T>;
     let threads = threads.min(values.len() / MIN_ITEMS_PER_THREAD).max(1);
-    if threads == 1 {
-        return Ok(filter(values, keep));
-    }
-    let per_part = values.len().div_ceil(threads);
-    let mut parts: Vec<(usize, Vec<T>)> = (0..threads).map(|p| (p * per_part, Vec::new())).collect();
+    let per_part = values.len().div_ceil(threads).max(1);
+    // (first item, kept items) of each part.
+    let mut parts: Vec<(usize, usize)> = (0..values.len()).step_by(per_part).map(|start| (start, 0)).collect();
     for_each_part(&mut parts, threads, |mine| {
         for (start, kept) in mine {
             let end = (*start + per_part).min(values.len());
-            *kept = filter(&values[*start..end], &keep[*start..end]);
+            *kept = keep[*start..end].iter().filter(|&&k| k).count();
         }
     });
-    Ok(parts.into_iter().flat_map(|(_, kept)| kept).collect())
+    let total: usize = parts.iter().map(|&(_, kept)| kept).sum();
+    let mut out: Vec<T> = Vec::new();
+    out.try_reserve_exact(total)
+        .map_err(|_| Error::TooLarge { what: format!("cannot allocate {total} kept items") })?;
+    {
+        // Each part's stretch of the output, in order.
+        let mut rest = &mut out.spare_capacity_mut()[..total];
+        let mut jobs = Vec::with_capacity(parts.len());
+        for &(start, kept) in &parts {
+            let (stretch, after) = rest.split_at_mut(kept);
+            rest = after;
+            jobs.push((start, stretch));
+        }
+        for_each_part(&mut jobs, threads, |mine| {
+            for (start, stretch) in mine {
+                let end = (*start + per_part).min(values.len());
+                fill_branch_free(&values[*start..end], &keep[*start..end], stretch);
+            }
+        });
+    }
+    // SAFETY: every part wrote its whole stretch (fill_branch_free writes
+    // every slot: its kept items, which the count above says fill it), and
+    // the stretches tile 0 .. total.
+    unsafe { out.set_len(total) };
+    Ok(out)
 }
 
-/// `values` where `keep` is set, without a branch per item: every item is
-/// written to the next free slot, which only a kept item claims, so the
-/// unpredictable flags of a typical filter cost no mispredictions.
-fn filter_branch_free<T: Copy>(values: &[T], keep: &[bool]) -> Vec<T> {
-    let mut out: Vec<T> = Vec::with_capacity(values.len());
-    let slots = out.as_mut_ptr();
-    let mut kept = 0;
-    for (&x, &k) in values.iter().zip(keep) {
-        // SAFETY: `kept` counts the kept items before this one, so it is at
-        // most this item's index, below `values.len()`, the capacity.
-        unsafe { slots.add(kept).write(x) };
-        kept += usize::from(k);
+/// Writes the kept items of `values` to `out`, which holds exactly as many,
+/// without a branch per item: every item is written to the next free slot,
+/// which only a kept item claims, so unpredictable flags cost no
+/// mispredictions; the loop ends when the last slot is claimed, so no write
+/// lands past `out`.
+fn fill_branch_free<T: Copy>(values: &[T], keep: &[bool], out: &mut [std::mem::MaybeUninit<T>]) {
+    if out.is_empty() {
+        return;
     }
-    // SAFETY: slots 0 .. kept were written above (each by the kept item
-    // that claimed it, the last write to it), and kept <= the capacity.
-    unsafe { out.set_len(kept) };
-    out
+    let mut next = 0;
+    for (&x, &k) in values.iter().zip(keep) {
+        out[next].write(x);
+        next += usize::from(k);
+        if next == out.len() {
+            break;
+        }
+    }
 }
 
 #[cfg(test)]
