@@ -64,6 +64,12 @@ for what in "$@"; do
   selective)
     step 300 bench-selective $bin/examples/bench --gpu-selective-only --reps 15 --out "$out/bench-selective.md"
     cat "$out/bench-selective.md"
+    # The channel-group kernels (experimental, forced).
+    for k in channels2 channels4; do
+      SCAN_CUDA_SELECTIVE_KERNEL=$k step 300 "bench-selective-$k" $bin/examples/bench --gpu-selective-only --reps 15 \
+        --out "$out/bench-selective-$k.md"
+      echo "-- SCAN_CUDA_SELECTIVE_KERNEL=$k"; grep -E "^\| GPU selective" "$out/bench-selective-$k.md"
+    done
     PYTHONUNBUFFERED=1 step 400 peers-selective python3 bench/peers.py --selective-only --reps 10 --out "$out/peers-selective.md"
     cat "$out/peers-selective.md"
     ;;
@@ -90,7 +96,7 @@ for what in "$@"; do
       SCAN_TEST_MAX_LEN=5000 step 300 "sanitize-$tool-rows" compute-sanitizer --tool $tool --error-exitcode 9 \
         $bin/tests/scan-gpu_rows --ignored --test-threads=1 small_items
       step 300 "sanitize-$tool-selective" compute-sanitizer --tool $tool --error-exitcode 9 \
-        $bin/tests/scan-selective_scan --ignored --test-threads=1 device_resident lane_group
+        $bin/tests/scan-selective_scan --ignored --test-threads=1 device_resident lane_group channel_group
       SCAN_TEST_MAX_LEN=20000 step 300 "sanitize-$tool-compact" compute-sanitizer --tool $tool --error-exitcode 9 \
         $bin/tests/scan-gpu_compact --ignored --test-threads=1
     done

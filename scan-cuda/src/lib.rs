@@ -84,7 +84,7 @@ pub use policy::{
     Algorithm, BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning, DETERMINISTIC_LOOKBACK,
     SINGLE_PASS_MAX_ITEM_BYTES,
 };
-pub use selective::{compile_selective_for_arch, DeviceProjection, DeviceSelectiveScan};
+pub use selective::{compile_selective_for_arch, DeviceProjection, DeviceSelectiveScan, SelectiveKernelChoice};
 
 /// The cudarc this crate is built with, for scanning your own `CudaSlice`s.
 pub use cudarc;

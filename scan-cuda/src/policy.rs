@@ -397,6 +397,7 @@ pub struct Tuning {
     stages: Option<u32>,
     early_loads: Option<bool>,
     deterministic: Option<bool>,
+    selective: crate::selective::SelectiveKernelChoice,
     adversarial_seed: u32,
     host_chunk_bytes: Option<usize>,
 }
@@ -461,6 +462,18 @@ impl Tuning {
         self.deterministic == Some(true)
     }
 
+    /// Which GPU selective-scan kernel runs (for measurements and tests;
+    /// the default chooses by shape).
+    pub fn selective_kernel(mut self, choice: crate::selective::SelectiveKernelChoice) -> Self {
+        self.selective = choice;
+        self
+    }
+
+    /// The selective-scan kernel choice set by [`Tuning::selective_kernel`].
+    pub fn selective(self) -> crate::selective::SelectiveKernelChoice {
+        self.selective
+    }
+
     /// The chunk size, in bytes, of scans of host slices (which travel to
     /// the GPU and back in chunks through pinned buffers, see
     /// [`Cuda::scan_into`](crate::Cuda::scan_into)), instead of one chosen
@@ -514,7 +527,7 @@ impl Tuning {
 
     /// The launch-shape overrides alone (what a module is built for).
     pub(crate) fn shape(self) -> Tuning {
-        Tuning { adversarial_seed: 0, host_chunk_bytes: None, ..self }
+        Tuning { adversarial_seed: 0, host_chunk_bytes: None, selective: Default::default(), ..self }
     }
 
     /// True when a launch-shape override is set (the module must be built
