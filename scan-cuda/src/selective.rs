@@ -117,47 +117,35 @@ pub(crate) struct SelectiveKernel {
     channels: Vec<(u32, CudaFunction)>,
 }
 
+/// An `extern "C"` kernel `name` of `threads` threads that calls the
+/// template instance `template` (every selective-scan kernel takes the same
+/// arguments).
+fn kernel_wrapper(name: &str, threads: u32, template: &str) -> String {
+    format!(
+        "extern \"C\" __global__ void __launch_bounds__({threads}) {name}(\n\
+         \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
+         \x20   const float* C, unsigned long long c_groups, const float* D, const float* z, const float* delta_bias,\n\
+         \x20   const float* x0, float* out, float* last, unsigned long long batch, unsigned long long dim,\n\
+         \x20   unsigned long long len, unsigned long long state, int softplus) {{\n\
+         \x20 scan::{template}(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
+         \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, x0, out, last, batch, dim, len, state, softplus != 0);\n\
+         }}\n"
+    )
+}
+
 fn source() -> String {
     let mut code = String::new();
     for (file, text) in SOURCES {
         code.push_str(&format!("// ---- kernels/{file} ----\n{text}\n"));
     }
-    code.push_str(&format!(
-        "extern \"C\" __global__ void __launch_bounds__({THREADS}) {KERNEL}(\n\
-         \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
-         \x20   const float* C, unsigned long long c_groups, const float* D, const float* z, const float* delta_bias,\n\
-         \x20   const float* x0, float* out, float* last, unsigned long long batch, unsigned long long dim,\n\
-         \x20   unsigned long long len, unsigned long long state, int softplus) {{\n\
-         \x20 scan::selective_scan_fwd<{THREADS}, {ITEMS}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
-         \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, x0, out, last, batch, dim, len, state, softplus != 0);\n\
-         }}\n"
-    ));
+    code.push_str(&kernel_wrapper(KERNEL, THREADS, &format!("selective_scan_fwd<{THREADS}, {ITEMS}>")));
     for (k, items) in CHANNEL_SHAPES {
-        let name = channels_kernel_name(k);
-        code.push_str(&format!(
-            "extern \"C\" __global__ void __launch_bounds__({THREADS}) {name}(\n\
-             \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
-             \x20   const float* C, unsigned long long c_groups, const float* D, const float* z, const float* delta_bias,\n\
-             \x20   const float* x0, float* out, float* last, unsigned long long batch, unsigned long long dim,\n\
-             \x20   unsigned long long len, unsigned long long state, int softplus) {{\n\
-             \x20 scan::selective_scan_channels<{THREADS}, {items}, {k}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
-             \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, x0, out, last, batch, dim, len, state, softplus != 0);\n\
-             }}\n"
-        ));
+        let template = format!("selective_scan_channels<{THREADS}, {items}, {k}>");
+        code.push_str(&kernel_wrapper(&channels_kernel_name(k), THREADS, &template));
     }
     for (s, per_lane) in LANE_SHAPES {
-        let name = lanes_kernel_name(s, per_lane);
-        let threads = 32 * LANE_WARPS;
-        code.push_str(&format!(
-            "extern \"C\" __global__ void __launch_bounds__({threads}) {name}(\n\
-             \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
-             \x20   const float* C, unsigned long long c_groups, const float* D, const float* z, const float* delta_bias,\n\
-             \x20   const float* x0, float* out, float* last, unsigned long long batch, unsigned long long dim,\n\
-             \x20   unsigned long long len, unsigned long long state, int softplus) {{\n\
-             \x20 scan::selective_scan_lanes<{s}, {per_lane}, {LANE_WARPS}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
-             \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, x0, out, last, batch, dim, len, state, softplus != 0);\n\
-             }}\n"
-        ));
+        let template = format!("selective_scan_lanes<{s}, {per_lane}, {LANE_WARPS}>");
+        code.push_str(&kernel_wrapper(&lanes_kernel_name(s, per_lane), 32 * LANE_WARPS, &template));
     }
     code
 }
