@@ -26,7 +26,6 @@
 #![warn(missing_docs)]
 
 mod blelloch;
-mod compact;
 mod cpu;
 mod kernel;
 mod lookback;
