@@ -3,19 +3,25 @@
 //! item its output position, and the last position plus the last flag is the
 //! output length; then every kept item is written to its place (a scatter).
 //!
-//! The scan runs on the best backend this machine has (`Device::auto()`); the
-//! flags and the scatter run here on the CPU, so on a GPU the figure includes
-//! moving the flags and positions over the bus (a fused GPU compaction is
-//! future work). The result is checked against `Iterator::filter`, and the
-//! rate is printed beside a copy of the same bytes, measured in the same run.
+//! Two forms, both checked against `Iterator::filter`, each timed beside a
+//! copy of the same items measured in the same run:
 //!
-//! `cargo run --release --example compact` (on this 2-core machine: 4.3 GB/s,
-//! 0.12 of a memcpy: the flags and the scatter are single-threaded passes).
+//! * the textbook one spelled out (`Compactor` below): the flags and the
+//!   scatter here on the CPU, the scan on the best backend this machine has
+//!   (`Device::auto()`), so on a GPU it includes moving the flags and
+//!   positions over the bus;
+//! * the library's `compact`: `Cpu::compact` on the CPU, and on a GPU
+//!   `Cuda::compact_device_into` on device-resident items and flags (each
+//!   tile's kept items counted, the counts scanned, then every tile places
+//!   its kept items: the flags read twice, the kept items once), timed with
+//!   CUDA events against a device copy of the items.
+//!
+//! `cargo run --release --example compact`
 
 use std::time::Instant;
 
 use scan::ops::Add;
-use scan::{Device, ScanSpec};
+use scan::{Cpu, Device, ScanSpec};
 
 /// Buffers a compaction reuses from call to call (fresh ones would cost
 /// page faults, which this machine's copy baseline does not pay either).
@@ -62,34 +68,72 @@ fn main() -> scan::Result<()> {
     // Deterministic, well-spread data in [-1, 1): about a quarter kept.
     let items: Vec<f32> = (0..n).map(|i| ((i as f64 * 0.618_033_988_749_895).fract() * 2.0 - 1.0) as f32).collect();
     let keep = |x: f32| x > 0.5;
-
     let want: Vec<f32> = items.iter().copied().filter(|&x| keep(x)).collect();
+    // Bytes a compaction must move at least: the items read, the kept items written.
+    let bytes = (4 * n + 4 * want.len()) as f64;
+
+    // The textbook form.
     let (mut compactor, mut got) = (Compactor::default(), Vec::new());
     compactor.compact(&device, &items, keep, &mut got)?;
     assert_eq!(got, want, "compaction differs from Iterator::filter");
-
-    let (mut best, mut copy_best) = (f64::MAX, f64::MAX);
     let mut copy = vec![0.0f32; n];
-    for _ in 0..5 {
-        let t = Instant::now();
-        compactor.compact(&device, &items, keep, &mut got)?;
-        best = best.min(t.elapsed().as_secs_f64());
-        std::hint::black_box(&got);
-        let t = Instant::now();
-        copy.copy_from_slice(&items);
-        copy_best = copy_best.min(t.elapsed().as_secs_f64());
-        std::hint::black_box(&copy);
+    let copy_best = best_of(5, || copy.copy_from_slice(&items));
+    std::hint::black_box(&copy);
+    let best = best_of(5, || compactor.compact(&device, &items, keep, &mut got).expect("checked above"));
+    report("flags, scan on the backend, scatter on the CPU", want.len(), n, bytes, best, (8 * n) as f64 / copy_best);
+
+    // The library's compaction on the CPU.
+    let cpu = Cpu::new();
+    let flags: Vec<bool> = items.iter().map(|&x| keep(x)).collect();
+    assert_eq!(cpu.compact(&items, &flags)?, want, "Cpu::compact differs from Iterator::filter");
+    let best = best_of(5, || drop(std::hint::black_box(cpu.compact(&items, &flags).expect("checked above"))));
+    report(&format!("Cpu::compact ({cpu}), flags given"), want.len(), n, bytes, best, (8 * n) as f64 / copy_best);
+
+    // And on the GPU, on device-resident items and flags.
+    if let Some(cuda) = device.as_cuda() {
+        let dev_items = cuda.upload(&items)?;
+        let dev_flags = cuda.upload(&flags)?;
+        let mut out = cuda.alloc::<f32>(n)?;
+        let kept = cuda.compact_device_into(&dev_items, &dev_flags, &mut out)?;
+        assert_eq!(out.download_prefix(kept)?, want, "Cuda::compact_device_into differs from Iterator::filter");
+        let mut copy = cuda.alloc::<f32>(n)?;
+        let (mut copy_ms, mut ms) = (f32::MAX, f32::MAX);
+        for _ in 0..20 {
+            copy_ms = copy_ms.min(cuda.time(|| copy.copy_from(&dev_items))?.1);
+            ms = ms.min(cuda.time(|| cuda.compact_device_into(&dev_items, &dev_flags, &mut out))?.1);
+        }
+        let copy_rate = (8 * n) as f64 / (f64::from(copy_ms) * 1e-3);
+        report(
+            "Cuda::compact_device_into, items and flags on the GPU",
+            kept,
+            n,
+            bytes,
+            f64::from(ms) * 1e-3,
+            copy_rate,
+        );
     }
-    // Bytes a compaction must move at least: the input read, the kept items written.
-    let bytes = (4 * n + 4 * want.len()) as f64;
-    println!(
-        "kept {} of {n} items (checked against Iterator::filter): {:.2} ms = {:.1} GB/s (input + kept bytes); \
-         a memcpy of the input here: {:.1} GB/s; ratio {:.2}",
-        want.len(),
-        best * 1e3,
-        bytes / best / 1e9,
-        (8 * n) as f64 / copy_best / 1e9,
-        (bytes / best) / ((8 * n) as f64 / copy_best)
-    );
     Ok(())
+}
+
+/// The fastest of `reps` runs of `f`, in seconds.
+fn best_of(reps: usize, mut f: impl FnMut()) -> f64 {
+    (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::MAX, f64::min)
+}
+
+fn report(what: &str, kept: usize, n: usize, bytes: f64, seconds: f64, copy_rate: f64) {
+    let rate = bytes / seconds;
+    println!(
+        "{what}: kept {kept} of {n} items (checked against Iterator::filter) in {:.3} ms = {:.1} GB/s (items + kept \
+         bytes); a copy of the items in the same run: {:.1} GB/s; ratio {:.2}",
+        seconds * 1e3,
+        rate / 1e9,
+        copy_rate / 1e9,
+        rate / copy_rate
+    );
 }

@@ -1,16 +1,20 @@
 //! One GPU scan, run a few times, for profilers (Nsight Compute) to look at:
 //!
 //! ```text
-//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|f32-add-rows] [log2 n] [single-pass|blelloch]
+//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|f32-add-rows|selective] [log2 n] [single-pass|blelloch]
 //! ncu --launch-skip 2 --launch-count 1 -k regex:single_pass target/release/examples/gpu_profile f32-add 28
 //! ```
 //!
 //! Inputs are pseudo-random (a Weyl sequence), the scan is inclusive, forward and out of
 //! place between device buffers, three times. `f32-add-rows` scans rows of
-//! 4096 items (2^n items in all) in one launch.
+//! 4096 items (2^n items in all) in one launch. `selective` runs the
+//! selective scan of issue 8/11's benchmark (batch 8, dim 1536, L 4096, N 16,
+//! B and C varying, D, z, delta_bias, softplus; log2 n is ignored) three
+//! times.
 
 use scan::cuda::{Algorithm, Cuda};
 use scan::ops::{Add, LinearRecurrence};
+use scan::selective::{Projection, SelectiveScan, SsmShape};
 use scan::{CudaOp, ScanSpec};
 
 fn run<Op: CudaOp>(cuda: &Cuda, x: &[Op::Item], rows: usize) -> scan::Result<()> {
@@ -41,6 +45,7 @@ fn main() -> scan::Result<()> {
     let a = |i: usize| 0.9 + 0.1 * u(i);
     let b = |i: usize| 2.0 * u(7 * i + 3) - 1.0;
     match case {
+        "selective" => selective(&cuda),
         "i32-add" => {
             run::<Add<i32>>(&cuda, &(0..n).map(|i| (u(i) * 2e9) as i32 - 1_000_000_000).collect::<Vec<_>>(), 1)
         }
@@ -51,4 +56,35 @@ fn main() -> scan::Result<()> {
         "f32-add-rows" => run::<Add<f32>>(&cuda, &(0..n).map(|i| b(i) as f32).collect::<Vec<_>>(), (n / 4096).max(1)),
         _ => run::<Add<f32>>(&cuda, &(0..n).map(|i| b(i) as f32).collect::<Vec<_>>(), 1),
     }
+}
+
+/// The selective scan of the 8/11 benchmark, three times.
+fn selective(cuda: &Cuda) -> scan::Result<()> {
+    let shape = SsmShape { batch: 8, dim: 1536, len: 4096, state: 16 };
+    let SsmShape { batch, dim, len, state } = shape;
+    let v = |n: usize, lo: f32, hi: f32, salt: usize| -> Vec<f32> {
+        (0..n).map(|i| lo + (hi - lo) * ((i * 7 + salt) as f64 * 0.618_033_988_749_895).fract() as f32).collect()
+    };
+    let (u, delta, z) =
+        (v(batch * dim * len, -1.0, 1.0, 1), v(batch * dim * len, -4.0, -1.0, 2), v(batch * dim * len, -2.0, 2.0, 3));
+    let (a, d, bias) = (v(dim * state, -1.5, -0.5, 4), v(dim, -1.0, 1.0, 5), v(dim, -0.3, 0.3, 6));
+    let (b, c) = (v(batch * state * len, -1.0, 1.0, 7), v(batch * state * len, -1.0, 1.0, 8));
+    let args = SelectiveScan::new(
+        shape,
+        &u,
+        &delta,
+        &a,
+        Projection::Varying { data: &b, groups: 1 },
+        Projection::Varying { data: &c, groups: 1 },
+    )
+    .d(&d)
+    .z(&z)
+    .delta_bias(&bias)
+    .delta_softplus(true);
+    let mut on_device = cuda.upload_selective(&args)?;
+    for _ in 0..3 {
+        let ((), ms) = cuda.time(|| cuda.run_selective(&mut on_device))?;
+        println!("selective scan {batch} x {dim} x {len}, N {state}: {ms:.3} ms");
+    }
+    Ok(())
 }

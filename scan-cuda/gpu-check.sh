@@ -6,12 +6,13 @@
 #   bash scan-cuda/gpu-check.sh tests      # smoke test, then every GPU test binary
 #   bash scan-cuda/gpu-check.sh host       # quickstart at 2^24 and 2^28 (no environment set up), bench --gpu-host-only
 #   bash scan-cuda/gpu-check.sh bench      # examples/bench --gpu, peers, plot
-#   bash scan-cuda/gpu-check.sh rows       # rows and segments: bench --gpu-rows-only, peers --rows-only
+#   bash scan-cuda/gpu-check.sh rows       # rows and segments: bench --gpu-rows-only, examples/compact, peers --rows-only
 #   bash scan-cuda/gpu-check.sh selective  # the selective scan: bench --gpu-selective-only, peers --selective-only
 #   bash scan-cuda/gpu-check.sh test:NAME  # one GPU test binary (e.g. test:gpu_rows)
 #   bash scan-cuda/gpu-check.sh policies   # examples/bench --gpu-policies-only (single-pass tuning sweep)
 #   bash scan-cuda/gpu-check.sh sanitize   # compute-sanitizer memcheck/racecheck/synccheck
 #   bash scan-cuda/gpu-check.sh profile    # ncu of the single-pass kernel (f32 add, 2^28)
+#                                          # (PROFILE_CASES="selective" for the selective scan: examples/gpu_profile cases)
 set -uo pipefail
 out=${OUT:-/tmp/scan-gpu}
 mkdir -p "$out"
@@ -55,12 +56,20 @@ for what in "$@"; do
   rows)
     step 400 bench-rows $bin/examples/bench --gpu-rows-only --reps 15 --out "$out/bench-rows.md"
     cat "$out/bench-rows.md"
+    step 120 compact $bin/examples/compact
+    cat "$out/compact.log"
     PYTHONUNBUFFERED=1 step 300 peers-rows python3 bench/peers.py --rows-only --reps 15 --out "$out/peers-rows.md"
     cat "$out/peers-rows.md"
     ;;
   selective)
     step 300 bench-selective $bin/examples/bench --gpu-selective-only --reps 15 --out "$out/bench-selective.md"
     cat "$out/bench-selective.md"
+    # The channel-group kernels (experimental, forced).
+    for k in channels2 channels4; do
+      SCAN_CUDA_SELECTIVE_KERNEL=$k step 300 "bench-selective-$k" $bin/examples/bench --gpu-selective-only --reps 15 \
+        --out "$out/bench-selective-$k.md"
+      echo "-- SCAN_CUDA_SELECTIVE_KERNEL=$k"; grep -E "^\| GPU selective" "$out/bench-selective-$k.md"
+    done
     PYTHONUNBUFFERED=1 step 400 peers-selective python3 bench/peers.py --selective-only --reps 10 --out "$out/peers-selective.md"
     cat "$out/peers-selective.md"
     ;;
@@ -80,23 +89,25 @@ for what in "$@"; do
     export SCAN_CUDA_LINEINFO=1
     for tool in memcheck racecheck synccheck; do
       SCAN_TEST_MAX_LEN=40000 step 300 "sanitize-$tool" compute-sanitizer --tool $tool --error-exitcode 9 \
-        $bin/tests/scan-gpu_single_pass --ignored --test-threads=1 adversarial tile_status shapes
+        $bin/tests/scan-gpu_single_pass --ignored --test-threads=1 adversarial tile_status shapes deterministic
       SCAN_TEST_MAX_LEN=5000 step 300 "sanitize-$tool-scan" compute-sanitizer --tool $tool --error-exitcode 9 \
         $bin/tests/scan-gpu_scan --ignored --test-threads=1 non_commutative
       # Rows and segments (the Heads kernels, the flags kernel) and the selective scan's two kernels.
       SCAN_TEST_MAX_LEN=5000 step 300 "sanitize-$tool-rows" compute-sanitizer --tool $tool --error-exitcode 9 \
         $bin/tests/scan-gpu_rows --ignored --test-threads=1 small_items
       step 300 "sanitize-$tool-selective" compute-sanitizer --tool $tool --error-exitcode 9 \
-        $bin/tests/scan-selective_scan --ignored --test-threads=1 device_resident lane_group
+        $bin/tests/scan-selective_scan --ignored --test-threads=1 device_resident lane_group channel_group
+      SCAN_TEST_MAX_LEN=20000 step 300 "sanitize-$tool-compact" compute-sanitizer --tool $tool --error-exitcode 9 \
+        $bin/tests/scan-gpu_compact --ignored --test-threads=1
     done
     ;;
   profile)
     # The plain kernel, then the rows kernel (65536 rows of 4096). The
     # details and the stall reasons (cycles per issued instruction, by
     # reason) of each go to ncu-*.txt.
-    for c in f32-add f32-add-rows; do
+    for c in ${PROFILE_CASES:-f32-add f32-add-rows}; do
       step 300 "ncu-$c" ncu --clock-control none --set full --import-source yes --launch-skip 2 --launch-count 1 \
-        -k regex:single_pass -o "$out/$c" $bin/examples/gpu_profile $c 28
+        -k regex:"single_pass|selective" -o "$out/$c" $bin/examples/gpu_profile $c 28
       ncu --import "$out/$c.ncu-rep" --page details >"$out/ncu-$c.txt" 2>&1
       ncu --import "$out/$c.ncu-rep" --page raw --csv 2>/dev/null | python3 -c '
 import csv, sys

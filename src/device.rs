@@ -277,6 +277,26 @@ impl Device {
     }
 }
 
+impl Device {
+    /// The items of `values` whose flag in `keep` is set, in order (stream
+    /// compaction): on the GPU when this device is one (`Cuda::compact`: a
+    /// count of each tile's flags, a scan of the counts, a scatter), else on
+    /// the CPU (`Cpu::compact`). `values` and `keep` must have the same length.
+    ///
+    /// ```
+    /// # fn main() -> scan::Result<()> {
+    /// let kept = scan::Device::auto().compact(&[1.0f32, -2.0, 3.0], &[true, false, true])?;
+    /// assert_eq!(kept, [1.0, 3.0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn compact<T: Copy + Send + Sync>(&self, values: &[T], keep: &[bool]) -> Result<Vec<T>> {
+        match &self.backend {
+            Backend::Cuda(cuda) => cuda.compact(values, keep),
+            Backend::Cpu(cpu) => cpu.compact(values, keep),
+        }
+    }
+}
+
 impl<Op: ScanOp> Scan<Op> for Device {
     fn scan_into(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
         Device::scan_into::<Op>(self, input, output, spec)

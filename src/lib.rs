@@ -95,6 +95,17 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Stream compaction, the scan's classic use, is `compact`: the items whose
+//! flag is set, in order (on the GPU: each tile's kept items counted, the
+//! counts scanned, each tile's kept items placed).
+//!
+//! ```
+//! # fn main() -> scan::Result<()> {
+//! let kept = scan::Device::cpu().compact(&[3, 1, 4, 1, 5], &[true, false, true, false, true])?;
+//! assert_eq!(kept, [3, 4, 5]);
+//! # Ok(()) }
+//! ```
+//!
 //! # Errors
 //!
 //! Every fallible call returns [`Error`]; bad input is an error, never a

@@ -240,6 +240,71 @@ fn integer_scans_are_run_to_run_identical_and_float_scans_as_documented() {
     }
 }
 
+/// `Cuda::with_deterministic(true)`: 50 f32 add scans of 2^28 items give the
+/// bits of the first, on five executors that perturb the schedule (the
+/// adversarial schedule: blocks claiming in scrambled order, random pauses
+/// before publishing, under several seeds; and register budgets of 1 to 3
+/// blocks per SM), ten runs each; so do a float linear recurrence (not
+/// commutative) and a scan from host memory (chunks joined by carries). The
+/// first result is checked against an f64 evaluation, so that "identical"
+/// is not "identically wrong".
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn deterministic_float_scans_are_bitwise_identical_whatever_the_schedule() {
+    let mut rng = Rng::fresh("deterministic look-back");
+    let n = (1usize << 28).min(max_len());
+    let x: Vec<f32> = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
+    let lr: Vec<(f32, f32)> = rng.vec(n / 4, |r| (r.range_f64(0.9, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32));
+    let base = cuda().with_deterministic(true);
+    let t = base.tuning();
+    // Each executor with its own buffers (its own stream).
+    let executors: Vec<Cuda> = vec![
+        cuda().with_tuning(t),
+        cuda().with_tuning(t.adversarial_schedule(1)),
+        cuda().with_tuning(t.blocks_per_sm(1)),
+        cuda().with_tuning(t.blocks_per_sm(2).adversarial_schedule(0xC0FFEE)),
+        cuda().with_tuning(t.blocks_per_sm(3).adversarial_schedule(77)),
+    ];
+    let (dx, dlr) = (base.upload(&x).unwrap(), base.upload(&lr).unwrap());
+    let (mut ox, mut olr) = (base.alloc::<f32>(n).unwrap(), base.alloc::<(f32, f32)>(lr.len()).unwrap());
+    base.scan_device_into::<Add<f32>>(&dx, &mut ox, ScanSpec::inclusive()).unwrap();
+    base.scan_device_into::<LinearRecurrence<f32>>(&dlr, &mut olr, ScanSpec::inclusive()).unwrap();
+    let (want_x, want_lr) = (ox.download().unwrap(), olr.download().unwrap());
+    drop((dx, dlr, ox, olr));
+    // Within the rounding of any grouping: |error| <= (i + 1) eps sum|x| (a
+    // loose bound, but one a wrong prefix breaks).
+    let (mut exact, mut magnitude) = (0.0f64, 0.0f64);
+    for (i, &v) in x.iter().enumerate() {
+        exact += f64::from(v);
+        magnitude += f64::from(v).abs();
+        let bound = (i + 1) as f64 * f64::from(f32::EPSILON) * magnitude;
+        assert!((f64::from(want_x[i]) - exact).abs() <= bound, "item {i}: {} against {exact}", want_x[i]);
+    }
+    let same = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(a, b)| a.to_bits() == b.to_bits());
+    let m = n.min(1 << 24);
+    let want_host = base.scan::<Add<f32>>(&x[..m], ScanSpec::inclusive()).unwrap();
+    for (e, cuda) in executors.iter().enumerate() {
+        let (dx, dlr) = (cuda.upload(&x).unwrap(), cuda.upload(&lr).unwrap());
+        let (mut ox, mut olr) = (cuda.alloc::<f32>(n).unwrap(), cuda.alloc::<(f32, f32)>(lr.len()).unwrap());
+        for run in 0..10 {
+            cuda.scan_device_into::<Add<f32>>(&dx, &mut ox, ScanSpec::inclusive()).unwrap();
+            assert!(same(&ox.download().unwrap(), &want_x), "f32 add, executor {e} run {run}: {:?}", cuda.tuning());
+        }
+        cuda.scan_device_into::<LinearRecurrence<f32>>(&dlr, &mut olr, ScanSpec::inclusive()).unwrap();
+        let got = olr.download().unwrap();
+        assert!(
+            got.iter().zip(&want_lr).all(|(a, b)| a.0.to_bits() == b.0.to_bits() && a.1.to_bits() == b.1.to_bits()),
+            "linear recurrence f32, executor {e}: {:?}",
+            cuda.tuning()
+        );
+        // From host slices (chunks joined by carries, so another grouping
+        // than one launch's): the same bits on every executor.
+        let host = cuda.scan::<Add<f32>>(&x[..m], ScanSpec::inclusive()).unwrap();
+        assert!(same(&host, &want_host), "host scan, executor {e}: {:?}", cuda.tuning());
+    }
+    eprintln!("deterministic: 50 f32 add scans of {n} items bitwise identical under perturbed schedules");
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn items_too_large_for_the_single_pass_kernels_fall_back_to_blelloch() {

@@ -156,13 +156,14 @@ fn every_operator_module_compiles_to_an_sm_90_cubin() {
 }
 
 /// The same with the single-pass kernel's other load schedule (early loads
-/// where the default has them off, and the other way round).
+/// where the default has them off, and the other way round) and the
+/// deterministic look-back.
 #[test]
 #[ignore = "needs libnvrtc"]
-fn every_operator_module_compiles_with_the_other_load_schedule() {
+fn every_operator_module_compiles_with_the_other_load_schedule_and_a_deterministic_look_back() {
     let early = scan::cuda::SinglePassPolicy::for_item(4, 90).unwrap().early_loads;
-    let tuning = scan::cuda::Tuning::default().early_loads(!early);
-    every_module_compiles(tuning, if early { "late loads" } else { "early loads" });
+    let tuning = scan::cuda::Tuning::default().early_loads(!early).deterministic(true);
+    every_module_compiles(tuning, if early { "late loads, deterministic" } else { "early loads, deterministic" });
 }
 
 /// The generated source alone, in a probe kernel, compiles to compute_90 PTX

@@ -157,6 +157,37 @@ fn the_gpu_lane_group_kernel_matches_the_reference() {
     }
 }
 
+/// The channel-group kernels (K = 2 and 4 channels per block, forced): on
+/// shapes where K divides the channels of every group of B and C (and, for
+/// the other shapes and for fixed B or C, the block scan they fall back to),
+/// with every option, lengths around their 1024- and 512-step chunks.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_channel_group_kernels_match_the_reference() {
+    use scan::cuda::{SelectiveKernelChoice, Tuning};
+    let mut rng = Rng::fresh("selective scan channel groups");
+    // (batch, dim, L, N, groups)
+    let shapes = [
+        (1, 4, 1, 1, 1),
+        (2, 8, 511, 16, 2),
+        (1, 4, 513, 4, 1),
+        (2, 16, 1025, 16, 4),
+        (1, 8, 4096, 16, 1),
+        (3, 12, 100, 64, 3),
+        (1, 6, 77, 16, 3),
+    ];
+    for k in [2, 4] {
+        let cuda = gpu().with_tuning(Tuning::default().selective_kernel(SelectiveKernelChoice::Channels(k)));
+        let run = gpu_run(&cuda);
+        for (batch, dim, len, state, groups) in shapes {
+            let inputs = Inputs::new(&mut rng, SsmShape { batch, dim, len, state }, groups);
+            for options in [0u32, 1, 2, 4, 8, 16, 32, 15, 63] {
+                check(&run, &format!("{k} channels per block, options {options:#b}"), &inputs.args(options));
+            }
+        }
+    }
+}
+
 fn every_shape_and_option(runs: &[(&str, Run<'_>)]) {
     let mut rng = Rng::fresh("selective scan shapes");
     // (batch, dim, L, N, groups): every N, lengths around 256 and 4096,

@@ -77,10 +77,17 @@ pub fn run(args: &Args) -> Result<Report, String> {
         return Ok(Report { about, rows, notes });
     }
 
+    // f32 add also with the deterministic look-back (issue 9/11).
+    let with_deterministic: Vec<Cuda> = Algorithm::ALL
+        .into_iter()
+        .map(|a| Cuda::new().map(|c| c.with_algorithm(a)))
+        .chain([Cuda::new().map(|c| c.with_deterministic(true))])
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
     for log in [24u32, 28] {
         let n = 1usize << log;
         let x = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
-        rows.extend(case::<Add<f32>>(&executors, &format!("f32 add 2^{log}"), &x, args.reps, |a, got| {
+        rows.extend(case::<Add<f32>>(&with_deterministic, &format!("f32 add 2^{log}"), &x, args.reps, |a, got| {
             bad_sum(&x, got, |i| rounding_depth(a, i))
         })?);
     }
@@ -241,7 +248,11 @@ where
         let g = gbps(median(ms));
         rows.push(Row {
             case: name.into(),
-            method: format!("GPU {}", e.algorithm()),
+            method: if e.tuning().is_deterministic() {
+                format!("GPU {} deterministic", e.algorithm())
+            } else {
+                format!("GPU {}", e.algorithm())
+            },
             gbps: g,
             vs_copy: g / copy,
             vs_sequential: f64::NAN,

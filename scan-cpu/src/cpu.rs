@@ -299,6 +299,21 @@ impl Cpu {
         rows::scan_segments_in_place::<Op>(self, data, starts, spec)
     }
 
+    /// The items of `values` whose flag in `keep` is set, in order (stream
+    /// compaction: `Iterator::filter` with the predicate's results given as
+    /// flags), filtered in contiguous parts on this executor's threads.
+    /// `values` and `keep` must have the same length
+    /// ([`Error::LengthMismatch`] otherwise).
+    ///
+    /// ```
+    /// let kept = scan_cpu::Cpu::new().compact(&[10, 11, 12, 13], &[true, false, false, true])?;
+    /// assert_eq!(kept, [10, 13]);
+    /// # Ok::<(), scan_core::Error>(())
+    /// ```
+    pub fn compact<T: Copy + Send + Sync>(&self, values: &[T], keep: &[bool]) -> Result<Vec<T>> {
+        crate::compact::compact(values, keep, self.threads)
+    }
+
     /// Scans each segment on its own, a segment starting at every item whose
     /// head flag is set (and at item 0); one flag per item
     /// ([`Error::LengthMismatch`] otherwise).

@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 mod blelloch;
+mod compact;
 mod cpu;
 mod kernel;
 mod lookback;

@@ -80,4 +80,59 @@ __device__ __forceinline__ typename Op::Item lookback(const Status& status, i64 
     }
 }
 
+// The deterministic look-back: the same exclusive prefix, always grouped the
+// same way, whatever the timing. Tiles form fixed groups of G = 32 * PER_LANE;
+// only the last tile of a group publishes its inclusive prefix (P), every
+// other tile only its aggregate. Tile t of the group starting at tile s
+// combines P of tile s - 1 (or `before_all`, the carry into tile 0, if any)
+// with the aggregates of tiles s .. t - 1, reduced by a fixed tree (lane l
+// folds its PER_LANE tiles left to right, identities past t - 1, then
+// warp_reduce). So the grouping depends on t and G alone, and float scans are
+// bitwise identical from run to run. The price: prefixes advance one group
+// per status round trip, through the groups' last tiles only, hence wide
+// groups (bench/gpu-h200-results.md).
+template <class Op, int PER_LANE, class Status>
+__device__ __forceinline__ typename Op::Item lookback_fixed(const Status& status, i64 tile, unsigned epoch,
+                                                           const typename Op::Item* before_all) {
+    typedef typename Op::Item Item;
+    constexpr i64 GROUP = 32 * PER_LANE;
+    const i64 start = tile - tile % GROUP;
+    const unsigned lane = lane_id();
+    // Issue every read first: the group's earlier aggregates, and (lane 0)
+    // the previous group's inclusive prefix.
+    unsigned codes[PER_LANE];
+    Item values[PER_LANE];
+#pragma unroll
+    for (int j = 0; j < PER_LANE; ++j) {
+        const i64 t = start + (i64)lane * PER_LANE + j;
+        values[j] = Op::identity();
+        codes[j] = t < tile ? status.read(t, values[j]) : 0u;
+    }
+    Item prior = Op::identity();
+    unsigned prior_code = 0;
+    if (lane == 0 && start > 0) prior_code = status.read(start - 1, prior);
+    Item part = Op::identity();
+#pragma unroll
+    for (int j = 0; j < PER_LANE; ++j) {
+        const i64 t = start + (i64)lane * PER_LANE + j;
+        if (t < tile) {
+            if ((codes[j] >> 2) != epoch || (codes[j] & 3u) == 0) wait_status(status, t, epoch, values[j]);
+            part = j == 0 ? values[j] : Op::combine(part, values[j]);
+        }
+    }
+    const Item window = Shuffle<Item>::from(warp_reduce<Op>(part), 0);
+    if (start > 0) {
+        if (lane == 0 && ((prior_code >> 2) != epoch || (prior_code & 3u) != STATUS_PREFIX)) {
+            // Only a group's last tile publishes a prefix; wait until it has.
+            while (wait_status(status, start - 1, epoch, prior) != STATUS_PREFIX) __nanosleep(64);
+        }
+        prior = Shuffle<Item>::from(prior, 0);
+    } else if (before_all != nullptr) {
+        prior = *before_all;
+    } else {
+        return window;  // tile > 0 here: the window holds tile 0 at least
+    }
+    return tile == start ? prior : Op::combine(prior, window);
+}
+
 }  // namespace scan

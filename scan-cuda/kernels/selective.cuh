@@ -218,6 +218,151 @@ __device__ __forceinline__ void selective_scan_fwd(const float* u, const float* 
 }
 
 
+// K recurrences side by side (K channels' states for one state index): one
+// block scan serves all of them.
+template <int K>
+struct SsmRecurrences {
+    struct Item {
+        float a[K], b[K];
+    };
+    static __device__ __forceinline__ Item identity() {
+        Item x;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            x.a[k] = 1.0f;
+            x.b[k] = 0.0f;
+        }
+        return x;
+    }
+    static __device__ __forceinline__ Item combine(const Item& l, const Item& r) {
+        Item x;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            x.a[k] = l.a[k] * r.a[k];
+            x.b[k] = fmaf(r.a[k], l.b[k], r.b[k]);
+        }
+        return x;
+    }
+};
+
+// The chunked block scan for K channels of one batch at once (rows row0 ..
+// row0 + K - 1, consecutive channels that share B and C: the host checks
+// that both projections vary and that K divides the channels of a group).
+// The same steps as selective_scan_fwd, with every per-row quantity per
+// channel; what changes is that B and C are read once for K channels, so
+// the K-fold re-reading of the batch's B and C (from L2, once per channel)
+// drops K times, and one block scan (of K pairs) serves K channels.
+template <int THREADS, int ITEMS, int K>
+__device__ __forceinline__ void selective_scan_channels(const float* u, const float* delta, const float* A,
+                                                        SsmProjection B, SsmProjection C, const float* D,
+                                                        const float* z, const float* delta_bias, const float* x0,
+                                                        float* out, float* last, u64 batch, u64 dim, u64 len,
+                                                        u64 state, bool softplus) {
+    typedef SsmRecurrences<K> Op;
+    typedef BlockScan<Op, THREADS> Scan;
+    typedef typename Op::Item Pairs;
+    constexpr u64 CHUNK = (u64)THREADS * ITEMS;
+    constexpr float LOG2E = 1.4426950408889634f;
+    __shared__ typename Scan::Shared scan_shared[2];
+    extern __shared__ float carried[];  // [2][K][state]
+
+    const u64 row0 = (u64)blockIdx.x * K;
+    const u64 b = row0 / dim, d0 = row0 % dim;
+    float skip[K], bias[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        skip[k] = D != nullptr ? D[d0 + k] : 0.0f;
+        bias[k] = delta_bias != nullptr ? delta_bias[d0 + k] : 0.0f;
+    }
+    for (u64 j = threadIdx.x; j < K * state; j += THREADS) carried[j] = x0 != nullptr ? x0[row0 * state + j] : 0.0f;
+    __syncthreads();
+
+    unsigned parity = 0, turn = 0;
+    for (u64 start = 0; start < len; start += CHUNK) {
+        const u64 t0 = start + (u64)threadIdx.x * ITEMS;
+        float uu[K][ITEMS], dt[K][ITEMS], y[K][ITEMS];
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            ssm_load<ITEMS>(u + (row0 + k) * len, t0, len, 0.0f, uu[k]);
+            ssm_load<ITEMS>(delta + (row0 + k) * len, t0, len, 0.0f, dt[k]);
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) {
+                dt[k][i] += bias[k];
+                if (softplus) dt[k][i] = ssm_softplus(dt[k][i]);
+                y[k][i] = 0.0f;
+            }
+        }
+        const float* from = carried + parity * K * state;
+        float* to = carried + (parity ^ 1u) * K * state;
+        float next_b[ITEMS], next_c[ITEMS];
+        ssm_load<ITEMS>(B.row(b, d0, dim, 0, state, len), t0, len, 0.0f, next_b);
+        ssm_load<ITEMS>(C.row(b, d0, dim, 0, state, len), t0, len, 0.0f, next_c);
+        for (u64 n = 0; n < state; ++n) {
+            float bb[ITEMS], cc[ITEMS];
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) {
+                bb[i] = next_b[i];
+                cc[i] = next_c[i];
+            }
+            if (n + 1 < state) {
+                ssm_load<ITEMS>(B.row(b, d0, dim, n + 1, state, len), t0, len, 0.0f, next_b);
+                ssm_load<ITEMS>(C.row(b, d0, dim, n + 1, state, len), t0, len, 0.0f, next_c);
+            }
+            float a[K][ITEMS], bu[K][ITEMS];
+            Pairs run;
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                const float a2 = A[(d0 + k) * state + n] * LOG2E;
+#pragma unroll
+                for (int i = 0; i < ITEMS; ++i) {
+                    const bool in = t0 + i < len;
+                    a[k][i] = in ? ssm_exp2(dt[k][i] * a2) : 1.0f;
+                    bu[k][i] = in ? dt[k][i] * bb[i] * uu[k][i] : 0.0f;
+                }
+                run.a[k] = a[k][0];
+                run.b[k] = bu[k][0];
+#pragma unroll
+                for (int i = 1; i < ITEMS; ++i) {
+                    run.a[k] *= a[k][i];
+                    run.b[k] = fmaf(a[k][i], run.b[k], bu[k][i]);
+                }
+            }
+            Pairs total;
+            const Pairs before = Scan::exclusive(run, total, scan_shared[turn]);
+            turn ^= 1u;
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                const float x = from[k * state + n];
+                float h = fmaf(before.a[k], x, before.b[k]);
+                if (threadIdx.x == 0) to[k * state + n] = fmaf(total.a[k], x, total.b[k]);
+#pragma unroll
+                for (int i = 0; i < ITEMS; ++i) {
+                    h = fmaf(a[k][i], h, bu[k][i]);
+                    y[k][i] = fmaf(cc[i], h, y[k][i]);
+                }
+            }
+        }
+        parity ^= 1u;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            if (z != nullptr) {
+                float zz[ITEMS];
+                ssm_load<ITEMS>(z + (row0 + k) * len, t0, len, 0.0f, zz);
+#pragma unroll
+                for (int i = 0; i < ITEMS; ++i) y[k][i] = fmaf(skip[k], uu[k][i], y[k][i]) * ssm_silu(zz[i]);
+            } else {
+#pragma unroll
+                for (int i = 0; i < ITEMS; ++i) y[k][i] = fmaf(skip[k], uu[k][i], y[k][i]);
+            }
+            ssm_store<ITEMS>(out + (row0 + k) * len, t0, len, y[k]);
+        }
+    }
+    if (last != nullptr) {
+        __syncthreads();
+        for (u64 j = threadIdx.x; j < K * state; j += THREADS) last[row0 * state + j] = carried[parity * K * state + j];
+    }
+}
+
 // The selective scan for many rows: no block scan at all. A group of S
 // lanes (S = N rounded up to a power of two, at most 32) owns one row; lane
 // i of the group owns state indices n = i, i + S, ... (at most PER_LANE of

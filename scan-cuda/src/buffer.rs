@@ -91,13 +91,35 @@ impl<T: Copy> DeviceBuffer<T> {
 
     /// Copies the items back to a new vector (waits for the device).
     pub fn download(&self) -> Result<Vec<T>> {
+        self.download_prefix(self.len())
+    }
+
+    /// Copies the first `count` items (at most `len()`) back to a new
+    /// vector (waits for the device).
+    pub fn download_prefix(&self, count: usize) -> Result<Vec<T>> {
+        if count > self.len() {
+            return Err(Error::LengthMismatch { input: self.len(), output: count });
+        }
+        self.download_range(0, count)
+    }
+
+    /// The last item (waits for the device); None when empty.
+    pub(crate) fn download_last(&self) -> Result<Option<T>> {
+        match self.len() {
+            0 => Ok(None),
+            n => Ok(self.download_range(n - 1, 1)?.pop()),
+        }
+    }
+
+    /// Items `start .. start + count` (within the buffer) in a new vector.
+    fn download_range(&self, start: usize, count: usize) -> Result<Vec<T>> {
         let mut out: Vec<T> = Vec::new();
-        out.try_reserve_exact(self.len())
-            .map_err(|_| Error::TooLarge { what: format!("cannot allocate {} items on the host", self.len()) })?;
-        if self.is_empty() {
+        out.try_reserve_exact(count)
+            .map_err(|_| Error::TooLarge { what: format!("cannot allocate {count} items on the host") })?;
+        if count == 0 {
             return Ok(out);
         }
-        let spare: &mut [MaybeUninit<T>] = &mut out.spare_capacity_mut()[..self.len()];
+        let spare: &mut [MaybeUninit<T>] = &mut out.spare_capacity_mut()[..count];
         // SAFETY: MaybeUninit<T> has T's layout; every byte is written by the
         // copy below before `set_len` makes the items visible.
         let dst: &mut [Raw<MaybeUninit<T>>] = raw_mut(spare);
@@ -105,10 +127,10 @@ impl<T: Copy> DeviceBuffer<T> {
         // SAFETY: Raw<T> and Raw<MaybeUninit<T>> have the same size and layout.
         let src = unsafe { self.slice.transmute::<Raw<MaybeUninit<T>>>(self.len()) }
             .ok_or_else(|| Error::Other("internal: device buffer view has the wrong size".into()))?;
-        stream.memcpy_dtoh(&src, dst).map_err(|e| driver_error("download", e))?;
+        stream.memcpy_dtoh(&src.slice(start..start + count), dst).map_err(|e| driver_error("download", e))?;
         stream.synchronize().map_err(|e| driver_error("download", e))?;
-        // SAFETY: the copy above wrote all `len` items and completed.
-        unsafe { out.set_len(self.len()) };
+        // SAFETY: the copy above wrote all `count` items and completed.
+        unsafe { out.set_len(count) };
         Ok(out)
     }
 

@@ -16,6 +16,7 @@ use scan_core::{CudaOp, Error, Result, Scan, ScanSpec};
 use crate::blelloch::GpuBlocks;
 use crate::buffer::{driver_error, raw, DeviceBuffer, Raw};
 use crate::cache::{self, DiskCache};
+use crate::compact::CompactKernels;
 use crate::discover;
 use crate::kernels::{Family, Stage};
 use crate::module::{lock, Module};
@@ -132,6 +133,8 @@ pub struct Cuda {
     pub(crate) staging: Mutex<Option<Staging>>,
     /// The selective-scan kernel, loaded at the first (selective.rs).
     pub(crate) selective: Mutex<Option<Arc<SelectiveKernel>>>,
+    /// The compaction kernels, loaded at the first use (compact.rs).
+    pub(crate) compact: Mutex<Option<Arc<CompactKernels>>>,
 }
 
 impl std::fmt::Debug for Cuda {
@@ -209,6 +212,7 @@ impl Cuda {
             stats: Mutex::new(CompileStats::default()),
             staging: Mutex::new(None),
             selective: Mutex::new(None),
+            compact: Mutex::new(None),
         })
     }
 
@@ -254,6 +258,32 @@ impl Cuda {
         }
         self.tuning = tuning;
         self
+    }
+
+    /// The same executor with run-to-run deterministic plain single-pass
+    /// scans (`true`) or the default, faster look-back (`false`).
+    ///
+    /// A decoupled look-back combines a tile's predecessors as far back as
+    /// it finds one that already knows its prefix, which depends on timing,
+    /// so float sums can differ in the last bits from run to run (integers
+    /// never do). Deterministic scans group the predecessors in fixed groups
+    /// instead (`SinglePassPolicy::deterministic`): the same grouping in
+    /// every run, on the same GPU and build, whatever the scheduling. Rows
+    /// and segmented scans are not covered; the Blelloch algorithm is
+    /// deterministic anyway.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::{ops::Add, ScanSpec};
+    /// let cuda = scan_cuda::Cuda::new()?.with_deterministic(true);
+    /// let x: Vec<f32> = (0..1 << 20).map(|i| (i as f32).sin()).collect();
+    /// let a = cuda.scan::<Add<f32>>(&x, ScanSpec::inclusive())?;
+    /// assert_eq!(a, cuda.scan::<Add<f32>>(&x, ScanSpec::inclusive())?);
+    /// # Ok(()) }
+    /// ```
+    pub fn with_deterministic(self, deterministic: bool) -> Cuda {
+        let tuning = self.tuning.deterministic(deterministic);
+        self.with_tuning(tuning)
     }
 
     /// The tuning overrides in force.
@@ -551,6 +581,32 @@ impl Cuda {
     pub(crate) fn single_pass<'a>(&'a self, module: &'a Module, policy: SinglePassPolicy) -> SinglePass<'a> {
         let chaos = self.tuning.adversarial_seed();
         SinglePass { stream: &self.stream, module, policy, chaos, carry: Carry::default() }
+    }
+
+    /// The kernels `slot` holds, or, the first time, the module compiled
+    /// from `code` (through [`Cuda::load_cached`]) with its functions looked
+    /// up by `functions`; kept in `slot` for the executor's later calls.
+    pub(crate) fn kernels_once<K>(
+        &self,
+        slot: &Mutex<Option<Arc<K>>>,
+        code: &str,
+        name: &str,
+        functions: impl Fn(Arc<cudarc::driver::CudaModule>) -> Result<K>,
+    ) -> Result<Arc<K>> {
+        let mut slot = lock(slot);
+        if let Some(k) = slot.as_ref() {
+            return Ok(k.clone());
+        }
+        let kernels = self.load_cached(code, name, Instant::now(), |cubin| {
+            let module = self
+                .context()
+                .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+                .map_err(|e| driver_error("module load", e))?;
+            functions(module)
+        })?;
+        let kernels = Arc::new(kernels);
+        *slot = Some(kernels.clone());
+        Ok(kernels)
     }
 
     /// Loads the module compiled from `code` with `load`: its CUBIN from the

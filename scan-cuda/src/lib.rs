@@ -53,6 +53,7 @@
 mod blelloch;
 mod buffer;
 mod cache;
+mod compact;
 mod cuda;
 mod discover;
 mod host;
@@ -70,6 +71,7 @@ mod staging;
 
 pub use buffer::DeviceBuffer;
 pub use cache::default_dir as cache_dir;
+pub use compact::compile_compact_for_arch;
 pub use cuda::{
     compile_for_arch, compile_segmented_for_arch, compile_segmented_with, compile_with, module_source, CompileStats,
     Cuda,
@@ -78,8 +80,11 @@ pub use cuda::{
 pub use cudarc::driver::ValidAsZeroBits;
 pub use host::TransferRates;
 pub use nvrtc::{is_available as nvrtc_available, version as nvrtc_version};
-pub use policy::{Algorithm, BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning, SINGLE_PASS_MAX_ITEM_BYTES};
-pub use selective::{compile_selective_for_arch, DeviceProjection, DeviceSelectiveScan};
+pub use policy::{
+    Algorithm, BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning, DETERMINISTIC_LOOKBACK,
+    SINGLE_PASS_MAX_ITEM_BYTES,
+};
+pub use selective::{compile_selective_for_arch, DeviceProjection, DeviceSelectiveScan, SelectiveKernelChoice};
 
 /// The cudarc this crate is built with, for scanning your own `CudaSlice`s.
 pub use cudarc;

@@ -107,7 +107,18 @@ pub struct SinglePassPolicy {
     /// that the loads are in flight during the store; otherwise they store
     /// first, then claim and load.
     pub early_loads: bool,
+    /// Whether plain scans group their look-backs the same way in every run
+    /// (fixed groups of `32 * lookback` tiles, see `lookback_fixed` in
+    /// kernels/lookback.cuh), so that float results are bitwise identical
+    /// from run to run on the same GPU and build. Segmented scans (rows,
+    /// flags, offsets) are not covered. Off by default:
+    /// [`Cuda::with_deterministic`](crate::Cuda::with_deterministic).
+    pub deterministic: bool,
 }
+
+/// Look-back statuses per lane of a deterministic scan by default: groups of
+/// 256 tiles, since prefixes advance one group per status round trip.
+pub const DETERMINISTIC_LOOKBACK: u32 = 8;
 
 impl SinglePassPolicy {
     /// The policy for items of `size` bytes on compute capability `arch`
@@ -178,6 +189,7 @@ impl SinglePassPolicy {
             // -> 0.68 for 16-byte items; 0.57 -> 0.51 for 32-byte items,
             // whose loads need the registers the store uses.
             early_loads: size.is_power_of_two() && size <= 16,
+            deterministic: false,
         };
         // Smaller GPUs: one stage, then shorter runs, until a block fits.
         while policy.shared_bytes(size) > shared_limit_per_block(arch) {
@@ -384,6 +396,8 @@ pub struct Tuning {
     blocks_per_sm: Option<u32>,
     stages: Option<u32>,
     early_loads: Option<bool>,
+    deterministic: Option<bool>,
+    selective: crate::selective::SelectiveKernelChoice,
     adversarial_seed: u32,
     host_chunk_bytes: Option<usize>,
 }
@@ -434,6 +448,32 @@ impl Tuning {
         self
     }
 
+    /// Whether plain scans are run-to-run deterministic (see
+    /// [`SinglePassPolicy::deterministic`]); without a
+    /// [`lookback`](Tuning::lookback), a deterministic policy reads
+    /// [`DETERMINISTIC_LOOKBACK`] statuses per lane.
+    pub fn deterministic(mut self, deterministic: bool) -> Self {
+        self.deterministic = Some(deterministic);
+        self
+    }
+
+    /// Whether [`Tuning::deterministic`] is set on.
+    pub fn is_deterministic(self) -> bool {
+        self.deterministic == Some(true)
+    }
+
+    /// Which GPU selective-scan kernel runs (for measurements and tests;
+    /// the default chooses by shape).
+    pub fn selective_kernel(mut self, choice: crate::selective::SelectiveKernelChoice) -> Self {
+        self.selective = choice;
+        self
+    }
+
+    /// The selective-scan kernel choice set by [`Tuning::selective_kernel`].
+    pub fn selective(self) -> crate::selective::SelectiveKernelChoice {
+        self.selective
+    }
+
     /// The chunk size, in bytes, of scans of host slices (which travel to
     /// the GPU and back in chunks through pinned buffers, see
     /// [`Cuda::scan_into`](crate::Cuda::scan_into)), instead of one chosen
@@ -474,16 +514,20 @@ impl Tuning {
             threads,
             items_per_thread: self.items_per_thread.unwrap_or(policy.items_per_thread),
             status: self.status.unwrap_or(policy.status),
-            lookback: self.lookback.unwrap_or(policy.lookback),
+            lookback: self.lookback.unwrap_or(match self.deterministic {
+                Some(true) if !policy.deterministic => DETERMINISTIC_LOOKBACK,
+                _ => policy.lookback,
+            }),
             blocks_per_sm: self.blocks_per_sm.unwrap_or(same_threads_per_sm),
             stages: self.stages.unwrap_or(policy.stages),
             early_loads: self.early_loads.unwrap_or(policy.early_loads),
+            deterministic: self.deterministic.unwrap_or(policy.deterministic),
         }
     }
 
     /// The launch-shape overrides alone (what a module is built for).
     pub(crate) fn shape(self) -> Tuning {
-        Tuning { adversarial_seed: 0, host_chunk_bytes: None, ..self }
+        Tuning { adversarial_seed: 0, host_chunk_bytes: None, selective: Default::default(), ..self }
     }
 
     /// True when a launch-shape override is set (the module must be built
@@ -496,6 +540,7 @@ impl Tuning {
             || self.blocks_per_sm.is_some()
             || self.stages.is_some()
             || self.early_loads.is_some()
+            || self.deterministic.is_some()
     }
 }
 
@@ -547,6 +592,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_deterministic_policy_reads_wide_groups_unless_told_otherwise() {
+        let p = SinglePassPolicy::for_item(4, 90).unwrap();
+        assert!(!p.deterministic);
+        let d = Tuning::default().deterministic(true).apply(p);
+        assert!(d.deterministic && d.lookback == DETERMINISTIC_LOOKBACK);
+        d.validate(4, 90).unwrap();
+        let narrow = Tuning::default().deterministic(true).lookback(2).apply(p);
+        assert_eq!(narrow.lookback, 2);
+        assert_eq!(Tuning::default().deterministic(false).apply(p), p);
     }
 
     #[test]

@@ -11,7 +11,6 @@
 //! and for timing the kernel alone.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
 use scan_core::selective::{Projection, SelectiveScan, SsmLengths, SsmOutput, SsmShape};
@@ -20,7 +19,6 @@ use scan_core::{Error, Result};
 use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
-use crate::module::lock;
 
 /// Threads per block and steps per thread: a chunk of 2048 steps, as
 /// mamba_ssm's kernel for long sequences.
@@ -53,6 +51,46 @@ const LANE_SHAPES: [(u32, u32); 9] = [(1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (
 const LANE_KERNEL_MIN_LANES: usize = 32 * 1024;
 const LANE_KERNEL_MAX_LEN: usize = 512;
 
+/// The channel-group kernels: (channels per block K, steps per thread), so
+/// that a thread keeps 16 (channel, step) pairs as the block-scan kernel does.
+const CHANNEL_SHAPES: [(u32, u32); 2] = [(2, 8), (4, 4)];
+
+fn channels_kernel_name(k: u32) -> String {
+    format!("selective_scan_channels_{k}")
+}
+
+/// Which GPU selective-scan kernel runs ([`Tuning::selective_kernel`](crate::Tuning::selective_kernel);
+/// the environment variable `SCAN_CUDA_SELECTIVE_KERNEL=block|lanes|channels2|channels4`
+/// does the same for programs that do not set it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SelectiveKernelChoice {
+    /// The default: the lane-group kernel for many short rows, else the
+    /// chunked block scan.
+    #[default]
+    Auto,
+    /// The chunked block scan, one block per (batch, channel) row.
+    Block,
+    /// The lane-group kernel, when N allows it (else the block scan).
+    Lanes,
+    /// The chunked block scan for K = 2 or 4 channels per block, which read
+    /// B and C once for K channels: when B and C both vary and K divides the
+    /// channels of a group (else the block scan). Experimental: not yet
+    /// measured on a GPU.
+    Channels(u32),
+}
+
+impl SelectiveKernelChoice {
+    fn from_env() -> Option<SelectiveKernelChoice> {
+        Some(match std::env::var("SCAN_CUDA_SELECTIVE_KERNEL").ok()?.as_str() {
+            "block" => SelectiveKernelChoice::Block,
+            "lanes" => SelectiveKernelChoice::Lanes,
+            "channels2" => SelectiveKernelChoice::Channels(2),
+            "channels4" => SelectiveKernelChoice::Channels(4),
+            _ => return None,
+        })
+    }
+}
+
 fn lanes_kernel_name(s: u32, per_lane: u32) -> String {
     format!("selective_scan_lanes_{s}_{per_lane}")
 }
@@ -64,11 +102,35 @@ fn lane_shape(state: usize) -> Option<(u32, u32)> {
     LANE_SHAPES.into_iter().find(|&shape| shape == (s, per_lane))
 }
 
+/// The kernel a run takes.
+enum Plan {
+    Block,
+    Lanes((u32, u32)),
+    Channels(u32),
+}
+
 /// The loaded kernels (the module must outlive the functions).
 pub(crate) struct SelectiveKernel {
     _module: Arc<CudaModule>,
     function: CudaFunction,
     lanes: Vec<((u32, u32), CudaFunction)>,
+    channels: Vec<(u32, CudaFunction)>,
+}
+
+/// An `extern "C"` kernel `name` of `threads` threads that calls the
+/// template instance `template` (every selective-scan kernel takes the same
+/// arguments).
+fn kernel_wrapper(name: &str, threads: u32, template: &str) -> String {
+    format!(
+        "extern \"C\" __global__ void __launch_bounds__({threads}) {name}(\n\
+         \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
+         \x20   const float* C, unsigned long long c_groups, const float* D, const float* z, const float* delta_bias,\n\
+         \x20   const float* x0, float* out, float* last, unsigned long long batch, unsigned long long dim,\n\
+         \x20   unsigned long long len, unsigned long long state, int softplus) {{\n\
+         \x20 scan::{template}(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
+         \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, x0, out, last, batch, dim, len, state, softplus != 0);\n\
+         }}\n"
+    )
 }
 
 fn source() -> String {
@@ -76,29 +138,14 @@ fn source() -> String {
     for (file, text) in SOURCES {
         code.push_str(&format!("// ---- kernels/{file} ----\n{text}\n"));
     }
-    code.push_str(&format!(
-        "extern \"C\" __global__ void __launch_bounds__({THREADS}) {KERNEL}(\n\
-         \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
-         \x20   const float* C, unsigned long long c_groups, const float* D, const float* z, const float* delta_bias,\n\
-         \x20   const float* x0, float* out, float* last, unsigned long long batch, unsigned long long dim,\n\
-         \x20   unsigned long long len, unsigned long long state, int softplus) {{\n\
-         \x20 scan::selective_scan_fwd<{THREADS}, {ITEMS}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
-         \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, x0, out, last, batch, dim, len, state, softplus != 0);\n\
-         }}\n"
-    ));
+    code.push_str(&kernel_wrapper(KERNEL, THREADS, &format!("selective_scan_fwd<{THREADS}, {ITEMS}>")));
+    for (k, items) in CHANNEL_SHAPES {
+        let template = format!("selective_scan_channels<{THREADS}, {items}, {k}>");
+        code.push_str(&kernel_wrapper(&channels_kernel_name(k), THREADS, &template));
+    }
     for (s, per_lane) in LANE_SHAPES {
-        let name = lanes_kernel_name(s, per_lane);
-        let threads = 32 * LANE_WARPS;
-        code.push_str(&format!(
-            "extern \"C\" __global__ void __launch_bounds__({threads}) {name}(\n\
-             \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
-             \x20   const float* C, unsigned long long c_groups, const float* D, const float* z, const float* delta_bias,\n\
-             \x20   const float* x0, float* out, float* last, unsigned long long batch, unsigned long long dim,\n\
-             \x20   unsigned long long len, unsigned long long state, int softplus) {{\n\
-             \x20 scan::selective_scan_lanes<{s}, {per_lane}, {LANE_WARPS}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
-             \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, x0, out, last, batch, dim, len, state, softplus != 0);\n\
-             }}\n"
-        ));
+        let template = format!("selective_scan_lanes<{s}, {per_lane}, {LANE_WARPS}>");
+        code.push_str(&kernel_wrapper(&lanes_kernel_name(s, per_lane), 32 * LANE_WARPS, &template));
     }
     code
 }
@@ -261,16 +308,8 @@ impl Cuda {
         let last = s.last_state.as_mut().map_or(0, |l| l.device_ptr_mut(stream));
         let (batch, dim, len, state) = (batch as u64, dim as u64, len as u64, state as u64);
         let softplus = i32::from(s.delta_softplus);
-        // SCAN_CUDA_SELECTIVE_KERNEL=block|lanes forces a kernel (for
-        // measuring one against the other; DEVELOPERS.md).
-        let forced = std::env::var("SCAN_CUDA_SELECTIVE_KERNEL").ok();
-        let lanes = lane_shape(state as usize).filter(|&(s, _)| match forced.as_deref() {
-            Some("block") => false,
-            Some("lanes") => true,
-            _ => rows * s as usize >= LANE_KERNEL_MIN_LANES && len as usize <= LANE_KERNEL_MAX_LEN,
-        });
-        let (function, cfg) = match lanes {
-            Some(shape) => {
+        let (function, cfg) = match self.selective_plan(s) {
+            Plan::Lanes(shape) => {
                 let function = kernel
                     .lanes
                     .iter()
@@ -281,31 +320,15 @@ impl Cuda {
                 let block = (32 * LANE_WARPS, 1, 1);
                 (function, LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: block, shared_mem_bytes: 0 })
             }
-            None => {
-                let shared = u32::try_from(2 * state * 4).map_err(|_| Error::TooLarge { what: "state size".into() })?;
-                let limit = crate::policy::shared_limit_per_block(self.capability());
-                if shared as usize > limit {
-                    return Err(Error::TooLarge {
-                        what: format!(
-                            "a state of {state} (N) needs {shared} bytes of shared memory; this GPU has {limit}"
-                        ),
-                    });
-                }
-                if shared > 48 * 1024 {
-                    kernel
-                        .function
-                        .set_attribute(
-                            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                            shared as i32,
-                        )
-                        .map_err(|e| driver_error("opting in to shared memory", e))?;
-                }
-                let cfg = LaunchConfig {
-                    grid_dim: (grid(rows)?, 1, 1),
-                    block_dim: (THREADS, 1, 1),
-                    shared_mem_bytes: shared,
-                };
-                (&kernel.function, cfg)
+            Plan::Block => (&kernel.function, self.block_launch(&kernel.function, rows, state, 1)?),
+            Plan::Channels(k) => {
+                let function = kernel
+                    .channels
+                    .iter()
+                    .find(|(kk, _)| *kk == k)
+                    .map(|(_, f)| f)
+                    .ok_or_else(|| Error::Other("internal: a channel-group kernel is missing".into()))?;
+                (function, self.block_launch(function, rows / k as usize, state, k)?)
             }
         };
         let mut launch = stream.launch_builder(function);
@@ -320,18 +343,70 @@ impl Cuda {
         Ok(())
     }
 
+    /// Which kernel runs `s`: the tuning's choice, else the environment's,
+    /// else by shape; a choice the shape does not allow falls back to the
+    /// block scan.
+    fn selective_plan(&self, s: &DeviceSelectiveScan) -> Plan {
+        let SsmShape { batch, dim, len, state } = s.shape;
+        let rows = batch * dim;
+        let choice = match self.tuning().selective() {
+            SelectiveKernelChoice::Auto => SelectiveKernelChoice::from_env().unwrap_or_default(),
+            chosen => chosen,
+        };
+        let lanes = lane_shape(state);
+        match choice {
+            SelectiveKernelChoice::Auto => match lanes {
+                Some(shape) if rows * shape.0 as usize >= LANE_KERNEL_MIN_LANES && len <= LANE_KERNEL_MAX_LEN => {
+                    Plan::Lanes(shape)
+                }
+                _ => Plan::Block,
+            },
+            SelectiveKernelChoice::Block => Plan::Block,
+            SelectiveKernelChoice::Lanes => lanes.map_or(Plan::Block, Plan::Lanes),
+            SelectiveKernelChoice::Channels(k) => {
+                let k = k as usize;
+                // K consecutive channels of one block share a batch and a
+                // group of B and C.
+                let shares = |groups: Option<usize>| groups.is_some_and(|g| (dim / g) % k == 0);
+                let known = CHANNEL_SHAPES.iter().any(|&(kk, _)| kk as usize == k);
+                if known && dim % k == 0 && shares(s.b.groups) && shares(s.c.groups) {
+                    Plan::Channels(k as u32)
+                } else {
+                    Plan::Block
+                }
+            }
+        }
+    }
+
+    /// The launch of a chunked block-scan kernel (`k` channels per block)
+    /// over `blocks` blocks: the carried states in shared memory, opted in
+    /// past 48 KiB.
+    fn block_launch(&self, function: &CudaFunction, blocks: usize, state: u64, k: u32) -> Result<LaunchConfig> {
+        let bytes = 2 * u64::from(k) * state * 4;
+        let shared = u32::try_from(bytes).map_err(|_| Error::TooLarge { what: "state size".into() })?;
+        let limit = crate::policy::shared_limit_per_block(self.capability());
+        if shared as usize > limit {
+            return Err(Error::TooLarge {
+                what: format!(
+                    "a state of {state} (N) for {k} channel(s) per block needs {shared} bytes of shared memory; this \
+                     GPU has {limit}"
+                ),
+            });
+        }
+        if shared > 48 * 1024 {
+            function
+                .set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared as i32,
+                )
+                .map_err(|e| driver_error("opting in to shared memory", e))?;
+        }
+        Ok(LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: shared })
+    }
+
     /// The selective-scan kernel, loaded once per executor.
     fn selective_kernel(&self) -> Result<Arc<SelectiveKernel>> {
-        let mut slot = lock(&self.selective);
-        if let Some(k) = slot.as_ref() {
-            return Ok(k.clone());
-        }
-        let started = Instant::now();
-        let kernel = self.load_cached(&source(), "selective_scan", started, |cubin| {
-            let module = self
-                .context()
-                .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
-                .map_err(|e| driver_error("module load", e))?;
+        self.kernels_once(&self.selective, &source(), "selective_scan", |module| {
             let function = module.load_function(KERNEL).map_err(|e| driver_error("kernel lookup", e))?;
             let mut lanes = Vec::new();
             for (s, per_lane) in LANE_SHAPES {
@@ -339,11 +414,14 @@ impl Cuda {
                 let f = module.load_function(&name).map_err(|e| driver_error(&format!("kernel lookup ({name})"), e))?;
                 lanes.push(((s, per_lane), f));
             }
-            Ok(SelectiveKernel { _module: module, function, lanes })
-        })?;
-        let kernel = Arc::new(kernel);
-        *slot = Some(kernel.clone());
-        Ok(kernel)
+            let mut channels = Vec::new();
+            for (k, _) in CHANNEL_SHAPES {
+                let name = channels_kernel_name(k);
+                let f = module.load_function(&name).map_err(|e| driver_error(&format!("kernel lookup ({name})"), e))?;
+                channels.push((k, f));
+            }
+            Ok(SelectiveKernel { _module: module, function, lanes, channels })
+        })
     }
 }
 

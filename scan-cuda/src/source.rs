@@ -142,6 +142,7 @@ impl ModuleSource {
                 // reads the segment description it needs (heads.cuh).
                 let segmented = matches!(stage, Stage::SinglePassRows | Stage::SinglePassFlags);
                 let early = p.early_loads_for(segmented);
+                let deterministic = p.deterministic && !segmented;
                 let heads = match stage {
                     Stage::SinglePassRows => "scan::RowHeads{len, row_len, stride}",
                     Stage::SinglePassFlags => "scan::FlagHeads{len, flags}",
@@ -159,7 +160,7 @@ impl ModuleSource {
                          \x20   void* words, void* aggregates, void* prefixes, unsigned epoch, unsigned chaos,\n\
                          \x20   unsigned long long row_len, unsigned long long stride, const unsigned char* flags) {{\n\
                          \x20 extern __shared__ __align__(16) unsigned char slots[];\n\
-                         \x20 scan::single_pass<{name}, {threads}, {items}, {lookback}, {stages}, {early}, {reverse}, {inclusive}>(\n\
+                         \x20 scan::single_pass<{name}, {threads}, {items}, {lookback}, {stages}, {early}, {deterministic}, {reverse}, {inclusive}>(\n\
                          \x20     src, dst, len, carry_in, carry_out, counter, {status}::make(words, aggregates, prefixes), epoch, chaos,\n\
                          \x20     {heads}, slots);\n\
                          }}\n"

@@ -84,7 +84,7 @@ fn the_rows_and_segments_kernels_build_for_every_item_shape() {
     }
     // The other load schedule of the single-pass kernel (early loads).
     let early = scan_cuda::SinglePassPolicy::for_item(4, 90).unwrap().early_loads;
-    check_with::<Add<f32>>(scan_cuda::Tuning::default().early_loads(!early));
+    check_with::<Add<f32>>(scan_cuda::Tuning::default().early_loads(!early).deterministic(true));
     check_with::<QuaternionProduct>(scan_cuda::Tuning::default().early_loads(!early));
     check::<Add<f32>>();
     check::<LinearRecurrence<f32>>();
@@ -92,6 +92,17 @@ fn the_rows_and_segments_kernels_build_for_every_item_shape() {
     check::<QuaternionProduct>();
     check::<AddF64x8>();
     check::<CountAndSum>();
+}
+
+/// The stream-compaction kernels (one module for every item type), for both
+/// architectures.
+#[test]
+#[ignore = "needs libnvrtc"]
+fn the_compaction_kernels_build() {
+    for arch in ARCHS {
+        let cubin = scan_cuda::compile_compact_for_arch(arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert!(cubin.starts_with(b"\x7fELF"), "{arch}: not an ELF cubin");
+    }
 }
 
 /// The selective-scan kernel (one module for every shape), for both

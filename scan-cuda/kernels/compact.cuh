@@ -1,0 +1,121 @@
+// Stream compaction (compact.rs): the items whose flag is set, in order, in
+// three launches that read the flags twice and the kept items once:
+//
+//  1. compact_count: each tile's number of set flags;
+//  2. an inclusive scan of those counts (the single-pass Add<u64> kernel,
+//     launched by compact.rs): tile t's kept items start at count t - 1;
+//  3. compact_scatter: each tile finds every kept item's place within the
+//     tile (ballots and one small scan in shared memory) and writes it.
+//
+// A tile is ROWS rows of THREADS items, striped: item base + r * THREADS + t
+// belongs to thread t, so the loads of flags and items and the stores of the
+// kept items are coalesced. Grids are grid-stride loops over tiles.
+
+namespace scan {
+
+// A 16-byte word, for items whose size is a multiple of 16.
+struct __align__(16) Word16 {
+    unsigned long long lo, hi;
+};
+
+template <int THREADS, int ROWS>
+struct CompactTile {
+    static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps");
+    static_assert(ROWS >= 1 && ROWS <= 32, "a thread's kept items are one 32-bit mask");
+    static constexpr int WARPS = THREADS / 32;
+    static constexpr u64 ITEMS = (u64)THREADS * ROWS;
+};
+
+// Pass 1: counts[tile] = the set flags of the tile.
+template <int THREADS, int ROWS>
+__device__ __forceinline__ void compact_count(const unsigned char* flags, u64 len, u64* counts) {
+    typedef CompactTile<THREADS, ROWS> Tile;
+    __shared__ unsigned warp_counts[Tile::WARPS];
+    const u64 tiles = (len + Tile::ITEMS - 1) / Tile::ITEMS;
+    for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const u64 base = tile * Tile::ITEMS + threadIdx.x;
+        unsigned count = 0;
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            const u64 i = base + (u64)r * THREADS;
+            count += (i < len && flags[i] != 0) ? 1u : 0u;
+        }
+#pragma unroll
+        for (int d = 16; d > 0; d /= 2) count += __shfl_down_sync(0xffffffffu, count, d);
+        if (lane_id() == 0) warp_counts[warp_id()] = count;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            u64 total = 0;
+            for (int w = 0; w < Tile::WARPS; ++w) total += warp_counts[w];
+            counts[tile] = total;
+        }
+        __syncthreads();  // before warp_counts is written again
+    }
+}
+
+// Pass 3: writes every kept item of `values` to `out`, in order. An item is
+// `words` consecutive Words; `inclusive` holds pass 2's inclusive scan of
+// the tiles' counts.
+template <int THREADS, int ROWS, class Word>
+__device__ __forceinline__ void compact_scatter(const Word* values, const unsigned char* flags, u64 len,
+                                                const u64* inclusive, Word* out, unsigned words) {
+    typedef CompactTile<THREADS, ROWS> Tile;
+    constexpr int SLOTS = ROWS * Tile::WARPS;  // one count per (row, warp), in item order
+    constexpr int PER_LANE = (SLOTS + 31) / 32;
+    __shared__ unsigned offsets[SLOTS];
+    const unsigned lane = lane_id(), warp = warp_id();
+    const unsigned lanes_before = (1u << lane) - 1u;
+    const u64 tiles = (len + Tile::ITEMS - 1) / Tile::ITEMS;
+    for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const u64 base = tile * Tile::ITEMS + threadIdx.x;
+        const u64 start = tile == 0 ? 0 : inclusive[tile - 1];
+        // Per row: whether this thread's item is kept, and how many items
+        // of its warp's row before it are.
+        unsigned kept = 0, before[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            const u64 i = base + (u64)r * THREADS;
+            const bool keep = i < len && flags[i] != 0;
+            const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+            kept |= (keep ? 1u : 0u) << r;
+            before[r] = __popc(ballot & lanes_before);
+            if (lane == 0) offsets[r * Tile::WARPS + warp] = __popc(ballot);
+        }
+        __syncthreads();
+        // The exclusive scan of the (row, warp) counts, by warp 0.
+        if (warp == 0) {
+            unsigned mine[PER_LANE], sum = 0;
+#pragma unroll
+            for (int k = 0; k < PER_LANE; ++k) {
+                const int s = (int)lane * PER_LANE + k;
+                mine[k] = s < SLOTS ? offsets[s] : 0u;
+                sum += mine[k];
+            }
+            unsigned inclusive_sum = sum;
+#pragma unroll
+            for (int d = 1; d < 32; d *= 2) {
+                const unsigned up = __shfl_up_sync(0xffffffffu, inclusive_sum, d);
+                if ((int)lane >= d) inclusive_sum += up;
+            }
+            unsigned running = inclusive_sum - sum;
+#pragma unroll
+            for (int k = 0; k < PER_LANE; ++k) {
+                const int s = (int)lane * PER_LANE + k;
+                if (s < SLOTS) offsets[s] = running;
+                running += mine[k];
+            }
+        }
+        __syncthreads();
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            if (kept & (1u << r)) {
+                const u64 i = base + (u64)r * THREADS;
+                const u64 at = start + offsets[r * Tile::WARPS + warp] + before[r];
+                for (unsigned w = 0; w < words; ++w) out[at * words + w] = values[i * words + w];
+            }
+        }
+        __syncthreads();  // before offsets is written again
+    }
+}
+
+}  // namespace scan
