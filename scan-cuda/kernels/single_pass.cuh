@@ -221,20 +221,9 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
         }
         return t < tiles ? t : tiles;
     };
-    // 1. Stores the tile in slot `k` once the look-back warp has its prefix.
-    auto store = [&](int k) {
-        barrier_sync(PREFIXED + k, ALL);
-        const i64 tile = slot_tile[k];
-        const Segment seg(tile, len);
-        auto index = [=](int p) -> u64 { return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p); };
-        Word* buf = slice(k);
-        const Item within = withins[k * THREADS + threadIdx.x];
-        if constexpr (EARLY && !SEGMENTED && Exchange::WHOLE_ITEMS_PER_VECTOR) {
-            // Few registers: the loads of the next tile are in flight.
-            const bool first = tile == 0 && carry_in == nullptr;
-            Exchange::template scan_run_in_place<INCLUSIVE>(
-                buf, first ? within : Op::combine(slot_prefix[k].get(), within));
-        } else {
+    // The rescan of this lane's run in slot `k` (tile `tile`) from `within`,
+    // its prefix within the tile, and the tile's prefix, in registers.
+    auto rescan_in_registers = [&](int k, i64 tile, const Segment& seg, Word* buf, const Item within) {
         Item run[ITEMS];
         Exchange::read_run(buf, run);
         if constexpr (SEGMENTED) {
@@ -248,6 +237,23 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
             thread_scan<Op, ITEMS, INCLUSIVE>(run, first ? within : Op::combine(slot_prefix[k].get(), within));
         }
         Exchange::write_run(buf, run);
+    };
+    // 1. Stores the tile in slot `k` once the look-back warp has its prefix.
+    auto store = [&](int k) {
+        barrier_sync(PREFIXED + k, ALL);
+        const i64 tile = slot_tile[k];
+        const Segment seg(tile, len);
+        auto index = [=](int p) -> u64 { return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p); };
+        Word* buf = slice(k);
+        const Item within = withins[k * THREADS + threadIdx.x];
+        if constexpr (EARLY && !SEGMENTED && Exchange::WHOLE_ITEMS_PER_VECTOR) {
+            // The same rescan a vector at a time, in shared memory: the
+            // registers hold the next tile's loads in flight.
+            const bool first = tile == 0 && carry_in == nullptr;
+            Exchange::template scan_run_in_place<INCLUSIVE>(
+                buf, first ? within : Op::combine(slot_prefix[k].get(), within));
+        } else {
+            rescan_in_registers(k, tile, seg, buf, within);
         }
         __syncwarp();
         if (heads.contiguous() && seg.vectors(dst)) {
