@@ -1,50 +1,9 @@
 // The selective scan of Mamba (scan_core::selective has the definition and
-// the f64 reference), forward, f32. Two kernels: the chunked block scan
-// below, for long rows, and the lane-group kernel at the end of the file,
-// for many short rows (the host chooses, scan-cuda/src/selective.rs).
-//
-// Chunked block scan: one block per (batch, channel) row. The row's L steps go in chunks of
-// THREADS * ITEMS; in a chunk each thread holds a run of ITEMS consecutive
-// steps in registers: u, dt (delta after bias and softplus) and the output
-// accumulator y. For each state index n in turn:
-//   1. thread: a_t = exp(dt_t A[n]) and b_t = dt_t B_t[n] u_t for its run,
-//      kept in registers, and the run's composite (the linear recurrence
-//      h -> a h + b over the run: a LinearRecurrence item);
-//   2. block: an exclusive scan of the composites (block.cuh), which gives
-//      each run the map from the chunk's starting state to its own;
-//   3. thread: the run's starting state from the chunk's carried state
-//      x[n], then h_t = a_t h_{t-1} + b_t along the run, y_t += C_t[n] h_t;
-//      thread 0 moves the carried x[n] past the chunk (the block total).
-// Then out_t = (y_t + D u_t) * silu(z_t). The (batch, dim, L, N) states are
-// never stored: each input is read once (B and C once per row, from L2 when
-// channels share them), out is written once, and x[n] crosses chunks in
-// shared memory (two buffers, read and written alternately, so that no
-// barrier separates the read of one chunk from the write of the next).
-//
-// Steps past L act as the identity (a = 1, b = 0) and are neither read nor
-// written.
+// the f64 reference), forward, f32. Two kernels: the chunked block scan, for
+// long rows (K channels per block), and the lane-group kernel at the end of
+// the file, for many short rows (the host chooses, scan-cuda/src/selective.rs).
 
 namespace scan {
-
-// h -> a h + b, composed left to right: (a1, b1) then (a2, b2) is
-// (a1 a2, a2 b1 + b2), as scan_core::ops::LinearRecurrence.
-struct SsmRecurrence {
-    struct Item {
-        float a, b;
-    };
-    static __device__ __forceinline__ Item identity() {
-        Item x;
-        x.a = 1.0f;
-        x.b = 0.0f;
-        return x;
-    }
-    static __device__ __forceinline__ Item combine(Item l, Item r) {
-        Item x;
-        x.a = l.a * r.a;
-        x.b = fmaf(r.a, l.b, r.b);
-        return x;
-    }
-};
 
 // 2^x by the SFU alone (ex2.approx: relative error about 2^-22, far inside
 // the tolerances of an f32 selective scan; exp2f adds range handling around
@@ -105,121 +64,10 @@ struct SsmProjection {
     __device__ __forceinline__ float fixed(u64 d, u64 n, u64 state) const { return data[d * state + n]; }
 };
 
-template <int THREADS, int ITEMS>
-__device__ __forceinline__ void selective_scan_fwd(const float* u, const float* delta, const float* A,
-                                                   SsmProjection B, SsmProjection C, const float* D, const float* z,
-                                                   const float* delta_bias, const float* x0, float* out,
-                                                   float* last, u64 batch, u64 dim, u64 len, u64 state,
-                                                   bool softplus) {
-    typedef BlockScan<SsmRecurrence, THREADS> Scan;
-    typedef SsmRecurrence::Item Pair;
-    constexpr u64 CHUNK = (u64)THREADS * ITEMS;
-    constexpr float LOG2E = 1.4426950408889634f;
-    __shared__ typename Scan::Shared scan_shared[2];
-    extern __shared__ float carried[];  // [2][state]
-
-    const u64 row = blockIdx.x;
-    const u64 b = row / dim, d = row % dim;
-    const float* u_row = u + row * len;
-    const float* delta_row = delta + row * len;
-    const float skip = D != nullptr ? D[d] : 0.0f;
-    const float bias = delta_bias != nullptr ? delta_bias[d] : 0.0f;
-    for (u64 n = threadIdx.x; n < state; n += THREADS) carried[n] = x0 != nullptr ? x0[row * state + n] : 0.0f;
-    __syncthreads();
-
-    unsigned parity = 0, turn = 0;
-    for (u64 start = 0; start < len; start += CHUNK) {
-        const u64 t0 = start + (u64)threadIdx.x * ITEMS;
-        float uu[ITEMS], dt[ITEMS], y[ITEMS];
-        ssm_load<ITEMS>(u_row, t0, len, 0.0f, uu);
-        ssm_load<ITEMS>(delta_row, t0, len, 0.0f, dt);
-#pragma unroll
-        for (int i = 0; i < ITEMS; ++i) {
-            dt[i] += bias;
-            if (softplus) dt[i] = ssm_softplus(dt[i]);
-            y[i] = 0.0f;
-        }
-        const float* from = carried + parity * state;
-        float* to = carried + (parity ^ 1u) * state;
-        // B and C of state n, from L2 for varying projections: loaded one
-        // state ahead, so that their latency overlaps the previous state's
-        // work instead of stalling each state twice.
-        auto load_bc = [&](u64 n, float (&bb)[ITEMS], float (&cc)[ITEMS]) {
-            if (B.groups != 0) {
-                ssm_load<ITEMS>(B.row(b, d, dim, n, state, len), t0, len, 0.0f, bb);
-            } else {
-                const float fixed = B.fixed(d, n, state);
-#pragma unroll
-                for (int i = 0; i < ITEMS; ++i) bb[i] = fixed;
-            }
-            if (C.groups != 0) {
-                ssm_load<ITEMS>(C.row(b, d, dim, n, state, len), t0, len, 0.0f, cc);
-            } else {
-                const float fixed = C.fixed(d, n, state);
-#pragma unroll
-                for (int i = 0; i < ITEMS; ++i) cc[i] = fixed;
-            }
-        };
-        float next_b[ITEMS], next_c[ITEMS];
-        load_bc(0, next_b, next_c);
-        for (u64 n = 0; n < state; ++n) {
-            const float a2 = A[d * state + n] * LOG2E;
-            float a[ITEMS], bu[ITEMS], cc[ITEMS];
-#pragma unroll
-            for (int i = 0; i < ITEMS; ++i) {
-                bu[i] = next_b[i];
-                cc[i] = next_c[i];
-            }
-            if (n + 1 < state) load_bc(n + 1, next_b, next_c);
-#pragma unroll
-            for (int i = 0; i < ITEMS; ++i) {
-                const bool in = t0 + i < len;
-                a[i] = in ? ssm_exp2(dt[i] * a2) : 1.0f;
-                bu[i] = in ? dt[i] * bu[i] * uu[i] : 0.0f;
-            }
-            Pair run;
-            run.a = a[0];
-            run.b = bu[0];
-#pragma unroll
-            for (int i = 1; i < ITEMS; ++i) {
-                run.a *= a[i];
-                run.b = fmaf(a[i], run.b, bu[i]);
-            }
-            Pair total;
-            const Pair before = Scan::exclusive(run, total, scan_shared[turn]);
-            turn ^= 1u;
-            const float x = from[n];
-            float h = fmaf(before.a, x, before.b);
-            if (threadIdx.x == 0) to[n] = fmaf(total.a, x, total.b);
-#pragma unroll
-            for (int i = 0; i < ITEMS; ++i) {
-                h = fmaf(a[i], h, bu[i]);
-                y[i] = fmaf(cc[i], h, y[i]);
-            }
-        }
-        parity ^= 1u;
-        if (z != nullptr) {
-            float zz[ITEMS];
-            ssm_load<ITEMS>(z + row * len, t0, len, 0.0f, zz);
-#pragma unroll
-            for (int i = 0; i < ITEMS; ++i) y[i] = fmaf(skip, uu[i], y[i]) * ssm_silu(zz[i]);
-        } else {
-#pragma unroll
-            for (int i = 0; i < ITEMS; ++i) y[i] = fmaf(skip, uu[i], y[i]);
-        }
-        ssm_store<ITEMS>(out + row * len, t0, len, y);
-    }
-    if (last != nullptr) {
-        // Thread 0 wrote the last carried states before the last barrier
-        // every thread passed; wait for it.
-        __syncthreads();
-        for (u64 n = threadIdx.x; n < state; n += THREADS) last[row * state + n] = carried[parity * state + n];
-    }
-}
-
-
-// K recurrences side by side (K channels' states for one state index): one
-// block scan serves all of them.
+// K recurrences side by side (K channels' states for one state index), so
+// that one block scan serves all of them. h -> a h + b, composed left to
+// right: (a1, b1) then (a2, b2) is (a1 a2, a2 b1 + b2), as
+// scan_core::ops::LinearRecurrence.
 template <int K>
 struct SsmRecurrences {
     struct Item {
@@ -245,26 +93,75 @@ struct SsmRecurrences {
     }
 };
 
-// The chunked block scan for K channels of one batch at once (rows row0 ..
-// row0 + K - 1, consecutive channels that share B and C: the host checks
-// that both projections vary and that K divides the channels of a group).
-// The same steps as selective_scan_fwd, with every per-row quantity per
-// channel; what changes is that B and C are read once for K channels, so
-// the K-fold re-reading of the batch's B and C (from L2, once per channel)
-// drops K times, and one block scan (of K pairs) serves K channels.
-template <int THREADS, int ITEMS, int K>
-__device__ __forceinline__ void selective_scan_channels(const float* u, const float* delta, const float* A,
-                                                        SsmProjection B, SsmProjection C, const float* D,
-                                                        const float* z, const float* delta_bias, const float* x0,
-                                                        float* out, float* last, u64 batch, u64 dim, u64 len,
-                                                        u64 state, bool softplus) {
+// ITEMS floats from `p + t0`: 16-byte loads and no checks when `whole`
+// (the run lies inside the row and the row is aligned), else ssm_load.
+template <int ITEMS>
+__device__ __forceinline__ void ssm_load_run(bool whole, const float* p, u64 t0, u64 len, float (&v)[ITEMS]) {
+    if (whole) {
+#pragma unroll
+        for (int i = 0; i < ITEMS / 4; ++i) {
+            const float4 w = reinterpret_cast<const float4*>(p + t0)[i];
+            v[4 * i] = w.x;
+            v[4 * i + 1] = w.y;
+            v[4 * i + 2] = w.z;
+            v[4 * i + 3] = w.w;
+        }
+    } else {
+        ssm_load<ITEMS>(p, t0, len, 0.0f, v);
+    }
+}
+
+template <int ITEMS>
+__device__ __forceinline__ void ssm_fill(float x, float (&v)[ITEMS]) {
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) v[i] = x;
+}
+
+__device__ __forceinline__ bool ssm_aligned(const void* p) { return ((unsigned long long)p % 16) == 0; }
+
+// The chunked block scan: K consecutive channels of one batch per block
+// (rows row0 .. row0 + K - 1; for K > 1 the host checks that B and C both
+// vary and that the K channels share their group, so that the block reads
+// B and C once for all K). The rows' L steps go in chunks of THREADS *
+// ITEMS; in a chunk each thread holds a run of ITEMS consecutive steps of
+// each channel in registers: dt (delta after bias and softplus), dt u, and
+// the output accumulator y, which starts at D u. For each state index n in
+// turn:
+//   1. thread: a_t = exp(dt_t A[n]) and b_t = dt_t u_t B_t[n] for its run,
+//      kept in registers, and the run's composite (a LinearRecurrence item:
+//      its a is exp(A[n] * the run's sum of dt), one exp instead of ITEMS - 1
+//      products);
+//   2. block: an exclusive scan of the composites (block.cuh), which gives
+//      each run the map from the chunk's starting state to its own;
+//   3. thread: the run's starting state from the chunk's carried state
+//      x[n], then h_t = a_t h_{t-1} + b_t along the run, y_t += C_t[n] h_t;
+//      thread 0 moves the carried x[n] past the chunk (the block total).
+// Then out_t = y_t * silu(z_t). The (batch, dim, L, N) states are never
+// stored: each input is read once (B and C once per block, from L2 when
+// blocks share them), out is written once, and x[n] crosses chunks in
+// shared memory (two buffers, read and written alternately, so that no
+// barrier separates the read of one chunk from the write of the next).
+//
+// Steps past L get dt = 0 and b = 0 (a = 1: the identity) and are neither
+// read nor written. Every chunk but a row's last one is `whole`:
+// vector loads, no bounds checks (the instructions per state and step are
+// what bound this kernel: it issues, it does not wait on memory).
+template <int THREADS, int ITEMS, int K, bool VARY_B, bool VARY_C>
+__device__ __forceinline__ void selective_scan_chunked(const float* u, const float* delta, const float* A,
+                                                       SsmProjection B, SsmProjection C, const float* D,
+                                                       const float* z, const float* delta_bias, const float* x0,
+                                                       float* out, float* last, u64 batch, u64 dim, u64 len,
+                                                       u64 state, bool softplus) {
     typedef SsmRecurrences<K> Op;
     typedef BlockScan<Op, THREADS> Scan;
     typedef typename Op::Item Pairs;
+    static_assert(ITEMS % 4 == 0, "runs of whole float4 vectors");
     constexpr u64 CHUNK = (u64)THREADS * ITEMS;
     constexpr float LOG2E = 1.4426950408889634f;
     __shared__ typename Scan::Shared scan_shared[2];
-    extern __shared__ float carried[];  // [2][K][state]
+    extern __shared__ float shared_floats[];
+    float* carried = shared_floats;              // [2][K][state]
+    float* a_log2 = shared_floats + 2 * K * state;  // [K][state]: A log2(e)
 
     const u64 row0 = (u64)blockIdx.x * K;
     const u64 b = row0 / dim, d0 = row0 % dim;
@@ -274,58 +171,81 @@ __device__ __forceinline__ void selective_scan_channels(const float* u, const fl
         skip[k] = D != nullptr ? D[d0 + k] : 0.0f;
         bias[k] = delta_bias != nullptr ? delta_bias[d0 + k] : 0.0f;
     }
-    for (u64 j = threadIdx.x; j < K * state; j += THREADS) carried[j] = x0 != nullptr ? x0[row0 * state + j] : 0.0f;
+    for (u64 j = threadIdx.x; j < K * state; j += THREADS) {
+        carried[j] = x0 != nullptr ? x0[row0 * state + j] : 0.0f;
+        a_log2[j] = A[d0 * state + j] * LOG2E;
+    }
+    // VARY_B: state 0's row of B (state n's is n * len further on); else
+    // the first channel's fixed values (the host passes K = 1). So for C.
+    const float* b_rows = VARY_B ? B.row(b, d0, dim, 0, state, len) : B.data + d0 * state;
+    const float* c_rows = VARY_C ? C.row(b, d0, dim, 0, state, len) : C.data + d0 * state;
+    const bool aligned = len % 4 == 0 && ssm_aligned(u) && ssm_aligned(delta) && ssm_aligned(out) &&
+                         (z == nullptr || ssm_aligned(z)) && ssm_aligned(B.data) && ssm_aligned(C.data);
     __syncthreads();
 
     unsigned parity = 0, turn = 0;
-    for (u64 start = 0; start < len; start += CHUNK) {
+    // `whole`: the chunk lies inside the rows, which are aligned (block-uniform).
+    auto chunk = [&](const u64 start, const bool whole) {
         const u64 t0 = start + (u64)threadIdx.x * ITEMS;
-        float uu[K][ITEMS], dt[K][ITEMS], y[K][ITEMS];
+        float dt[K][ITEMS], dtu[K][ITEMS], y[K][ITEMS], dt_sum[K];
 #pragma unroll
         for (int k = 0; k < K; ++k) {
-            ssm_load<ITEMS>(u + (row0 + k) * len, t0, len, 0.0f, uu[k]);
-            ssm_load<ITEMS>(delta + (row0 + k) * len, t0, len, 0.0f, dt[k]);
+            // u goes into dtu and is multiplied there: with no u left to keep,
+            // the compiler cannot trade dtu for a product per state.
+            ssm_load_run(whole, u + (row0 + k) * len, t0, len, dtu[k]);
+            ssm_load_run(whole, delta + (row0 + k) * len, t0, len, dt[k]);
+            dt_sum[k] = 0.0f;
 #pragma unroll
             for (int i = 0; i < ITEMS; ++i) {
-                dt[k][i] += bias[k];
-                if (softplus) dt[k][i] = ssm_softplus(dt[k][i]);
-                y[k][i] = 0.0f;
+                float v = dt[k][i] + bias[k];
+                if (softplus) v = ssm_softplus(v);
+                if (!whole && t0 + i >= len) v = 0.0f;
+                dt[k][i] = v;
+                y[k][i] = skip[k] * dtu[k][i];
+                dtu[k][i] = v * dtu[k][i];
+                dt_sum[k] += v;
             }
         }
+        auto load_b = [&](u64 n, float (&v)[ITEMS]) {
+            if constexpr (VARY_B) {
+                ssm_load_run(whole, b_rows + n * len, t0, len, v);
+            } else {
+                ssm_fill(b_rows[n], v);
+            }
+        };
+        auto load_c = [&](u64 n, float (&v)[ITEMS]) {
+            if constexpr (VARY_C) {
+                ssm_load_run(whole, c_rows + n * len, t0, len, v);
+            } else {
+                ssm_fill(c_rows[n], v);
+            }
+        };
         const float* from = carried + parity * K * state;
         float* to = carried + (parity ^ 1u) * K * state;
-        float next_b[ITEMS], next_c[ITEMS];
-        ssm_load<ITEMS>(B.row(b, d0, dim, 0, state, len), t0, len, 0.0f, next_b);
-        ssm_load<ITEMS>(C.row(b, d0, dim, 0, state, len), t0, len, 0.0f, next_c);
+        // B of state n is loaded one state ahead and C at the state's start,
+        // so that their latency overlaps work instead of stalling it.
+        float next_b[ITEMS];
+        load_b(0, next_b);
         for (u64 n = 0; n < state; ++n) {
             float bb[ITEMS], cc[ITEMS];
 #pragma unroll
-            for (int i = 0; i < ITEMS; ++i) {
-                bb[i] = next_b[i];
-                cc[i] = next_c[i];
-            }
-            if (n + 1 < state) {
-                ssm_load<ITEMS>(B.row(b, d0, dim, n + 1, state, len), t0, len, 0.0f, next_b);
-                ssm_load<ITEMS>(C.row(b, d0, dim, n + 1, state, len), t0, len, 0.0f, next_c);
-            }
+            for (int i = 0; i < ITEMS; ++i) bb[i] = next_b[i];
+            if (n + 1 < state) load_b(n + 1, next_b);
+            load_c(n, cc);
             float a[K][ITEMS], bu[K][ITEMS];
             Pairs run;
 #pragma unroll
             for (int k = 0; k < K; ++k) {
-                const float a2 = A[(d0 + k) * state + n] * LOG2E;
+                const float a2 = a_log2[k * state + n];
 #pragma unroll
                 for (int i = 0; i < ITEMS; ++i) {
-                    const bool in = t0 + i < len;
-                    a[k][i] = in ? ssm_exp2(dt[k][i] * a2) : 1.0f;
-                    bu[k][i] = in ? dt[k][i] * bb[i] * uu[k][i] : 0.0f;
+                    a[k][i] = ssm_exp2(dt[k][i] * a2);
+                    bu[k][i] = dtu[k][i] * bb[i];
                 }
-                run.a[k] = a[k][0];
+                run.a[k] = ssm_exp2(dt_sum[k] * a2);
                 run.b[k] = bu[k][0];
 #pragma unroll
-                for (int i = 1; i < ITEMS; ++i) {
-                    run.a[k] *= a[k][i];
-                    run.b[k] = fmaf(a[k][i], run.b[k], bu[k][i]);
-                }
+                for (int i = 1; i < ITEMS; ++i) run.b[k] = fmaf(a[k][i], run.b[k], bu[k][i]);
             }
             Pairs total;
             const Pairs before = Scan::exclusive(run, total, scan_shared[turn]);
@@ -347,17 +267,24 @@ __device__ __forceinline__ void selective_scan_channels(const float* u, const fl
         for (int k = 0; k < K; ++k) {
             if (z != nullptr) {
                 float zz[ITEMS];
-                ssm_load<ITEMS>(z + (row0 + k) * len, t0, len, 0.0f, zz);
+                ssm_load_run(whole, z + (row0 + k) * len, t0, len, zz);
 #pragma unroll
-                for (int i = 0; i < ITEMS; ++i) y[k][i] = fmaf(skip[k], uu[k][i], y[k][i]) * ssm_silu(zz[i]);
-            } else {
-#pragma unroll
-                for (int i = 0; i < ITEMS; ++i) y[k][i] = fmaf(skip[k], uu[k][i], y[k][i]);
+                for (int i = 0; i < ITEMS; ++i) y[k][i] *= ssm_silu(zz[i]);
             }
             ssm_store<ITEMS>(out + (row0 + k) * len, t0, len, y[k]);
         }
+    };
+    for (u64 start = 0; start < len; start += CHUNK) {
+        // Two calls, so that each inlined copy sees a constant `whole`.
+        if (aligned && start + CHUNK <= len) {
+            chunk(start, true);
+        } else {
+            chunk(start, false);
+        }
     }
     if (last != nullptr) {
+        // Thread 0 wrote the last carried states before the last barrier
+        // every thread passed; wait for it.
         __syncthreads();
         for (u64 j = threadIdx.x; j < K * state; j += THREADS) last[row0 * state + j] = carried[parity * K * state + j];
     }

@@ -1,9 +1,10 @@
 //! Mamba's selective scan on the GPU (kernels/selective.cuh): one module for
 //! the executor, compiled on first use, whatever the shapes. It holds two
-//! kernels: a chunked block scan (a block per row, 2048 steps per chunk, the
-//! state carried between chunks in shared memory) and a lane-group kernel (a
-//! group of lanes per row, one lane per state index, each running its
-//! recurrence along L); see [`LANE_KERNEL_MIN_LANES`] for the choice.
+//! kernels: a chunked block scan (a block per K channels, 2048 steps per
+//! chunk, the states carried between chunks in shared memory) and a
+//! lane-group kernel (a group of lanes per row, one lane per state index,
+//! each running its recurrence along L); see [`LANE_KERNEL_MIN_LANES`] for
+//! the choice.
 //!
 //! [`Cuda::selective_scan`] takes host slices, as `Cpu::selective_scan`
 //! does; [`Cuda::upload_selective`] and [`Cuda::run_selective`] keep the
@@ -20,10 +21,8 @@ use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
 
-/// Threads per block and steps per thread: a chunk of 2048 steps, as
-/// mamba_ssm's kernel for long sequences.
+/// Threads per block of the chunked block scan.
 const THREADS: u32 = 128;
-const ITEMS: u32 = 16;
 
 /// The templates the kernel builds on, then the kernel.
 const SOURCES: [(&str, &str); 4] = [
@@ -32,8 +31,6 @@ const SOURCES: [(&str, &str); 4] = [
     ("block.cuh", include_str!("../kernels/block.cuh")),
     ("selective.cuh", include_str!("../kernels/selective.cuh")),
 ];
-
-const KERNEL: &str = "selective_scan_fwd";
 
 /// Warps per block of the lane-group kernel.
 const LANE_WARPS: u32 = 4;
@@ -51,12 +48,58 @@ const LANE_SHAPES: [(u32, u32); 9] = [(1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (
 const LANE_KERNEL_MIN_LANES: usize = 32 * 1024;
 const LANE_KERNEL_MAX_LEN: usize = 512;
 
-/// The channel-group kernels: (channels per block K, steps per thread), so
-/// that a thread keeps 16 (channel, step) pairs as the block-scan kernel does.
-const CHANNEL_SHAPES: [(u32, u32); 2] = [(2, 8), (4, 4)];
+/// The chunked block-scan kernels: (channels per block K, steps per
+/// thread), so that a thread keeps 16 (channel, step) pairs. K = 1 serves
+/// every shape (a chunk of 2048 steps, as mamba_ssm's kernel for long
+/// sequences); K > 1 reads B and C once for K channels, and needs both to
+/// vary.
+const CHUNKED_SHAPES: [(u32, u32); 3] = [(1, 16), (2, 8), (4, 4)];
 
-fn channels_kernel_name(k: u32) -> String {
-    format!("selective_scan_channels_{k}")
+/// The chunked kernel takes 2 channels per block by default when B and C
+/// both vary and pairs of channels share them, and rows are at least this
+/// many: on the H200 at batch 8, dim 1536, L 4096, N 16 it took 0.985 ms
+/// against 1.255 for one channel per block and 1.282 for four
+/// (bench/gpu-h200-results.md). Halving the blocks costs parallelism when
+/// rows are few; where that starts to matter is not measured yet.
+const CHANNEL_PAIRS_MIN_ROWS: usize = 2048;
+
+/// A chunked kernel: K channels per block, whether B and whether C vary
+/// (each of the four forms is compiled for K = 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Chunked {
+    k: u32,
+    vary_b: bool,
+    vary_c: bool,
+}
+
+impl Chunked {
+    /// Every chunked kernel the module holds.
+    fn all() -> impl Iterator<Item = Chunked> {
+        let forms = [(false, false), (false, true), (true, false), (true, true)];
+        let single = forms.into_iter().map(|(vary_b, vary_c)| Chunked { k: 1, vary_b, vary_c });
+        let shared = CHUNKED_SHAPES.into_iter().skip(1).map(|(k, _)| Chunked { k, vary_b: true, vary_c: true });
+        single.chain(shared)
+    }
+
+    fn items(self) -> u32 {
+        CHUNKED_SHAPES.iter().find(|&&(k, _)| k == self.k).map_or(16, |&(_, items)| items)
+    }
+
+    /// K = 2 at 4 blocks per SM fits in 128 registers with no spill in its
+    /// loop (168 registers and 3 blocks per SM unbounded); the others would
+    /// spill in their loops.
+    fn min_blocks(self) -> Option<u32> {
+        (self.k == 2).then_some(4)
+    }
+
+    fn name(self) -> String {
+        let form = |vary: bool| if vary { 'v' } else { 'f' };
+        format!("selective_scan_chunked_{}_{}{}", self.k, form(self.vary_b), form(self.vary_c))
+    }
+
+    fn template(self) -> String {
+        format!("selective_scan_chunked<{THREADS}, {}, {}, {}, {}>", self.items(), self.k, self.vary_b, self.vary_c)
+    }
 }
 
 /// Which GPU selective-scan kernel runs ([`Tuning::selective_kernel`](crate::Tuning::selective_kernel);
@@ -65,7 +108,8 @@ fn channels_kernel_name(k: u32) -> String {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SelectiveKernelChoice {
     /// The default: the lane-group kernel for many short rows, else the
-    /// chunked block scan.
+    /// chunked block scan (two channels per block where B and C allow it
+    /// and rows are many).
     #[default]
     Auto,
     /// The chunked block scan, one block per (batch, channel) row.
@@ -74,8 +118,8 @@ pub enum SelectiveKernelChoice {
     Lanes,
     /// The chunked block scan for K = 2 or 4 channels per block, which read
     /// B and C once for K channels: when B and C both vary and K divides the
-    /// channels of a group (else the block scan). Experimental: not yet
-    /// measured on a GPU.
+    /// channels of a group (else the block scan). Auto takes K = 2 where it
+    /// can for many rows.
     Channels(u32),
 }
 
@@ -104,25 +148,29 @@ fn lane_shape(state: usize) -> Option<(u32, u32)> {
 
 /// The kernel a run takes.
 enum Plan {
-    Block,
+    /// The chunked block scan, K channels per block.
+    Chunked(Chunked),
     Lanes((u32, u32)),
-    Channels(u32),
 }
 
 /// The loaded kernels (the module must outlive the functions).
 pub(crate) struct SelectiveKernel {
     _module: Arc<CudaModule>,
-    function: CudaFunction,
+    chunked: Vec<(Chunked, CudaFunction)>,
     lanes: Vec<((u32, u32), CudaFunction)>,
-    channels: Vec<(u32, CudaFunction)>,
 }
 
-/// An `extern "C"` kernel `name` of `threads` threads that calls the
-/// template instance `template` (every selective-scan kernel takes the same
-/// arguments).
-fn kernel_wrapper(name: &str, threads: u32, template: &str) -> String {
+/// An `extern "C"` kernel `name` of `threads` threads (and at least
+/// `min_blocks` of them per SM, when given: a register budget) that calls
+/// the template instance `template` (every selective-scan kernel takes the
+/// same arguments).
+fn kernel_wrapper(name: &str, threads: u32, min_blocks: Option<u32>, template: &str) -> String {
+    let bounds = match min_blocks {
+        Some(blocks) => format!("{threads}, {blocks}"),
+        None => threads.to_string(),
+    };
     format!(
-        "extern \"C\" __global__ void __launch_bounds__({threads}) {name}(\n\
+        "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}(\n\
          \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
          \x20   const float* C, unsigned long long c_groups, const float* D, const float* z, const float* delta_bias,\n\
          \x20   const float* x0, float* out, float* last, unsigned long long batch, unsigned long long dim,\n\
@@ -138,14 +186,12 @@ fn source() -> String {
     for (file, text) in SOURCES {
         code.push_str(&format!("// ---- kernels/{file} ----\n{text}\n"));
     }
-    code.push_str(&kernel_wrapper(KERNEL, THREADS, &format!("selective_scan_fwd<{THREADS}, {ITEMS}>")));
-    for (k, items) in CHANNEL_SHAPES {
-        let template = format!("selective_scan_channels<{THREADS}, {items}, {k}>");
-        code.push_str(&kernel_wrapper(&channels_kernel_name(k), THREADS, &template));
+    for kernel in Chunked::all() {
+        code.push_str(&kernel_wrapper(&kernel.name(), THREADS, kernel.min_blocks(), &kernel.template()));
     }
     for (s, per_lane) in LANE_SHAPES {
         let template = format!("selective_scan_lanes<{s}, {per_lane}, {LANE_WARPS}>");
-        code.push_str(&kernel_wrapper(&lanes_kernel_name(s, per_lane), 32 * LANE_WARPS, &template));
+        code.push_str(&kernel_wrapper(&lanes_kernel_name(s, per_lane), 32 * LANE_WARPS, None, &template));
     }
     code
 }
@@ -320,15 +366,14 @@ impl Cuda {
                 let block = (32 * LANE_WARPS, 1, 1);
                 (function, LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: block, shared_mem_bytes: 0 })
             }
-            Plan::Block => (&kernel.function, self.block_launch(&kernel.function, rows, state, 1)?),
-            Plan::Channels(k) => {
+            Plan::Chunked(chosen) => {
                 let function = kernel
-                    .channels
+                    .chunked
                     .iter()
-                    .find(|(kk, _)| *kk == k)
+                    .find(|(c, _)| *c == chosen)
                     .map(|(_, f)| f)
-                    .ok_or_else(|| Error::Other("internal: a channel-group kernel is missing".into()))?;
-                (function, self.block_launch(function, rows / k as usize, state, k)?)
+                    .ok_or_else(|| Error::Other("internal: a chunked block-scan kernel is missing".into()))?;
+                (function, self.block_launch(function, rows / chosen.k as usize, state, chosen.k)?)
             }
         };
         let mut launch = stream.launch_builder(function);
@@ -354,35 +399,37 @@ impl Cuda {
             chosen => chosen,
         };
         let lanes = lane_shape(state);
+        let single = Plan::Chunked(Chunked { k: 1, vary_b: s.b.groups.is_some(), vary_c: s.c.groups.is_some() });
+        // K consecutive channels of one block share a batch and a group of
+        // B and C.
+        let shared = |k: usize| {
+            let shares = |groups: Option<usize>| groups.is_some_and(|g| (dim / g) % k == 0);
+            let known = CHUNKED_SHAPES.iter().any(|&(kk, _)| kk as usize == k);
+            (known && dim % k == 0 && shares(s.b.groups) && shares(s.c.groups)).then_some(Plan::Chunked(Chunked {
+                k: k as u32,
+                vary_b: true,
+                vary_c: true,
+            }))
+        };
         match choice {
             SelectiveKernelChoice::Auto => match lanes {
                 Some(shape) if rows * shape.0 as usize >= LANE_KERNEL_MIN_LANES && len <= LANE_KERNEL_MAX_LEN => {
                     Plan::Lanes(shape)
                 }
-                _ => Plan::Block,
+                _ if rows >= CHANNEL_PAIRS_MIN_ROWS => shared(2).unwrap_or(single),
+                _ => single,
             },
-            SelectiveKernelChoice::Block => Plan::Block,
-            SelectiveKernelChoice::Lanes => lanes.map_or(Plan::Block, Plan::Lanes),
-            SelectiveKernelChoice::Channels(k) => {
-                let k = k as usize;
-                // K consecutive channels of one block share a batch and a
-                // group of B and C.
-                let shares = |groups: Option<usize>| groups.is_some_and(|g| (dim / g) % k == 0);
-                let known = CHANNEL_SHAPES.iter().any(|&(kk, _)| kk as usize == k);
-                if known && dim % k == 0 && shares(s.b.groups) && shares(s.c.groups) {
-                    Plan::Channels(k as u32)
-                } else {
-                    Plan::Block
-                }
-            }
+            SelectiveKernelChoice::Block => single,
+            SelectiveKernelChoice::Lanes => lanes.map_or(single, Plan::Lanes),
+            SelectiveKernelChoice::Channels(k) => shared(k as usize).unwrap_or(single),
         }
     }
 
     /// The launch of a chunked block-scan kernel (`k` channels per block)
-    /// over `blocks` blocks: the carried states in shared memory, opted in
-    /// past 48 KiB.
+    /// over `blocks` blocks: the carried states (two buffers) and A (one) in
+    /// shared memory, opted in past 48 KiB.
     fn block_launch(&self, function: &CudaFunction, blocks: usize, state: u64, k: u32) -> Result<LaunchConfig> {
-        let bytes = 2 * u64::from(k) * state * 4;
+        let bytes = 3 * u64::from(k) * state * 4;
         let shared = u32::try_from(bytes).map_err(|_| Error::TooLarge { what: "state size".into() })?;
         let limit = crate::policy::shared_limit_per_block(self.capability());
         if shared as usize > limit {
@@ -407,20 +454,19 @@ impl Cuda {
     /// The selective-scan kernel, loaded once per executor.
     fn selective_kernel(&self) -> Result<Arc<SelectiveKernel>> {
         self.kernels_once(&self.selective, &source(), "selective_scan", |module| {
-            let function = module.load_function(KERNEL).map_err(|e| driver_error("kernel lookup", e))?;
+            let mut chunked = Vec::new();
+            for c in Chunked::all() {
+                let name = c.name();
+                let f = module.load_function(&name).map_err(|e| driver_error(&format!("kernel lookup ({name})"), e))?;
+                chunked.push((c, f));
+            }
             let mut lanes = Vec::new();
             for (s, per_lane) in LANE_SHAPES {
                 let name = lanes_kernel_name(s, per_lane);
                 let f = module.load_function(&name).map_err(|e| driver_error(&format!("kernel lookup ({name})"), e))?;
                 lanes.push(((s, per_lane), f));
             }
-            let mut channels = Vec::new();
-            for (k, _) in CHANNEL_SHAPES {
-                let name = channels_kernel_name(k);
-                let f = module.load_function(&name).map_err(|e| driver_error(&format!("kernel lookup ({name})"), e))?;
-                channels.push((k, f));
-            }
-            Ok(SelectiveKernel { _module: module, function, lanes, channels })
+            Ok(SelectiveKernel { _module: module, chunked, lanes })
         })
     }
 }

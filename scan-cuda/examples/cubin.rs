@@ -1,0 +1,42 @@
+//! Writes the CUBIN of a built-in module, compiled by NVRTC as the backend
+//! compiles it, so that its machine code can be read without a GPU:
+//!
+//! ```text
+//! cargo run -p scan-cuda --example cubin -- selective sm_90 /tmp/selective.cubin
+//! nvdisasm -c -fun selective_scan_fwd /tmp/selective.cubin | less
+//! ```
+//!
+//! (`nvdisasm` and `cuobjdump` come in the `nvidia-cuda-nvdisasm` and
+//! `nvidia-cuda-cuobjdump` Python wheels; DEVELOPERS.md says how to count
+//! a kernel's instructions with them.)
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [module, arch, out] = args.as_slice() else {
+        eprintln!("usage: cubin selective|compact ARCH OUT (ARCH e.g. sm_90)");
+        return ExitCode::from(2);
+    };
+    let cubin = match module.as_str() {
+        "selective" => scan_cuda::compile_selective_for_arch(arch),
+        "compact" => scan_cuda::compile_compact_for_arch(arch),
+        other => {
+            eprintln!("unknown module {other:?}: want selective or compact");
+            return ExitCode::from(2);
+        }
+    };
+    match cubin
+        .map_err(|e| e.to_string())
+        .and_then(|c| std::fs::write(out, &c).map(|()| c.len()).map_err(|e| e.to_string()))
+    {
+        Ok(bytes) => {
+            eprintln!("{module} for {arch}: {bytes} bytes in {out}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{module} for {arch}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
