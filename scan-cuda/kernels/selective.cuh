@@ -14,8 +14,30 @@ __device__ __forceinline__ float ssm_exp2(float x) {
     return y;
 }
 
-__device__ __forceinline__ float ssm_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
-__device__ __forceinline__ float ssm_silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float ssm_log2(float x) {
+    float y;
+    asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ float ssm_reciprocal(float x) {
+    float y;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// softplus and silu by the SFU too: log1pf(expf(x)) and a division cost
+// about 60 instructions per step, a quarter of all the kernel issues at
+// N = 16. Their errors (a few 2^-22 relative; softplus of x below about
+// -17 is 0 instead of e^x < 5e-8) are far inside the scan's tolerances.
+__device__ __forceinline__ float ssm_softplus(float x) {
+    constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
+    return x > 20.0f ? x : LN2 * ssm_log2(1.0f + ssm_exp2(x * LOG2E));
+}
+__device__ __forceinline__ float ssm_silu(float x) {
+    constexpr float LOG2E = 1.4426950408889634f;
+    return x * ssm_reciprocal(1.0f + ssm_exp2(-x * LOG2E));
+}
 
 // ITEMS floats of a row from `p + t0`, or fewer where the row ends (then
 // `fill` in their place); 16-byte loads when the run is whole and aligned.
