@@ -80,14 +80,38 @@ fn main() -> scan::Result<()> {
     let copy_best = best_of(5, || copy.copy_from_slice(&items));
     std::hint::black_box(&copy);
     let best = best_of(5, || compactor.compact(&device, &items, keep, &mut got).expect("checked above"));
-    report("flags, scan on the backend, scatter on the CPU", want.len(), n, bytes, best, (8 * n) as f64 / copy_best);
+    report(
+        "flags, scan on the backend, scatter on the CPU, against a copy on one thread",
+        want.len(),
+        n,
+        bytes,
+        best,
+        (8 * n) as f64 / copy_best,
+    );
 
-    // The library's compaction on the CPU.
+    // The library's compaction on the CPU, against a copy split over the
+    // same threads (one thread's copy would flatter it).
     let cpu = Cpu::new();
     let flags: Vec<bool> = items.iter().map(|&x| keep(x)).collect();
     assert_eq!(cpu.compact(&items, &flags)?, want, "Cpu::compact differs from Iterator::filter");
+    let piece = n.div_ceil(cpu.threads().max(1)).max(1);
+    let copy_threads_best = best_of(5, || {
+        std::thread::scope(|s| {
+            for (o, i) in copy.chunks_mut(piece).zip(items.chunks(piece)) {
+                s.spawn(move || o.copy_from_slice(i));
+            }
+        })
+    });
+    std::hint::black_box(&copy);
     let best = best_of(5, || drop(std::hint::black_box(cpu.compact(&items, &flags).expect("checked above"))));
-    report(&format!("Cpu::compact ({cpu}), flags given"), want.len(), n, bytes, best, (8 * n) as f64 / copy_best);
+    report(
+        &format!("Cpu::compact ({cpu}), flags given, against a copy on {} threads", cpu.threads()),
+        want.len(),
+        n,
+        bytes,
+        best,
+        (8 * n) as f64 / copy_threads_best,
+    );
 
     // And on the GPU, on device-resident items and flags.
     if let Some(cuda) = device.as_cuda() {
