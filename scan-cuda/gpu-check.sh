@@ -65,7 +65,7 @@ for what in "$@"; do
     step 300 bench-selective $bin/examples/bench --gpu-selective-only --reps 15 --out "$out/bench-selective.md"
     cat "$out/bench-selective.md"
     # The other kernels, forced (the default takes channels2 here).
-    for k in block channels4 lanes; do
+    for k in block channels4 warp2 lanes; do
       SCAN_CUDA_SELECTIVE_KERNEL=$k step 300 "bench-selective-$k" $bin/examples/bench --gpu-selective-only --reps 15 \
         --out "$out/bench-selective-$k.md"
       echo "-- SCAN_CUDA_SELECTIVE_KERNEL=$k"; grep -E "^\| GPU selective" "$out/bench-selective-$k.md"

@@ -157,10 +157,11 @@ fn the_gpu_lane_group_kernel_matches_the_reference() {
     }
 }
 
-/// The channel-group kernels (K = 2 and 4 channels per block, forced): on
-/// shapes where K divides the channels of every group of B and C (and, for
-/// the other shapes and for fixed B or C, the block scan they fall back to),
-/// with every option, lengths around their 1024- and 512-step chunks.
+/// The channel-group kernels (K = 2 and 4 channels per block, and 2 per
+/// one-warp block, forced): on shapes where K divides the channels of every
+/// group of B and C (and, for the other shapes and for fixed B or C, the
+/// block scan they fall back to), with every option, lengths around their
+/// 1024-, 512- and 256-step chunks.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_channel_group_kernels_match_the_reference() {
@@ -175,14 +176,20 @@ fn the_gpu_channel_group_kernels_match_the_reference() {
         (1, 8, 4096, 16, 1),
         (3, 12, 100, 64, 3),
         (1, 6, 77, 16, 3),
+        (2, 4, 257, 8, 2),
     ];
-    for k in [2, 4] {
-        let cuda = gpu().with_tuning(Tuning::default().selective_kernel(SelectiveKernelChoice::Channels(k)));
+    let choices = [
+        SelectiveKernelChoice::Channels(2),
+        SelectiveKernelChoice::Channels(4),
+        SelectiveKernelChoice::ChannelsPerWarp(2),
+    ];
+    for choice in choices {
+        let cuda = gpu().with_tuning(Tuning::default().selective_kernel(choice));
         let run = gpu_run(&cuda);
         for (batch, dim, len, state, groups) in shapes {
             let inputs = Inputs::new(&mut rng, SsmShape { batch, dim, len, state }, groups);
             for options in [0u32, 1, 2, 4, 8, 16, 32, 15, 63] {
-                check(&run, &format!("{k} channels per block, options {options:#b}"), &inputs.args(options));
+                check(&run, &format!("{choice:?}, options {options:#b}"), &inputs.args(options));
             }
         }
     }

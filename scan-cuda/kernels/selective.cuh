@@ -119,7 +119,7 @@ struct SsmRecurrences {
 // (the run lies inside the row and the row is aligned), else ssm_load.
 template <int ITEMS>
 __device__ __forceinline__ void ssm_load_run(bool whole, const float* p, u64 t0, u64 len, float (&v)[ITEMS]) {
-    if (whole) {
+    if (whole && ITEMS % 4 == 0) {
 #pragma unroll
         for (int i = 0; i < ITEMS / 4; ++i) {
             const float4 w = reinterpret_cast<const float4*>(p + t0)[i];
@@ -269,9 +269,17 @@ __device__ __forceinline__ void selective_scan_chunked(const float* u, const flo
 #pragma unroll
                 for (int i = 1; i < ITEMS; ++i) run.b[k] = fmaf(a[k][i], run.b[k], bu[k][i]);
             }
-            Pairs total;
-            const Pairs before = Scan::exclusive(run, total, scan_shared[turn]);
-            turn ^= 1u;
+            Pairs total, before;
+            if constexpr (THREADS == 32) {
+                // One warp: no shared memory and no barrier.
+                const Pairs inclusive = warp_inclusive<Op>(run);
+                const Pairs below = Shuffle<Pairs>::up(inclusive, 1);
+                total = Shuffle<Pairs>::from(inclusive, 31);
+                before = lane_id() == 0 ? Op::identity() : below;
+            } else {
+                before = Scan::exclusive(run, total, scan_shared[turn]);
+                turn ^= 1u;
+            }
 #pragma unroll
             for (int k = 0; k < K; ++k) {
                 const float x = from[k * state + n];
@@ -285,6 +293,9 @@ __device__ __forceinline__ void selective_scan_chunked(const float* u, const flo
             }
         }
         parity ^= 1u;
+        // One warp has no barrier per state: order thread 0's carried
+        // states before the next chunk reads them.
+        if constexpr (THREADS == 32) __syncwarp();
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             if (z != nullptr) {
@@ -355,7 +366,11 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
     }
     const float skip = live && D != nullptr ? D[d] : 0.0f;
     const float bias = live && delta_bias != nullptr ? delta_bias[d] : 0.0f;
-    for (u64 t0 = 0; t0 < len; t0 += S) {
+    // B and C rows start 16-byte aligned: blocks of S steps inside the
+    // rows (`whole`, the same for the whole warp) load them as vectors,
+    // with no bounds checks.
+    const bool aligned = S % 4 == 0 && len % 4 == 0 && ssm_aligned(B.data) && ssm_aligned(C.data);
+    auto block = [&](const u64 t0, const bool whole) {
         // This lane's step: t0 + i.
         const bool step_in = live && t0 + i < len;
         float u_i = 0.0f, dt_i = 0.0f;
@@ -377,13 +392,13 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
             // per step).
             float bv[S], cv[S];
             if (b_row[k] != nullptr) {
-                ssm_load<S>(b_row[k], t0, len, 0.0f, bv);
+                ssm_load_run(whole, b_row[k], t0, len, bv);
             } else {
 #pragma unroll
                 for (int t = 0; t < S; ++t) bv[t] = b_fixed[k];
             }
             if (c_row[k] != nullptr) {
-                ssm_load<S>(c_row[k], t0, len, 0.0f, cv);
+                ssm_load_run(whole, c_row[k], t0, len, cv);
             } else {
 #pragma unroll
                 for (int t = 0; t < S; ++t) cv[t] = c_fixed[k];
@@ -398,8 +413,11 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
         // Butterfly: after the stage of mask m, y[0 .. m) hold sums over
         // lane pairs differing in bit m, for the steps whose bit m is this
         // lane's; at the end y[0] is the whole sum for step i.
+        // (Stages counted up, so that the loop unrolls and y stays in
+        // registers: counting m down by halving kept y in local memory.)
 #pragma unroll
-        for (int m = S / 2; m >= 1; m /= 2) {
+        for (int stage = 1; stage < S; stage *= 2) {
+            const int m = S / (2 * stage);
 #pragma unroll
             for (int j = 0; j < m; ++j) {
                 const bool upper = (i & (unsigned)m) != 0;
@@ -414,6 +432,14 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
             out[row * len + t0 + i] = o;
         }
         __syncwarp();  // the steps are read before the next block overwrites them
+    };
+    for (u64 t0 = 0; t0 < len; t0 += S) {
+        // Two calls, so that each inlined copy sees a constant `whole`.
+        if (aligned && t0 + S <= len) {
+            block(t0, true);
+        } else {
+            block(t0, false);
+        }
     }
     if (live && last != nullptr) {
 #pragma unroll

@@ -49,25 +49,42 @@ const LANE_KERNEL_MIN_LANES: usize = 32 * 1024;
 const LANE_KERNEL_MAX_LEN: usize = 512;
 
 /// The chunked block-scan kernels: (channels per block K, steps per
-/// thread), so that a thread keeps 16 (channel, step) pairs. K = 1 serves
-/// every shape (a chunk of 2048 steps, as mamba_ssm's kernel for long
-/// sequences); K > 1 reads B and C once for K channels, and needs both to
-/// vary.
-const CHUNKED_SHAPES: [(u32, u32); 3] = [(1, 16), (2, 8), (4, 4)];
+/// thread, threads per block, blocks per SM to fit in registers). K x steps
+/// is 16 (channel, step) pairs per thread. K = 1 serves every shape (a chunk
+/// of 2048 steps, as mamba_ssm's kernel for long sequences); K > 1 reads B
+/// and C once for K channels and needs both to vary. The register bounds:
+/// K = 2 at 4 blocks of 128 per SM fits in 128 registers with no spill in
+/// its loop (168 registers and 3 blocks per SM unbounded; 5 blocks spill
+/// and ran slower); the others would spill in their loops. A block of one
+/// warp needs no barrier per state.
+const CHUNKED_SHAPES: [ChunkedShape; 4] = [
+    ChunkedShape { k: 1, items: 16, threads: THREADS, min_blocks: None },
+    ChunkedShape { k: 2, items: 8, threads: THREADS, min_blocks: Some(4) },
+    ChunkedShape { k: 4, items: 4, threads: THREADS, min_blocks: None },
+    ChunkedShape { k: 2, items: 8, threads: 32, min_blocks: Some(16) },
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ChunkedShape {
+    k: u32,
+    items: u32,
+    threads: u32,
+    min_blocks: Option<u32>,
+}
 
 /// The chunked kernel takes 2 channels per block by default when B and C
 /// both vary and pairs of channels share them, and rows are at least this
-/// many: on the H200 at batch 8, dim 1536, L 4096, N 16 it took 0.985 ms
-/// against 1.255 for one channel per block and 1.282 for four
+/// many: on the H200 at batch 8, dim 1536, L 4096, N 16 it took 0.767 ms
+/// against 1.255 for one channel per block and 1.090 for four
 /// (bench/gpu-h200-results.md). Halving the blocks costs parallelism when
 /// rows are few; where that starts to matter is not measured yet.
 const CHANNEL_PAIRS_MIN_ROWS: usize = 2048;
 
-/// A chunked kernel: K channels per block, whether B and whether C vary
-/// (each of the four forms is compiled for K = 1).
+/// A chunked kernel: its shape, and whether B and whether C vary (each of
+/// the four forms is compiled for K = 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Chunked {
-    k: u32,
+    shape: ChunkedShape,
     vary_b: bool,
     vary_c: bool,
 }
@@ -76,34 +93,25 @@ impl Chunked {
     /// Every chunked kernel the module holds.
     fn all() -> impl Iterator<Item = Chunked> {
         let forms = [(false, false), (false, true), (true, false), (true, true)];
-        let single = forms.into_iter().map(|(vary_b, vary_c)| Chunked { k: 1, vary_b, vary_c });
-        let shared = CHUNKED_SHAPES.into_iter().skip(1).map(|(k, _)| Chunked { k, vary_b: true, vary_c: true });
+        let single = forms.into_iter().map(|(vary_b, vary_c)| Chunked { shape: CHUNKED_SHAPES[0], vary_b, vary_c });
+        let shared = CHUNKED_SHAPES.into_iter().skip(1).map(|shape| Chunked { shape, vary_b: true, vary_c: true });
         single.chain(shared)
-    }
-
-    fn items(self) -> u32 {
-        CHUNKED_SHAPES.iter().find(|&&(k, _)| k == self.k).map_or(16, |&(_, items)| items)
-    }
-
-    /// K = 2 at 4 blocks per SM fits in 128 registers with no spill in its
-    /// loop (168 registers and 3 blocks per SM unbounded); the others would
-    /// spill in their loops.
-    fn min_blocks(self) -> Option<u32> {
-        (self.k == 2).then_some(4)
     }
 
     fn name(self) -> String {
         let form = |vary: bool| if vary { 'v' } else { 'f' };
-        format!("selective_scan_chunked_{}_{}{}", self.k, form(self.vary_b), form(self.vary_c))
+        let ChunkedShape { k, threads, .. } = self.shape;
+        format!("selective_scan_chunked_{k}_{threads}_{}{}", form(self.vary_b), form(self.vary_c))
     }
 
     fn template(self) -> String {
-        format!("selective_scan_chunked<{THREADS}, {}, {}, {}, {}>", self.items(), self.k, self.vary_b, self.vary_c)
+        let ChunkedShape { k, items, threads, .. } = self.shape;
+        format!("selective_scan_chunked<{threads}, {items}, {k}, {}, {}>", self.vary_b, self.vary_c)
     }
 }
 
 /// Which GPU selective-scan kernel runs ([`Tuning::selective_kernel`](crate::Tuning::selective_kernel);
-/// the environment variable `SCAN_CUDA_SELECTIVE_KERNEL=block|lanes|channels2|channels4`
+/// the environment variable `SCAN_CUDA_SELECTIVE_KERNEL=block|lanes|channels2|channels4|warp2`
 /// does the same for programs that do not set it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SelectiveKernelChoice {
@@ -121,6 +129,9 @@ pub enum SelectiveKernelChoice {
     /// channels of a group (else the block scan). Auto takes K = 2 where it
     /// can for many rows.
     Channels(u32),
+    /// The same with one warp per block (K = 2): no barrier per state, a
+    /// chunk of 256 steps; when B and C allow it, as for `Channels`.
+    ChannelsPerWarp(u32),
 }
 
 impl SelectiveKernelChoice {
@@ -130,6 +141,7 @@ impl SelectiveKernelChoice {
             "lanes" => SelectiveKernelChoice::Lanes,
             "channels2" => SelectiveKernelChoice::Channels(2),
             "channels4" => SelectiveKernelChoice::Channels(4),
+            "warp2" => SelectiveKernelChoice::ChannelsPerWarp(2),
             _ => return None,
         })
     }
@@ -187,7 +199,12 @@ fn source() -> String {
         code.push_str(&format!("// ---- kernels/{file} ----\n{text}\n"));
     }
     for kernel in Chunked::all() {
-        code.push_str(&kernel_wrapper(&kernel.name(), THREADS, kernel.min_blocks(), &kernel.template()));
+        code.push_str(&kernel_wrapper(
+            &kernel.name(),
+            kernel.shape.threads,
+            kernel.shape.min_blocks,
+            &kernel.template(),
+        ));
     }
     for (s, per_lane) in LANE_SHAPES {
         let template = format!("selective_scan_lanes<{s}, {per_lane}, {LANE_WARPS}>");
@@ -373,7 +390,7 @@ impl Cuda {
                     .find(|(c, _)| *c == chosen)
                     .map(|(_, f)| f)
                     .ok_or_else(|| Error::Other("internal: a chunked block-scan kernel is missing".into()))?;
-                (function, self.block_launch(function, rows / chosen.k as usize, state, chosen.k)?)
+                (function, self.block_launch(function, rows / chosen.shape.k as usize, state, chosen.shape)?)
             }
         };
         let mut launch = stream.launch_builder(function);
@@ -399,36 +416,42 @@ impl Cuda {
             chosen => chosen,
         };
         let lanes = lane_shape(state);
-        let single = Plan::Chunked(Chunked { k: 1, vary_b: s.b.groups.is_some(), vary_c: s.c.groups.is_some() });
+        let (vary_b, vary_c) = (s.b.groups.is_some(), s.c.groups.is_some());
+        let single = Plan::Chunked(Chunked { shape: CHUNKED_SHAPES[0], vary_b, vary_c });
         // K consecutive channels of one block share a batch and a group of
         // B and C.
-        let shared = |k: usize| {
-            let shares = |groups: Option<usize>| groups.is_some_and(|g| (dim / g) % k == 0);
-            let known = CHUNKED_SHAPES.iter().any(|&(kk, _)| kk as usize == k);
-            (known && dim % k == 0 && shares(s.b.groups) && shares(s.c.groups)).then_some(Plan::Chunked(Chunked {
-                k: k as u32,
-                vary_b: true,
-                vary_c: true,
-            }))
+        let shared = |k: u32, threads: u32| {
+            let shares = |groups: Option<usize>| groups.is_some_and(|g| (dim / g) % k as usize == 0);
+            let fits = k > 0 && dim % k as usize == 0 && shares(s.b.groups) && shares(s.c.groups);
+            let shape = CHUNKED_SHAPES.into_iter().find(|c| c.k == k && c.threads == threads);
+            shape.filter(|_| fits).map(|shape| Plan::Chunked(Chunked { shape, vary_b: true, vary_c: true }))
         };
         match choice {
             SelectiveKernelChoice::Auto => match lanes {
                 Some(shape) if rows * shape.0 as usize >= LANE_KERNEL_MIN_LANES && len <= LANE_KERNEL_MAX_LEN => {
                     Plan::Lanes(shape)
                 }
-                _ if rows >= CHANNEL_PAIRS_MIN_ROWS => shared(2).unwrap_or(single),
+                _ if rows >= CHANNEL_PAIRS_MIN_ROWS => shared(2, THREADS).unwrap_or(single),
                 _ => single,
             },
             SelectiveKernelChoice::Block => single,
             SelectiveKernelChoice::Lanes => lanes.map_or(single, Plan::Lanes),
-            SelectiveKernelChoice::Channels(k) => shared(k as usize).unwrap_or(single),
+            SelectiveKernelChoice::Channels(k) => shared(k, THREADS).unwrap_or(single),
+            SelectiveKernelChoice::ChannelsPerWarp(k) => shared(k, 32).unwrap_or(single),
         }
     }
 
     /// The launch of a chunked block-scan kernel (`k` channels per block)
     /// over `blocks` blocks: the carried states (two buffers) and A (one) in
     /// shared memory, opted in past 48 KiB.
-    fn block_launch(&self, function: &CudaFunction, blocks: usize, state: u64, k: u32) -> Result<LaunchConfig> {
+    fn block_launch(
+        &self,
+        function: &CudaFunction,
+        blocks: usize,
+        state: u64,
+        shape: ChunkedShape,
+    ) -> Result<LaunchConfig> {
+        let k = shape.k;
         let bytes = 3 * u64::from(k) * state * 4;
         let shared = u32::try_from(bytes).map_err(|_| Error::TooLarge { what: "state size".into() })?;
         let limit = crate::policy::shared_limit_per_block(self.capability());
@@ -448,7 +471,7 @@ impl Cuda {
                 )
                 .map_err(|e| driver_error("opting in to shared memory", e))?;
         }
-        Ok(LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: shared })
+        Ok(LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: (shape.threads, 1, 1), shared_mem_bytes: shared })
     }
 
     /// The selective-scan kernel, loaded once per executor.
