@@ -18,13 +18,12 @@ use crate::{rows, sequential, tiled};
 /// count. For floats, where grouping changes the rounding:
 /// - `Sequential` and `Blelloch` group by the length alone: the same bits
 ///   from run to run and for every thread count;
-/// - `Tiled` groups inside a tile by the tile's length alone, and chains the
-///   tiles in order on one worker, so it gives the same bits from run to run
-///   and for every thread count when one worker runs: with one thread, or
-///   for inputs of fewer than 8 tiles ([`tile_len`](crate::tile_len) items
-///   each). With several workers a tile takes its prefix from whichever
-///   predecessors have published (a decoupled look-back), so the last bits
-///   can differ between runs, within the rounding bound of any grouping.
+/// - `Tiled` groups inside a tile by the tile's length alone
+///   ([`tile_len`](crate::tile_len) items), and combines the tiles' totals
+///   in tile order, as one thread carrying its prefix from tile to tile
+///   would, whichever predecessor a tile's look-back met: the same bits from
+///   run to run and for every thread count (the look-back combines forward
+///   from the prefix it meets; see `lookback.rs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// One pass, one thread: the loop of `scan_core::reference`.

@@ -2,15 +2,26 @@
 //!
 //! Each tile publishes its aggregate (the combination of its own items) as soon
 //! as it has scanned itself, and its inclusive prefix once it knows it. A tile
-//! finds its prefix by walking back over its predecessors, combining
-//! aggregates until it meets an inclusive prefix; it only waits on a
-//! predecessor that has published nothing yet, which is being scanned right
-//! now by another thread (tiles are claimed in order).
+//! finds its prefix by walking back over its predecessors until it meets an
+//! inclusive prefix; it only waits on a predecessor that has published nothing
+//! yet, which is being scanned right now by another thread (tiles are claimed
+//! in order).
+//!
+//! The walk then combines forward, from that prefix through the aggregates
+//! after it, in tile order: `((p_j ∘ a_{j+1}) ∘ a_{j+2}) ∘ …`. That is the
+//! grouping of one thread carrying its prefix from tile to tile, whichever
+//! tile the walk stopped at (every published prefix is grouped so, by
+//! induction from tile 0), so float results are the same bits for every
+//! thread count and every schedule. (CUB's look-back, and the GPU's,
+//! combine backwards, `p_j ∘ (a_{j+1} ∘ (… ∘ a_{b-1}))`, whose grouping
+//! depends on where the walk stopped.)
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
+// State bits: a tile after 0 publishes its aggregate, then its inclusive
+// prefix (state 1, then 3); tile 0 only its inclusive prefix (state 2).
 const EMPTY: u8 = 0;
 const AGGREGATE: u8 = 1;
 const INCLUSIVE: u8 = 2;
@@ -51,26 +62,38 @@ impl<T: Copy> Slot<T> {
     pub fn publish_inclusive(&self, value: T) {
         // SAFETY: as in `publish_aggregate`, for `inclusive` and INCLUSIVE.
         unsafe { (*self.inclusive.get()).write(value) };
-        self.state.store(INCLUSIVE, Ordering::Release);
+        self.state.fetch_or(INCLUSIVE, Ordering::Release);
     }
 
     fn poll(&self) -> Option<Published<T>> {
-        match self.state.load(Ordering::Acquire) {
-            // SAFETY: the acquire load saw the state stored after the write.
-            INCLUSIVE => Some(Published::Inclusive(unsafe { (*self.inclusive.get()).assume_init() })),
-            AGGREGATE => Some(Published::Aggregate(unsafe { (*self.aggregate.get()).assume_init() })),
-            _ => None,
+        let state = self.state.load(Ordering::Acquire);
+        if state & INCLUSIVE != 0 {
+            // SAFETY: the acquire load saw the bit set after the write.
+            Some(Published::Inclusive(unsafe { (*self.inclusive.get()).assume_init() }))
+        } else if state & AGGREGATE != 0 {
+            Some(Published::Aggregate)
+        } else {
+            None
         }
+    }
+
+    /// The aggregate, once published (an inclusive prefix published since
+    /// does not hide it; tile 0 has none).
+    fn aggregate(&self) -> Option<T> {
+        // SAFETY: the acquire load saw the bit set after the write, and the
+        // aggregate is never written again.
+        (self.state.load(Ordering::Acquire) & AGGREGATE != 0).then(|| unsafe { (*self.aggregate.get()).assume_init() })
     }
 }
 
 enum Published<T> {
-    Aggregate(T),
+    Aggregate,
     Inclusive(T),
 }
 
-/// The combination of every tile before `tile` (which must be > 0), or `None`
-/// when `abort` is raised while waiting (another worker panicked).
+/// The combination of every tile before `tile` (which must be > 0), grouped
+/// as the module says, or `None` when `abort` is raised while waiting
+/// (another worker panicked).
 ///
 /// Tile 0 must publish only its inclusive prefix, which ends every walk.
 pub(crate) fn exclusive_prefix<T: Copy>(
@@ -78,14 +101,10 @@ pub(crate) fn exclusive_prefix<T: Copy>(
     tile: usize,
     abort: &AtomicBool,
     combine: impl Fn(T, T) -> T,
-    identity: T,
 ) -> Option<T> {
-    // `later`: the combination of the tiles between the one looked at and `tile`.
-    let mut later = identity;
-    for slot in slots[..tile].iter().rev() {
-        match wait_for(slot, abort)? {
-            Published::Inclusive(prefix) => return Some(combine(prefix, later)),
-            Published::Aggregate(aggregate) => later = combine(aggregate, later),
+    for (j, slot) in slots[..tile].iter().enumerate().rev() {
+        if let Published::Inclusive(prefix) = wait_for(slot, abort)? {
+            return Some(fold_forward(&slots[j + 1..tile], prefix, combine));
         }
     }
     // Unreachable when tile 0 publishes an inclusive prefix; a caller bug
@@ -93,22 +112,25 @@ pub(crate) fn exclusive_prefix<T: Copy>(
     unreachable!("look-back walked past tile 0")
 }
 
-/// The combination of every tile before `tile` (> 0) if every tile it needs
-/// has published already; `None` (at once, without waiting) otherwise.
-pub(crate) fn ready_prefix<T: Copy>(
-    slots: &[Slot<T>],
-    tile: usize,
-    combine: impl Fn(T, T) -> T,
-    identity: T,
-) -> Option<T> {
-    let mut later = identity;
-    for slot in slots[..tile].iter().rev() {
-        match slot.poll()? {
-            Published::Inclusive(prefix) => return Some(combine(prefix, later)),
-            Published::Aggregate(aggregate) => later = combine(aggregate, later),
+/// The same if every tile it needs has published already; `None` (at once,
+/// without waiting) otherwise.
+pub(crate) fn ready_prefix<T: Copy>(slots: &[Slot<T>], tile: usize, combine: impl Fn(T, T) -> T) -> Option<T> {
+    for (j, slot) in slots[..tile].iter().enumerate().rev() {
+        if let Published::Inclusive(prefix) = slot.poll()? {
+            return Some(fold_forward(&slots[j + 1..tile], prefix, combine));
         }
     }
     unreachable!("look-back walked past tile 0")
+}
+
+/// `prefix` combined with the aggregates of `after`, in order, each as the
+/// right operand. Every slot of `after` has published its aggregate (the
+/// walk saw them all, and none is tile 0).
+fn fold_forward<T: Copy>(after: &[Slot<T>], prefix: T, combine: impl Fn(T, T) -> T) -> T {
+    after.iter().fold(prefix, |acc, slot| match slot.aggregate() {
+        Some(aggregate) => combine(acc, aggregate),
+        None => unreachable!("a tile the look-back walked over has no aggregate"),
+    })
 }
 
 /// Spins briefly, then yields, until `slot` has published something.
@@ -155,7 +177,6 @@ mod tests {
     fn mul(l: [i64; 4], r: [i64; 4]) -> [i64; 4] {
         [l[0] * r[0] + l[1] * r[2], l[0] * r[1] + l[1] * r[3], l[2] * r[0] + l[3] * r[2], l[2] * r[1] + l[3] * r[3]]
     }
-    const ONE: [i64; 4] = [1, 0, 0, 1];
     const M: [[i64; 4]; 4] = [[1, 1, 0, 1], [1, 0, 1, 1], [2, 1, 1, 1], [0, 1, 1, 3]];
 
     #[test]
@@ -165,13 +186,31 @@ mod tests {
         slots[1].publish_aggregate(M[1]);
         slots[2].publish_aggregate(M[2]);
         let abort = AtomicBool::new(false);
-        let got = exclusive_prefix(&slots, 3, &abort, mul, ONE);
+        let got = exclusive_prefix(&slots, 3, &abort, mul);
         assert_eq!(got, Some(mul(mul(M[0], M[1]), M[2])));
         // An inclusive prefix further down ends the walk there, and its
         // aggregate is no longer used.
         slots[1].publish_inclusive(mul(M[0], M[1]));
-        assert_eq!(exclusive_prefix(&slots, 3, &abort, mul, ONE), Some(mul(mul(M[0], M[1]), M[2])));
-        assert_eq!(exclusive_prefix(&slots, 2, &abort, mul, ONE), Some(mul(M[0], M[1])));
+        assert_eq!(exclusive_prefix(&slots, 3, &abort, mul), Some(mul(mul(M[0], M[1]), M[2])));
+        assert_eq!(exclusive_prefix(&slots, 2, &abort, mul), Some(mul(M[0], M[1])));
+    }
+
+    /// Floats where the grouping shows: (1e8 + -1e8) + 1 = 1, but
+    /// 1e8 + (-1e8 + 1) = 0 in f32.
+    #[test]
+    fn the_walk_combines_forward_from_the_prefix_it_met() {
+        let slots: Vec<Slot<f32>> = (0..3).map(|_| Slot::new()).collect();
+        slots[0].publish_inclusive(1e8);
+        slots[1].publish_aggregate(-1e8);
+        slots[2].publish_aggregate(1.0);
+        let add = |a: f32, b: f32| a + b;
+        let abort = AtomicBool::new(false);
+        assert_eq!(exclusive_prefix(&slots, 3, &abort, add), Some(1.0));
+        assert_eq!(ready_prefix(&slots, 3, add), Some(1.0));
+        // Meeting tile 1's inclusive prefix instead gives the same bits.
+        slots[1].publish_inclusive(0.0);
+        assert_eq!(exclusive_prefix(&slots, 3, &abort, add), Some(1.0));
+        assert_eq!(slots[1].aggregate(), Some(-1e8), "the aggregate outlives the inclusive prefix");
     }
 
     #[test]
@@ -179,10 +218,10 @@ mod tests {
         let slots: Vec<Slot<[i64; 4]>> = (0..4).map(|_| Slot::new()).collect();
         slots[0].publish_inclusive(M[0]);
         slots[2].publish_aggregate(M[2]);
-        assert_eq!(ready_prefix(&slots, 3, mul, ONE), None, "tile 1 has published nothing");
-        assert_eq!(ready_prefix(&slots, 1, mul, ONE), Some(M[0]));
+        assert_eq!(ready_prefix(&slots, 3, mul), None, "tile 1 has published nothing");
+        assert_eq!(ready_prefix(&slots, 1, mul), Some(M[0]));
         slots[1].publish_aggregate(M[1]);
-        assert_eq!(ready_prefix(&slots, 3, mul, ONE), Some(mul(mul(M[0], M[1]), M[2])));
+        assert_eq!(ready_prefix(&slots, 3, mul), Some(mul(mul(M[0], M[1]), M[2])));
     }
 
     #[test]
@@ -195,7 +234,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(50));
                 slots[1].publish_aggregate(M[1]);
             });
-            exclusive_prefix(&slots, 2, &abort, mul, ONE)
+            exclusive_prefix(&slots, 2, &abort, mul)
         });
         assert_eq!(got, Some(mul(M[0], M[1])));
     }
@@ -209,7 +248,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(20));
                 abort.store(true, Ordering::Relaxed);
             });
-            exclusive_prefix(&slots, 1, &abort, mul, ONE)
+            exclusive_prefix(&slots, 1, &abort, mul)
         });
         assert_eq!(got, None);
     }

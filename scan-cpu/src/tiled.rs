@@ -131,7 +131,7 @@ unsafe fn scan_with<Op: ScanOp, const REV: bool, const INCL: bool>(
         loop {
             // Finish every pending tile whose prefix is known, oldest first.
             while let Some((started, _)) = pending.front() {
-                let Some(prefix) = lookback::ready_prefix(&slots, started.b, Op::combine, Op::identity()) else {
+                let Some(prefix) = lookback::ready_prefix(&slots, started.b, Op::combine) else {
                     break;
                 };
                 let Some((started, mut buf)) = pending.pop_front() else { break };
@@ -167,8 +167,7 @@ unsafe fn scan_with<Op: ScanOp, const REV: bool, const INCL: bool>(
             let Some((started, mut buf)) = pending.pop_front() else {
                 return;
             };
-            let Some(prefix) = lookback::exclusive_prefix(&slots, started.b, &abort, Op::combine, Op::identity())
-            else {
+            let Some(prefix) = lookback::exclusive_prefix(&slots, started.b, &abort, Op::combine) else {
                 return;
             };
             slots[started.b].publish_inclusive(Op::combine(prefix, started.chunks.total));
