@@ -72,11 +72,11 @@ struct ChunkedShape {
     min_blocks: Option<u32>,
 }
 
-/// The chunked kernel takes 2 channels per block by default when B and C
-/// both vary and pairs of channels share them, and rows are at least this
-/// many: on the H200 at batch 8, dim 1536, L 4096, N 16 it took 0.767 ms
-/// against 1.255 for one channel per block and 1.090 for four
-/// (bench/gpu-h200-results.md). Halving the blocks costs parallelism when
+/// The chunked kernel takes 2 channels per one-warp block by default when B
+/// and C both vary and pairs of channels share them, and rows are at least
+/// this many: on the H200 at batch 8, dim 1536, L 4096, N 16 it took 0.733
+/// ms against 0.767 for 2 channels per 128-thread block, 1.255 for one
+/// channel and 1.090 for four (bench/gpu-h200-results.md). Halving the blocks costs parallelism when
 /// rows are few; where that starts to matter is not measured yet.
 const CHANNEL_PAIRS_MIN_ROWS: usize = 2048;
 
@@ -116,8 +116,8 @@ impl Chunked {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SelectiveKernelChoice {
     /// The default: the lane-group kernel for many short rows, else the
-    /// chunked block scan (two channels per block where B and C allow it
-    /// and rows are many).
+    /// chunked block scan (two channels per one-warp block where B and C
+    /// allow it and rows are many).
     #[default]
     Auto,
     /// The chunked block scan, one block per (batch, channel) row.
@@ -431,7 +431,7 @@ impl Cuda {
                 Some(shape) if rows * shape.0 as usize >= LANE_KERNEL_MIN_LANES && len <= LANE_KERNEL_MAX_LEN => {
                     Plan::Lanes(shape)
                 }
-                _ if rows >= CHANNEL_PAIRS_MIN_ROWS => shared(2, THREADS).unwrap_or(single),
+                _ if rows >= CHANNEL_PAIRS_MIN_ROWS => shared(2, 32).unwrap_or(single),
                 _ => single,
             },
             SelectiveKernelChoice::Block => single,
