@@ -275,9 +275,7 @@ impl Device {
             Backend::Cpu(cpu) => cpu.selective_scan(args),
         }
     }
-}
 
-impl Device {
     /// The items of `values` whose flag in `keep` is set, in order (stream
     /// compaction): on the GPU when this device is one (`Cuda::compact`: a
     /// count of each tile's flags, a scan of the counts, a scatter), else on

@@ -15,15 +15,15 @@ pub(crate) fn compact<T: Copy + Send + Sync>(values: &[T], keep: &[bool], thread
     Error::check_lengths(values.len(), keep.len())?;
     let threads = threads.min(values.len() / MIN_ITEMS_PER_THREAD).max(1);
     let per_part = values.len().div_ceil(threads).max(1);
-    // (first item, kept items) of each part.
-    let mut parts: Vec<(usize, usize)> = (0..values.len()).step_by(per_part).map(|start| (start, 0)).collect();
+    // (items, kept items) of each part.
+    let mut parts: Vec<(std::ops::Range<usize>, usize)> =
+        (0..values.len()).step_by(per_part).map(|start| (start..(start + per_part).min(values.len()), 0)).collect();
     for_each_part(&mut parts, threads, |mine| {
-        for (start, kept) in mine {
-            let end = (*start + per_part).min(values.len());
-            *kept = keep[*start..end].iter().filter(|&&k| k).count();
+        for (items, kept) in mine {
+            *kept = keep[items.clone()].iter().filter(|&&k| k).count();
         }
     });
-    let total: usize = parts.iter().map(|&(_, kept)| kept).sum();
+    let total: usize = parts.iter().map(|(_, kept)| kept).sum();
     let mut out: Vec<T> = Vec::new();
     out.try_reserve_exact(total)
         .map_err(|_| Error::TooLarge { what: format!("cannot allocate {total} kept items") })?;
@@ -31,15 +31,14 @@ pub(crate) fn compact<T: Copy + Send + Sync>(values: &[T], keep: &[bool], thread
         // Each part's stretch of the output, in order.
         let mut rest = &mut out.spare_capacity_mut()[..total];
         let mut jobs = Vec::with_capacity(parts.len());
-        for &(start, kept) in &parts {
+        for (items, kept) in parts {
             let (stretch, after) = rest.split_at_mut(kept);
             rest = after;
-            jobs.push((start, stretch));
+            jobs.push((items, stretch));
         }
         for_each_part(&mut jobs, threads, |mine| {
-            for (start, stretch) in mine {
-                let end = (*start + per_part).min(values.len());
-                fill_branch_free(&values[*start..end], &keep[*start..end], stretch);
+            for (items, stretch) in mine {
+                fill_branch_free(&values[items.clone()], &keep[items.clone()], stretch);
             }
         });
     }
