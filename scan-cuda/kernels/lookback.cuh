@@ -80,96 +80,59 @@ __device__ __forceinline__ typename Op::Item lookback(const Status& status, i64 
     }
 }
 
-// The ordered look-back: the same exclusive prefix, grouped as one thread
-// chaining the tiles would group it, ((P_j . a_{j+1}) . a_{j+2}) . ...,
-// whatever the timing. It walks back a window at a time, as `lookback`,
-// until a window holds an inclusive prefix P_j (the nearest one), then
-// combines forward, one status at a time in tile order: from P_j through the
-// aggregates after it to tile - 1 (windows it walked over are read again; a
-// status that has become an inclusive prefix since restarts the fold from
-// it). Every inclusive prefix a tile publishes is its prefix so grouped,
-// combined with its aggregate, so by induction from tile 0 (which publishes
-// its aggregate, or the carry combined with it, as its inclusive prefix) the
-// result depends on the tiles' aggregates alone: float scans are bitwise
-// identical from run to run, with no more waiting than `lookback` (only the
-// fold is sequential: one combine per tile after the nearest prefix, against
-// `lookback`'s tree). The same fold runs on the CPU (scan-cpu lookback.rs).
-
-// Reads the window of 32 * PER_LANE statuses ending before `end`, lane l the
-// PER_LANE from `end - 32 * PER_LANE + l * PER_LANE`, waiting for each; a
-// position before tile 0 reads as an identity prefix.
+// The deterministic look-back: the same exclusive prefix, always grouped the
+// same way, whatever the timing. Tiles form fixed groups of G = 32 * PER_LANE;
+// only the last tile of a group publishes its inclusive prefix (P), every
+// other tile only its aggregate. Tile t of the group starting at tile s
+// combines P of tile s - 1 (or `before_all`, the carry into tile 0, if any)
+// with the aggregates of tiles s .. t - 1, reduced by a fixed tree (lane l
+// folds its PER_LANE tiles left to right, identities past t - 1, then
+// warp_reduce). So the grouping depends on t and G alone, and float scans are
+// bitwise identical from run to run. The price: prefixes advance one group
+// per status round trip, through the groups' last tiles only, hence wide
+// groups (bench/gpu-h200-results.md).
 template <class Op, int PER_LANE, class Status>
-__device__ __forceinline__ void read_window(const Status& status, i64 end, unsigned epoch,
-                                            typename Op::Item (&values)[PER_LANE], bool (&prefix)[PER_LANE]) {
-    const i64 base = end - 32 * PER_LANE + (i64)lane_id() * PER_LANE;
-    unsigned codes[PER_LANE];
-    // Issue every read of the window before waiting on any.
-#pragma unroll
-    for (int j = 0; j < PER_LANE; ++j) {
-        values[j] = Op::identity();
-        codes[j] = base + j < 0 ? status_code(epoch, STATUS_PREFIX) : status.read(base + j, values[j]);
-    }
-#pragma unroll
-    for (int j = 0; j < PER_LANE; ++j) {
-        unsigned kind = codes[j] & 3u;
-        if ((codes[j] >> 2) != epoch || kind == 0) kind = wait_status(status, base + j, epoch, values[j]);
-        prefix[j] = kind == STATUS_PREFIX;
-    }
-}
-
-// `acc` combined, left to right, with the window's statuses in tile order
-// (position l * PER_LANE + j): from the nearest inclusive prefix, if the
-// window holds one (`acc` is then dropped), else from the first. Every lane
-// returns the same value.
-template <class Op, int PER_LANE>
-__device__ __forceinline__ typename Op::Item fold_window(typename Op::Item acc,
-                                                         const typename Op::Item (&values)[PER_LANE],
-                                                         const bool (&prefix)[PER_LANE]) {
+__device__ __forceinline__ typename Op::Item lookback_fixed(const Status& status, i64 tile, unsigned epoch,
+                                                           const typename Op::Item* before_all) {
     typedef typename Op::Item Item;
-    int mine = -1;
+    constexpr i64 GROUP = 32 * PER_LANE;
+    const i64 start = tile - tile % GROUP;
+    const unsigned lane = lane_id();
+    // Issue every read first: the group's earlier aggregates, and (lane 0)
+    // the previous group's inclusive prefix.
+    unsigned codes[PER_LANE];
+    Item values[PER_LANE];
 #pragma unroll
-    for (int j = 0; j < PER_LANE; ++j)
-        if (prefix[j]) mine = (int)lane_id() * PER_LANE + j;
-    const unsigned holders = __ballot_sync(0xffffffffu, mine >= 0);
-    const int nearest = holders ? __shfl_sync(0xffffffffu, mine, 31 - __clz(holders)) : -1;
-    // Uniform bounds: every lane runs the same shuffles.
-    for (int l = nearest < 0 ? 0 : nearest / PER_LANE; l < 32; ++l) {
+    for (int j = 0; j < PER_LANE; ++j) {
+        const i64 t = start + (i64)lane * PER_LANE + j;
+        values[j] = Op::identity();
+        codes[j] = t < tile ? status.read(t, values[j]) : 0u;
+    }
+    Item prior = Op::identity();
+    unsigned prior_code = 0;
+    if (lane == 0 && start > 0) prior_code = status.read(start - 1, prior);
+    Item part = Op::identity();
 #pragma unroll
-        for (int j = 0; j < PER_LANE; ++j) {
-            const Item v = Shuffle<Item>::from(values[j], l);
-            const int position = l * PER_LANE + j;
-            if (position == nearest) {
-                acc = v;
-            } else if (position > nearest) {
-                acc = Op::combine(acc, v);
-            }
+    for (int j = 0; j < PER_LANE; ++j) {
+        const i64 t = start + (i64)lane * PER_LANE + j;
+        if (t < tile) {
+            if ((codes[j] >> 2) != epoch || (codes[j] & 3u) == 0) wait_status(status, t, epoch, values[j]);
+            part = j == 0 ? values[j] : Op::combine(part, values[j]);
         }
     }
-    return acc;
-}
-
-template <class Op, int PER_LANE, class Status>
-__device__ __forceinline__ typename Op::Item lookback_ordered(const Status& status, i64 tile, unsigned epoch) {
-    typedef typename Op::Item Item;
-    constexpr int WINDOW = 32 * PER_LANE;
-    Item values[PER_LANE];
-    bool prefix[PER_LANE];
-    // 1. Back until a window holds an inclusive prefix.
-    i64 end = tile;
-    for (;; end -= WINDOW) {
-        read_window<Op, PER_LANE>(status, end, epoch, values, prefix);
-        bool any = false;
-#pragma unroll
-        for (int j = 0; j < PER_LANE; ++j) any = any || prefix[j];
-        if (__any_sync(0xffffffffu, any)) break;
+    const Item window = Shuffle<Item>::from(warp_reduce<Op>(part), 0);
+    if (start > 0) {
+        if (lane == 0 && ((prior_code >> 2) != epoch || (prior_code & 3u) != STATUS_PREFIX)) {
+            // Only a group's last tile publishes a prefix; wait until it has.
+            while (wait_status(status, start - 1, epoch, prior) != STATUS_PREFIX) __nanosleep(64);
+        }
+        prior = Shuffle<Item>::from(prior, 0);
+    } else if (before_all != nullptr) {
+        prior = *before_all;
+    } else {
+        return window;  // tile > 0 here: the window holds tile 0 at least
     }
-    // 2. Forward from it, to tile - 1.
-    Item acc = fold_window<Op, PER_LANE>(Op::identity(), values, prefix);
-    for (end += WINDOW; end <= tile; end += WINDOW) {
-        read_window<Op, PER_LANE>(status, end, epoch, values, prefix);
-        acc = fold_window<Op, PER_LANE>(acc, values, prefix);
-    }
-    return acc;
+    return tile == start ? prior : Op::combine(prior, window);
 }
 
 }  // namespace scan

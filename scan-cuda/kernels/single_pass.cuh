@@ -147,7 +147,10 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
     // Named barriers: the scanning threads alone, then per slot.
     constexpr unsigned SCANNERS = 1, READY = 2, PREFIXED = 2 + STAGES;
     constexpr bool SEGMENTED = !Heads::NONE;
-    static_assert(!(DETERMINISTIC && SEGMENTED), "the ordered look-back is wired for plain scans");
+    static_assert(!(DETERMINISTIC && SEGMENTED), "the deterministic look-back serves plain scans");
+    // Deterministic: only the last tile of each group of GROUP publishes its
+    // inclusive prefix (lookback.cuh, lookback_fixed).
+    constexpr i64 GROUP = 32 * LOOKBACK;
     typedef BlockScan<typename If<SEGMENTED, Headed<Op>, Op>::type, THREADS, SCANNERS> Block;
     static_assert(ITEMS <= 64, "a run's heads are one 64-bit mask");
     static_assert(STAGES >= 1 && STAGES <= 4, "1 to 4 slots");
@@ -177,7 +180,7 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
             if (tile >= tiles) return;
             // Segmented, a tile that starts a segment has no prefix to find.
             if (tile != 0 && !(SEGMENTED && (slot_heads[k] & 1u))) {
-                const Item before = DETERMINISTIC ? lookback_ordered<Op, LOOKBACK>(status, tile, epoch)
+                const Item before = DETERMINISTIC ? lookback_fixed<Op, LOOKBACK>(status, tile, epoch, carry_in)
                                                   : lookback<Op, LOOKBACK>(status, tile, epoch);
                 if (lane_id() == 0) {
                     chaos_pause(chaos, 2, tile);
@@ -187,7 +190,8 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
                         if (!(slot_heads[k] & 2u) && tile + 1 < tiles)
                             status.publish(tile, status_code(epoch, STATUS_PREFIX), inclusive);
                     } else if (tile + 1 < tiles) {
-                        status.publish(tile, status_code(epoch, STATUS_PREFIX), inclusive);
+                        if (!DETERMINISTIC || tile % GROUP == GROUP - 1)
+                            status.publish(tile, status_code(epoch, STATUS_PREFIX), inclusive);
                     } else if (carry_out != nullptr) {
                         *carry_out = inclusive;
                     }
@@ -317,13 +321,19 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
                     inclusive = Op::combine(slot_prefix[k].get(), aggregate);
                 }
                 if (tiles > 1) {
-                    status.publish(0, status_code(epoch, STATUS_PREFIX), inclusive);
+                    // Deterministic: tile 0 is one of its group's aggregates
+                    // (the carry joins in each look-back, lookback_fixed).
+                    if (DETERMINISTIC) {
+                        status.publish(0, status_code(epoch, STATUS_AGGREGATE), aggregate);
+                    } else {
+                        status.publish(0, status_code(epoch, STATUS_PREFIX), inclusive);
+                    }
                 } else if (carry_out != nullptr) {
                     *carry_out = inclusive;
                 }
-            } else if (!(chaos && (mix32(chaos + (unsigned)tile) & 15u) == 0)) {
-                // (chaos: sometimes no aggregate; the tile's inclusive prefix
-                // then ends every walk that meets it.)
+            } else if (DETERMINISTIC || !(chaos && (mix32(chaos + (unsigned)tile) & 15u) == 0)) {
+                // (chaos: sometimes no aggregate, but a deterministic scan's
+                // readers need every aggregate of their group.)
                 chaos_pause(chaos, 1, tile);
                 status.publish(tile, status_code(epoch, STATUS_AGGREGATE), aggregate);
             }

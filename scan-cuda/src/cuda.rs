@@ -266,11 +266,11 @@ impl Cuda {
     /// A decoupled look-back combines a tile's predecessors as far back as
     /// it finds one that already knows its prefix, which depends on timing,
     /// so float sums can differ in the last bits from run to run (integers
-    /// never do). Deterministic scans combine forward from the prefix they
-    /// find instead (`SinglePassPolicy::deterministic`): the grouping of one
-    /// thread chaining the tiles, the same in every run, on the same GPU and
-    /// build, whatever the scheduling. Rows and segmented scans are not
-    /// covered yet; the Blelloch algorithm is deterministic anyway.
+    /// never do). Deterministic scans group the predecessors in fixed groups
+    /// instead (`SinglePassPolicy::deterministic`): the same grouping in
+    /// every run, on the same GPU and build, whatever the scheduling. Rows
+    /// and segmented scans are not covered; the Blelloch algorithm is
+    /// deterministic anyway.
     ///
     /// ```no_run
     /// # fn main() -> scan_core::Result<()> {

@@ -80,7 +80,10 @@ pub use cuda::{
 pub use cudarc::driver::ValidAsZeroBits;
 pub use host::TransferRates;
 pub use nvrtc::{is_available as nvrtc_available, version as nvrtc_version};
-pub use policy::{Algorithm, BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning, SINGLE_PASS_MAX_ITEM_BYTES};
+pub use policy::{
+    Algorithm, BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning, DETERMINISTIC_LOOKBACK,
+    SINGLE_PASS_MAX_ITEM_BYTES,
+};
 pub use selective::{compile_selective_for_arch, DeviceProjection, DeviceSelectiveScan, SelectiveKernelChoice};
 
 /// The cudarc this crate is built with, for scanning your own `CudaSlice`s.

@@ -108,13 +108,17 @@ pub struct SinglePassPolicy {
     /// first, then claim and load.
     pub early_loads: bool,
     /// Whether plain scans group their look-backs the same way in every run
-    /// (the ordered look-back, `lookback_ordered` in kernels/lookback.cuh:
-    /// the grouping of one thread chaining the tiles), so that float results
-    /// are bitwise identical from run to run on the same GPU and build.
-    /// Segmented scans (rows, flags, offsets) are not wired to it yet. Off by
-    /// default: [`Cuda::with_deterministic`](crate::Cuda::with_deterministic).
+    /// (fixed groups of `32 * lookback` tiles, see `lookback_fixed` in
+    /// kernels/lookback.cuh), so that float results are bitwise identical
+    /// from run to run on the same GPU and build. Segmented scans (rows,
+    /// flags, offsets) are not covered. Off by default:
+    /// [`Cuda::with_deterministic`](crate::Cuda::with_deterministic).
     pub deterministic: bool,
 }
+
+/// Look-back statuses per lane of a deterministic scan by default: groups of
+/// 256 tiles, since prefixes advance one group per status round trip.
+pub const DETERMINISTIC_LOOKBACK: u32 = 8;
 
 impl SinglePassPolicy {
     /// The policy for items of `size` bytes on compute capability `arch`
@@ -445,7 +449,9 @@ impl Tuning {
     }
 
     /// Whether plain scans are run-to-run deterministic (see
-    /// [`SinglePassPolicy::deterministic`]).
+    /// [`SinglePassPolicy::deterministic`]); without a
+    /// [`lookback`](Tuning::lookback), a deterministic policy reads
+    /// [`DETERMINISTIC_LOOKBACK`] statuses per lane.
     pub fn deterministic(mut self, deterministic: bool) -> Self {
         self.deterministic = Some(deterministic);
         self
@@ -508,7 +514,10 @@ impl Tuning {
             threads,
             items_per_thread: self.items_per_thread.unwrap_or(policy.items_per_thread),
             status: self.status.unwrap_or(policy.status),
-            lookback: self.lookback.unwrap_or(policy.lookback),
+            lookback: self.lookback.unwrap_or(match self.deterministic {
+                Some(true) if !policy.deterministic => DETERMINISTIC_LOOKBACK,
+                _ => policy.lookback,
+            }),
             blocks_per_sm: self.blocks_per_sm.unwrap_or(same_threads_per_sm),
             stages: self.stages.unwrap_or(policy.stages),
             early_loads: self.early_loads.unwrap_or(policy.early_loads),
@@ -586,11 +595,11 @@ mod tests {
     }
 
     #[test]
-    fn a_deterministic_policy_keeps_the_look_back_window_unless_told_otherwise() {
+    fn a_deterministic_policy_reads_wide_groups_unless_told_otherwise() {
         let p = SinglePassPolicy::for_item(4, 90).unwrap();
         assert!(!p.deterministic);
         let d = Tuning::default().deterministic(true).apply(p);
-        assert!(d.deterministic && d.lookback == p.lookback);
+        assert!(d.deterministic && d.lookback == DETERMINISTIC_LOOKBACK);
         d.validate(4, 90).unwrap();
         let narrow = Tuning::default().deterministic(true).lookback(2).apply(p);
         assert_eq!(narrow.lookback, 2);
