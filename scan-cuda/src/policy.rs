@@ -183,7 +183,11 @@ impl SinglePassPolicy {
             status,
             lookback: 1,
             blocks_per_sm: 1,
-            stages: 2,
+            // Items of 9 to 16 bytes fit one block per SM (registers), whose
+            // scanning warps then wait at the hand-over barriers for the
+            // look-back (ncu on the H200: barrier stalls first, 14%
+            // occupancy); a third slot gives each look-back two tiles' time.
+            stages: if size > 8 && size <= 16 { 3 } else { 2 },
             // Measured on the H200 (bench/gpu-h200-results.md): 0.83 -> 0.85
             // of copy for f32 add, 0.83 -> 0.88 for the f32 recurrence, 0.67
             // -> 0.68 for 16-byte items; 0.57 -> 0.51 for 32-byte items,
