@@ -172,22 +172,25 @@ impl SinglePassPolicy {
             _ => 64,
         };
         let status = if size <= 8 { StatusLayout::Packed } else { StatusLayout::Split };
-        // Registers for up to 1024 resident threads (64 each) for small
-        // items, 512 past 8 bytes, as far as shared memory allows; a window of
-        // 32 predecessors (wider windows measured slower:
-        // bench/gpu-h200-results.md, policy table).
-        let threads_per_sm = if size <= 8 { 1024 } else { 512 };
+        // Registers for up to 1024 resident threads (64 each) for items of
+        // up to 8 bytes; 576 (two blocks of 256 + 32 threads, 112 registers
+        // each) for 9 to 16 bytes, where one block ran at 0.57 of copy and
+        // two at 0.67 (H200, f64 pairs at 2^27, one call; one block with
+        // three or four slots: 0.61); 512 past that; as far as shared memory
+        // allows. A window of 32 predecessors (wider windows measured slower).
+        // Policy tables: bench/gpu-h200-results.md.
+        let threads_per_sm = match size {
+            0..=8 => 1024,
+            9..=16 => 576,
+            _ => 512,
+        };
         let mut policy = SinglePassPolicy {
             threads,
             items_per_thread: items as u32,
             status,
             lookback: 1,
             blocks_per_sm: 1,
-            // Items of 9 to 16 bytes fit one block per SM (registers), whose
-            // scanning warps then wait at the hand-over barriers for the
-            // look-back (ncu on the H200: barrier stalls first, 14%
-            // occupancy); a third slot gives each look-back two tiles' time.
-            stages: if size > 8 && size <= 16 { 3 } else { 2 },
+            stages: 2,
             // Measured on the H200 (bench/gpu-h200-results.md): 0.83 -> 0.85
             // of copy for f32 add, 0.83 -> 0.88 for the f32 recurrence, 0.67
             // -> 0.68 for 16-byte items; 0.57 -> 0.51 for 32-byte items,
