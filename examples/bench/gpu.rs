@@ -456,8 +456,10 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     };
 
     let n = 1usize << 28;
-    let x = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
-    let shapes = [
+    let sizes = &args.policy_items;
+    let x = if sizes.contains(&4) { rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32) } else { Vec::new() };
+    let shapes: &[Shape] = if sizes.contains(&4) { &F32_SHAPES } else { &[] };
+    const F32_SHAPES: [Shape; 9] = [
         (256, 32, 1, 3, 2, None, false),
         (256, 32, 1, 3, 2, None, EL),
         (256, 32, 1, 2, 2, None, EL),
@@ -468,23 +470,43 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
         (128, 32, 1, 3, 3, None, EL),
         (512, 16, 1, 2, 2, None, EL),
     ];
-    for shape in shapes {
+    for &shape in shapes {
         let tile = (shape.0 * shape.1) as usize;
         let r = tuned::<Add<f32>>(tuning(shape), "f32 add", &x, args.reps, &|_, got| {
             bad_sum(&x, got, |i| ((i / tile + 1) * (shape.2 as usize + 7) + 60) as f64 + f64::from(shape.1))
         })?;
         row("f32 add 2^28", shape, r);
     }
+
+    if sizes.contains(&4) {
+        // The deterministic mode's fixed groups, 32 x lookback tiles wide.
+        for lookback in [4, 8, 16] {
+            let t = Tuning::default().deterministic(true).lookback(lookback);
+            let r = tuned::<Add<f32>>(t, "f32 add deterministic", &x, args.reps, &|_, got| {
+                bad_sum(&x, got, |i| ((i / 8192 + 1) * (lookback as usize + 7) + 60) as f64 + 32.0)
+            })?;
+            let groups = format!("f32 add 2^28 deterministic, groups of {} tiles", 32 * lookback);
+            row(&groups, (256, 32, lookback, 3, 2, None, EL), r);
+        }
+    }
     drop(x);
 
-    let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32));
-    let shapes = [
-        (256, 16, 1, 3, 2, None, false),
-        (256, 16, 1, 3, 2, None, EL),
-        (256, 16, 1, 2, 2, None, EL),
-        (128, 16, 1, 4, 2, None, EL),
-    ];
-    for shape in shapes {
+    let x = if sizes.contains(&8) {
+        rng.vec(n, |r| (r.range_f64(0.9, 1.0) as f32, r.range_f64(-1.0, 1.0) as f32))
+    } else {
+        Vec::new()
+    };
+    let shapes: &[Shape] = if sizes.contains(&8) {
+        &[
+            (256, 16, 1, 3, 2, None, false),
+            (256, 16, 1, 3, 2, None, EL),
+            (256, 16, 1, 2, 2, None, EL),
+            (128, 16, 1, 4, 2, None, EL),
+        ]
+    } else {
+        &[]
+    };
+    for &shape in shapes {
         let r = tuned::<LinearRecurrence<f32>>(tuning(shape), "linear recurrence f32", &x, args.reps, &|_, got| {
             bad_recurrence(&x, got)
         })?;
@@ -493,23 +515,51 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     drop(x);
 
     let n = 1usize << 27;
-    let x = rng.vec(n, |r| (r.range_f64(0.9, 1.0), r.range_f64(-1.0, 1.0)));
-    let shapes = [(256, 8, 1, 3, 2, None, false), (256, 8, 1, 3, 2, None, EL), (128, 8, 1, 4, 2, None, EL)];
-    for shape in shapes {
+    let x =
+        if sizes.contains(&16) { rng.vec(n, |r| (r.range_f64(0.9, 1.0), r.range_f64(-1.0, 1.0))) } else { Vec::new() };
+    // 16-byte items: one block per SM by registers (ncu: 167 per thread),
+    // so the slots (stages) decide how long a look-back may take.
+    let shapes: &[Shape] = if sizes.contains(&16) {
+        &[
+            (256, 8, 1, 1, 2, None, EL),
+            (256, 8, 1, 1, 3, None, EL),
+            (256, 8, 1, 1, 4, None, EL),
+            (256, 8, 1, 1, 3, None, false),
+            (256, 8, 1, 2, 2, None, EL),
+            (256, 8, 1, 2, 3, None, false),
+            (128, 8, 1, 2, 4, None, EL),
+            (256, 4, 1, 2, 4, None, EL),
+            (512, 4, 1, 1, 3, None, EL),
+        ]
+    } else {
+        &[]
+    };
+    for &shape in shapes {
         let r = tuned::<LinearRecurrence<f64>>(tuning(shape), "linear recurrence f64", &x, args.reps, &|_, got| {
             bad_recurrence_f64(&x, got)
         })?;
         row("linear recurrence f64 2^27", shape, r);
     }
     drop(x);
-
+    if !sizes.contains(&32) {
+        return Ok(());
+    }
     let x = rng.vec(n, |r| {
         let mut q = [0.0; 4];
         q[r.below(4) as usize] = if r.below(2) == 0 { -1.0 } else { 1.0 };
         q
     });
     let want = scan::reference::scan::<QuaternionProduct>(&x, ScanSpec::inclusive());
-    let shapes = [(128, 4, 1, 4, 2, None, false), (128, 4, 1, 4, 2, None, EL), (128, 4, 1, 3, 3, None, EL)];
+    let shapes = [
+        (128, 4, 1, 3, 2, None, false),
+        (128, 4, 1, 2, 4, None, false),
+        (128, 4, 1, 1, 4, None, false),
+        (256, 4, 1, 1, 3, None, false),
+        (256, 4, 1, 1, 4, None, false),
+        (256, 2, 1, 2, 4, None, false),
+        (128, 2, 1, 3, 4, None, false),
+        (64, 4, 1, 4, 4, None, false),
+    ];
     for shape in shapes {
         let r = tuned::<QuaternionProduct>(tuning(shape), "quaternion", &x, args.reps, &|_, got| {
             (0..n).find(|&i| got[i] != want[i])

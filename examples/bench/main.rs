@@ -36,6 +36,8 @@ pub struct Args {
     pub gpu_policies: bool,
     /// Time only the single-pass tile shapes (GPU).
     pub gpu_policies_only: bool,
+    /// The item sizes (bytes) whose tile shapes are timed: 4, 8, 16, 32.
+    pub policy_items: Vec<usize>,
     /// Time only the scans of host slices (GPU).
     pub gpu_host_only: bool,
     /// Time only rows and segments (GPU).
@@ -52,6 +54,7 @@ const USAGE: &str =
   --gpu            run the GPU cases (fixed sizes, DESIGN.md's table; --size-log2 is for the CPU)
   --gpu-policies   with --gpu, also time single-pass tile shapes and status layouts
   --gpu-policies-only  time only those (GPU)
+  --policy-items LIST  the item sizes whose shapes are timed, e.g. 16,32 (default 4,8,16,32)
   --gpu-host-only  time only scans from and to host slices against the pinned link (GPU)
   --gpu-rows-only  time only rows and segments in one launch (GPU)
   --gpu-selective-only  time only the selective scan (GPU)
@@ -69,6 +72,7 @@ fn parse_args() -> Result<Args, String> {
         out: "bench-results.md".into(),
         gpu_policies: false,
         gpu_policies_only: false,
+        policy_items: vec![4, 8, 16, 32],
         gpu_host_only: false,
         gpu_rows_only: false,
         gpu_selective_only: false,
@@ -86,6 +90,14 @@ fn parse_args() -> Result<Args, String> {
             "--gpu-rows-only" => (args.gpu, args.gpu_rows_only) = (true, true),
             "--gpu-selective-only" => (args.gpu, args.gpu_selective_only) = (true, true),
             "--sweep-out" => args.sweep_out = value("--sweep-out")?,
+            "--policy-items" => {
+                let v = value("--policy-items")?;
+                args.policy_items = v
+                    .split(',')
+                    .map(|s| s.trim().parse().ok().filter(|n| [4, 8, 16, 32].contains(n)))
+                    .collect::<Option<_>>()
+                    .ok_or(format!("--policy-items {v}: want a list of 4, 8, 16, 32"))?;
+            }
             "--size-log2" => {
                 let v = value("--size-log2")?;
                 args.size_log2 = v.parse().ok().filter(|&n| n <= 32).ok_or(format!("--size-log2 {v}: want 0..=32"))?;

@@ -69,6 +69,18 @@ __device__ __forceinline__ void compact_scatter(const Word* values, const unsign
     for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const u64 base = tile * Tile::ITEMS + threadIdx.x;
         const u64 start = tile == 0 ? 0 : inclusive[tile - 1];
+        // The first word of every item of this thread, loaded before the
+        // ballots and the barriers so that the loads are in flight meanwhile
+        // (issued only after the places were known, they left the scatter
+        // latency-bound: 71 us for 2^24 f32 on the H200, 28% of DRAM peak).
+        // Kept or not: at a quarter kept, nearly every sector holds a kept
+        // item anyway.
+        Word first[ROWS];
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+            const u64 i = base + (u64)r * THREADS;
+            first[r] = i < len ? values[i * words] : Word{};
+        }
         // Per row: whether this thread's item is kept, and how many items
         // of its warp's row before it are.
         unsigned kept = 0, before[ROWS];
@@ -111,7 +123,8 @@ __device__ __forceinline__ void compact_scatter(const Word* values, const unsign
             if (kept & (1u << r)) {
                 const u64 i = base + (u64)r * THREADS;
                 const u64 at = start + offsets[r * Tile::WARPS + warp] + before[r];
-                for (unsigned w = 0; w < words; ++w) out[at * words + w] = values[i * words + w];
+                out[at * words] = first[r];
+                for (unsigned w = 1; w < words; ++w) out[at * words + w] = values[i * words + w];
             }
         }
         __syncthreads();  // before offsets is written again

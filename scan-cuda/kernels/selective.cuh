@@ -39,22 +39,28 @@ __device__ __forceinline__ float ssm_silu(float x) {
     return x * ssm_reciprocal(1.0f + ssm_exp2(-x * LOG2E));
 }
 
-// ITEMS floats of a row from `p + t0`, or fewer where the row ends (then
-// `fill` in their place); 16-byte loads when the run is whole and aligned.
+// ITEMS floats from `p`, 16-byte aligned, as ITEMS / 4 vector loads.
 template <int ITEMS>
-__device__ __forceinline__ void ssm_load(const float* p, u64 t0, u64 len, float fill, float (&v)[ITEMS]) {
-    if (t0 + ITEMS <= len && ((unsigned long long)(p + t0) % 16) == 0 && ITEMS % 4 == 0) {
+__device__ __forceinline__ void ssm_load_vectors(const float* p, float (&v)[ITEMS]) {
 #pragma unroll
-        for (int i = 0; i < ITEMS / 4; ++i) {
-            const float4 w = reinterpret_cast<const float4*>(p + t0)[i];
-            v[4 * i] = w.x;
-            v[4 * i + 1] = w.y;
-            v[4 * i + 2] = w.z;
-            v[4 * i + 3] = w.w;
-        }
+    for (int i = 0; i < ITEMS / 4; ++i) {
+        const float4 w = reinterpret_cast<const float4*>(p)[i];
+        v[4 * i] = w.x;
+        v[4 * i + 1] = w.y;
+        v[4 * i + 2] = w.z;
+        v[4 * i + 3] = w.w;
+    }
+}
+
+// ITEMS floats of a row from `p + t0`, or fewer where the row ends (zeros
+// in their place); 16-byte loads when the run is whole and aligned.
+template <int ITEMS>
+__device__ __forceinline__ void ssm_load(const float* p, u64 t0, u64 len, float (&v)[ITEMS]) {
+    if (t0 + ITEMS <= len && ((unsigned long long)(p + t0) % 16) == 0 && ITEMS % 4 == 0) {
+        ssm_load_vectors(p + t0, v);
     } else {
 #pragma unroll
-        for (int i = 0; i < ITEMS; ++i) v[i] = t0 + i < len ? p[t0 + i] : fill;
+        for (int i = 0; i < ITEMS; ++i) v[i] = t0 + i < len ? p[t0 + i] : 0.0f;
     }
 }
 
@@ -120,16 +126,9 @@ struct SsmRecurrences {
 template <int ITEMS>
 __device__ __forceinline__ void ssm_load_run(bool whole, const float* p, u64 t0, u64 len, float (&v)[ITEMS]) {
     if (whole && ITEMS % 4 == 0) {
-#pragma unroll
-        for (int i = 0; i < ITEMS / 4; ++i) {
-            const float4 w = reinterpret_cast<const float4*>(p + t0)[i];
-            v[4 * i] = w.x;
-            v[4 * i + 1] = w.y;
-            v[4 * i + 2] = w.z;
-            v[4 * i + 3] = w.w;
-        }
+        ssm_load_vectors(p + t0, v);
     } else {
-        ssm_load<ITEMS>(p, t0, len, 0.0f, v);
+        ssm_load<ITEMS>(p, t0, len, v);
     }
 }
 

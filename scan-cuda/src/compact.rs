@@ -14,6 +14,8 @@ use scan_core::{Error, Result, ScanSpec};
 use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
+use crate::kernels::{keyed, lookup};
+use crate::source::kernel_files;
 
 /// Threads per block and rows per tile: tiles of 4096 items.
 const THREADS: u32 = 256;
@@ -45,10 +47,7 @@ pub(crate) struct CompactKernels {
 }
 
 fn source() -> String {
-    let mut code = String::new();
-    for (file, text) in SOURCES {
-        code.push_str(&format!("// ---- kernels/{file} ----\n{text}\n"));
-    }
+    let mut code = kernel_files(&SOURCES);
     code.push_str(&format!(
         "extern \"C\" __global__ void __launch_bounds__({THREADS}) {COUNT}(\n\
          \x20   const unsigned char* flags, unsigned long long len, unsigned long long* counts) {{\n\
@@ -160,12 +159,7 @@ impl Cuda {
             return Ok(0);
         }
         let (word, words) = words_of(std::mem::size_of::<T>());
-        let scatter = kernels
-            .scatter
-            .iter()
-            .find(|(w, _)| *w == word)
-            .map(|(_, f)| f)
-            .ok_or_else(|| Error::Other("internal: a compaction scatter kernel is missing".into()))?;
+        let scatter = keyed(&kernels.scatter, &word, "a compaction scatter")?;
         let src = values.device_ptr(stream);
         let inclusive = counts.device_ptr(stream);
         let dst = out.device_ptr_mut(stream);
@@ -181,13 +175,11 @@ impl Cuda {
     /// The compaction kernels, loaded once per executor.
     fn compact_kernels(&self) -> Result<Arc<CompactKernels>> {
         self.kernels_once(&self.compact, &source(), "compact", |module| {
-            let count = module.load_function(COUNT).map_err(|e| driver_error("kernel lookup", e))?;
-            let mut scatter = Vec::new();
-            for (word, _) in WORDS {
-                let name = scatter_name(word);
-                let f = module.load_function(&name).map_err(|e| driver_error(&format!("kernel lookup ({name})"), e))?;
-                scatter.push((word, f));
-            }
+            let count = lookup(&module, COUNT)?;
+            let scatter = WORDS
+                .iter()
+                .map(|&(word, _)| Ok((word, lookup(&module, &scatter_name(word))?)))
+                .collect::<Result<_>>()?;
             Ok(CompactKernels { _module: module, count, scatter })
         })
     }

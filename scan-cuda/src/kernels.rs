@@ -97,6 +97,21 @@ pub(crate) struct KernelTable {
     functions: HashMap<(Stage, Direction, Kind), CudaFunction>,
 }
 
+/// The kernel `name` of `module`.
+pub(crate) fn lookup(module: &Arc<CudaModule>, name: &str) -> Result<CudaFunction> {
+    module.load_function(name).map_err(|e| driver_error(&format!("kernel lookup ({name})"), e))
+}
+
+/// The kernel filed under `key` in `table` (a module's kernels by shape);
+/// missing is an internal error naming `what`.
+pub(crate) fn keyed<'a, K: PartialEq>(table: &'a [(K, CudaFunction)], key: &K, what: &str) -> Result<&'a CudaFunction> {
+    table
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, f)| f)
+        .ok_or_else(|| scan_core::Error::Other(format!("internal: {what} kernel is missing")))
+}
+
 impl KernelTable {
     /// Looks up every (direction, kind) instantiation of `stages` in `module`.
     pub(crate) fn load(module: Arc<CudaModule>, stages: &[Stage]) -> Result<KernelTable> {
@@ -104,7 +119,7 @@ impl KernelTable {
         for &stage in stages {
             for (direction, kind) in variants() {
                 let name = stage.kernel_name(direction, kind);
-                let f = module.load_function(&name).map_err(|e| driver_error(&format!("kernel lookup ({name})"), e))?;
+                let f = lookup(&module, &name)?;
                 functions.insert((stage, direction, kind), f);
             }
         }

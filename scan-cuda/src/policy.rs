@@ -172,11 +172,18 @@ impl SinglePassPolicy {
             _ => 64,
         };
         let status = if size <= 8 { StatusLayout::Packed } else { StatusLayout::Split };
-        // Registers for up to 1024 resident threads (64 each) for small
-        // items, 512 past 8 bytes, as far as shared memory allows; a window of
-        // 32 predecessors (wider windows measured slower:
-        // bench/gpu-h200-results.md, policy table).
-        let threads_per_sm = if size <= 8 { 1024 } else { 512 };
+        // Registers for up to 1024 resident threads (64 each) for items of
+        // up to 8 bytes; 576 (two blocks of 256 + 32 threads, 112 registers
+        // each) for 9 to 16 bytes, where one block ran at 0.57 of copy and
+        // two at 0.67 (H200, f64 pairs at 2^27, one call; one block with
+        // three or four slots: 0.61); 512 past that; as far as shared memory
+        // allows. A window of 32 predecessors (wider windows measured slower).
+        // Policy tables: bench/gpu-h200-results.md.
+        let threads_per_sm = match size {
+            0..=8 => 1024,
+            9..=16 => 576,
+            _ => 512,
+        };
         let mut policy = SinglePassPolicy {
             threads,
             items_per_thread: items as u32,

@@ -20,6 +20,8 @@ use scan_core::{Error, Result};
 use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
+use crate::kernels::{keyed, lookup};
+use crate::source::kernel_files;
 
 /// Threads per block of the chunked block scan.
 const THREADS: u32 = 128;
@@ -72,11 +74,11 @@ struct ChunkedShape {
     min_blocks: Option<u32>,
 }
 
-/// The chunked kernel takes 2 channels per block by default when B and C
-/// both vary and pairs of channels share them, and rows are at least this
-/// many: on the H200 at batch 8, dim 1536, L 4096, N 16 it took 0.767 ms
-/// against 1.255 for one channel per block and 1.090 for four
-/// (bench/gpu-h200-results.md). Halving the blocks costs parallelism when
+/// The chunked kernel takes 2 channels per one-warp block by default when B
+/// and C both vary and pairs of channels share them, and rows are at least
+/// this many: on the H200 at batch 8, dim 1536, L 4096, N 16 it took 0.733
+/// ms against 0.767 for 2 channels per 128-thread block, 1.255 for one
+/// channel and 1.090 for four (bench/gpu-h200-results.md). Halving the blocks costs parallelism when
 /// rows are few; where that starts to matter is not measured yet.
 const CHANNEL_PAIRS_MIN_ROWS: usize = 2048;
 
@@ -116,8 +118,8 @@ impl Chunked {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SelectiveKernelChoice {
     /// The default: the lane-group kernel for many short rows, else the
-    /// chunked block scan (two channels per block where B and C allow it
-    /// and rows are many).
+    /// chunked block scan (two channels per one-warp block where B and C
+    /// allow it and rows are many).
     #[default]
     Auto,
     /// The chunked block scan, one block per (batch, channel) row.
@@ -194,10 +196,7 @@ fn kernel_wrapper(name: &str, threads: u32, min_blocks: Option<u32>, template: &
 }
 
 fn source() -> String {
-    let mut code = String::new();
-    for (file, text) in SOURCES {
-        code.push_str(&format!("// ---- kernels/{file} ----\n{text}\n"));
-    }
+    let mut code = kernel_files(&SOURCES);
     for kernel in Chunked::all() {
         code.push_str(&kernel_wrapper(
             &kernel.name(),
@@ -373,23 +372,13 @@ impl Cuda {
         let softplus = i32::from(s.delta_softplus);
         let (function, cfg) = match self.selective_plan(s) {
             Plan::Lanes(shape) => {
-                let function = kernel
-                    .lanes
-                    .iter()
-                    .find(|(k, _)| *k == shape)
-                    .map(|(_, f)| f)
-                    .ok_or_else(|| Error::Other("internal: a lane-group kernel is missing".into()))?;
+                let function = keyed(&kernel.lanes, &shape, "a lane-group")?;
                 let blocks = rows.div_ceil(32 / shape.0 as usize).div_ceil(LANE_WARPS as usize);
                 let block = (32 * LANE_WARPS, 1, 1);
                 (function, LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: block, shared_mem_bytes: 0 })
             }
             Plan::Chunked(chosen) => {
-                let function = kernel
-                    .chunked
-                    .iter()
-                    .find(|(c, _)| *c == chosen)
-                    .map(|(_, f)| f)
-                    .ok_or_else(|| Error::Other("internal: a chunked block-scan kernel is missing".into()))?;
+                let function = keyed(&kernel.chunked, &chosen, "a chunked block-scan")?;
                 (function, self.block_launch(function, rows / chosen.shape.k as usize, state, chosen.shape)?)
             }
         };
@@ -431,7 +420,7 @@ impl Cuda {
                 Some(shape) if rows * shape.0 as usize >= LANE_KERNEL_MIN_LANES && len <= LANE_KERNEL_MAX_LEN => {
                     Plan::Lanes(shape)
                 }
-                _ if rows >= CHANNEL_PAIRS_MIN_ROWS => shared(2, THREADS).unwrap_or(single),
+                _ if rows >= CHANNEL_PAIRS_MIN_ROWS => shared(2, 32).unwrap_or(single),
                 _ => single,
             },
             SelectiveKernelChoice::Block => single,
@@ -477,18 +466,11 @@ impl Cuda {
     /// The selective-scan kernel, loaded once per executor.
     fn selective_kernel(&self) -> Result<Arc<SelectiveKernel>> {
         self.kernels_once(&self.selective, &source(), "selective_scan", |module| {
-            let mut chunked = Vec::new();
-            for c in Chunked::all() {
-                let name = c.name();
-                let f = module.load_function(&name).map_err(|e| driver_error(&format!("kernel lookup ({name})"), e))?;
-                chunked.push((c, f));
-            }
-            let mut lanes = Vec::new();
-            for (s, per_lane) in LANE_SHAPES {
-                let name = lanes_kernel_name(s, per_lane);
-                let f = module.load_function(&name).map_err(|e| driver_error(&format!("kernel lookup ({name})"), e))?;
-                lanes.push(((s, per_lane), f));
-            }
+            let chunked = Chunked::all().map(|c| Ok((c, lookup(&module, &c.name())?))).collect::<Result<_>>()?;
+            let lanes = LANE_SHAPES
+                .into_iter()
+                .map(|(s, per_lane)| Ok(((s, per_lane), lookup(&module, &lanes_kernel_name(s, per_lane))?)))
+                .collect::<Result<_>>()?;
             Ok(SelectiveKernel { _module: module, chunked, lanes })
         })
     }

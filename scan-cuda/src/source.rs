@@ -10,6 +10,16 @@ use crate::policy::{BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning};
 
 /// The kernel templates, layered as in CUB (thread, warp, block, device), in
 /// the order they build on each other.
+/// Kernel template files, each under a banner naming it, in order: the
+/// start of every generated module.
+pub(crate) fn kernel_files(files: &[(&str, &str)]) -> String {
+    let mut code = String::new();
+    for (file, text) in files {
+        let _ = write!(code, "// ---- kernels/{file} ----\n{text}\n");
+    }
+    code
+}
+
 const TEMPLATES: [(&str, &str); 12] = [
     ("util.cuh", include_str!("../kernels/util.cuh")),
     ("thread.cuh", include_str!("../kernels/thread.cuh")),
@@ -82,9 +92,7 @@ impl ModuleSource {
         let kernels = family.stages(single_pass.is_ok());
         let name = &op.name;
         let mut code = format!("// ---- operator `{name}` ----\n{}\n\n", op.code);
-        for (file, text) in TEMPLATES {
-            let _ = write!(code, "// ---- kernels/{file} ----\n{text}\n");
-        }
+        code.push_str(&kernel_files(&TEMPLATES));
         let _ = write!(
             code,
             "// ---- instantiations ----\n\
