@@ -10,8 +10,11 @@
 
 use scan_core::ScanOp;
 
+mod accumulate;
 #[cfg(target_arch = "x86_64")]
 mod wide;
+
+pub(crate) use accumulate::accumulate;
 
 /// How many independent chains a tile is scanned as.
 pub(crate) const CHAINS: usize = 8;
@@ -104,7 +107,7 @@ unsafe fn local_scan_impl<Op: ScanOp, const REV: bool, const INCL: bool, const S
     let step = |acc: &mut [Op::Item; CHAINS], i: usize| {
         for (k, acc) in acc.iter_mut().enumerate() {
             let m = at(k * sub + i);
-            let next = Op::combine(*acc, *src.add(m));
+            let next = accumulate::<Op>(*acc, *src.add(m));
             out.add(m).write(if INCL { next } else { *acc });
             *acc = next;
         }
@@ -142,25 +145,26 @@ unsafe fn local_scan_impl<Op: ScanOp, const REV: bool, const INCL: bool, const S
     let last = &mut acc[CHAINS - 1];
     for s in CHAINS * sub..n {
         let m = at(s);
-        let next = Op::combine(*last, *src.add(m));
+        let next = accumulate::<Op>(*last, *src.add(m));
         out.add(m).write(if INCL { next } else { *last });
         *last = next;
     }
     let mut prefix = [Op::identity(); CHAINS];
     for k in 1..CHAINS {
-        prefix[k] = Op::combine(prefix[k - 1], acc[k - 1]);
+        prefix[k] = accumulate::<Op>(prefix[k - 1], acc[k - 1]);
     }
-    let total = Op::combine(prefix[CHAINS - 1], acc[CHAINS - 1]);
+    let total = accumulate::<Op>(prefix[CHAINS - 1], acc[CHAINS - 1]);
     Chunks { sub, len: n, prefix, total }
 }
 
-/// Replaces every `x` of `data` with `combine(prefix, x)`. A loop the compiler
-/// vectorizes for the arithmetic operators. (Always inlined, like
+/// Replaces every `x` of `data` with `combine(prefix, x)`, `prefix` an
+/// accumulation from the identity ([`accumulate`]). A loop the compiler
+/// vectorizes for the arithmetic operators and max/min. (Always inlined, like
 /// [`local_scan`], so that AVX2 builds of its callers vectorize it for AVX2.)
 #[inline(always)]
 pub(crate) fn fix_up<Op: ScanOp>(data: &mut [Op::Item], prefix: Op::Item) {
     for x in data {
-        *x = Op::combine(prefix, *x);
+        *x = accumulate::<Op>(prefix, *x);
     }
 }
 
@@ -174,7 +178,7 @@ pub(crate) fn finish_tile<Op: ScanOp, const REV: bool>(
 ) {
     for k in 0..CHAINS {
         let prefix = match tile_prefix {
-            Some(p) => Op::combine(p, chunks.prefix[k]),
+            Some(p) => accumulate::<Op>(p, chunks.prefix[k]),
             // Chunk 0 of the first tile already has the right values.
             None if k == 0 => continue,
             None => chunks.prefix[k],

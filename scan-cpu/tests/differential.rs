@@ -18,7 +18,8 @@ use scan_core::ops::{Add, LinearRecurrence, MatMul2x2, Max, Min, Mul};
 use scan_core::ScanOp;
 use scan_testing::Rng;
 
-use support::{for_each_scan, sizes, Check, BIG};
+use scan_cpu::{Algorithm, Cpu};
+use support::{for_each_scan, for_each_scan_on, sizes, Check, BIG};
 
 /// `γ_n = n u / (1 - n u)`: the relative error bound of any evaluation in
 /// which every term passes through at most `n` roundings of unit `u`
@@ -142,6 +143,39 @@ fn max_and_min_f32_follow_f32_max_and_min_with_nan_inputs() {
             n == BIG,
             Check::Custom(&|spec, got| same(&std_scan(&x, spec, f32::min, f32::INFINITY), got)),
         );
+    }
+}
+
+/// Bit for bit against the reference, which merges ties bitwise (`(-0, +0)`
+/// gives +0 for max, -0 for min): the tiled path's accumulating form of
+/// max/min (kernel/accumulate.rs) must agree with `combine` on every zero.
+#[test]
+fn max_and_min_f32_and_f64_equal_the_reference_bit_for_bit_zeros_included() {
+    fn check<Op: ScanOp>(x: &[Op::Item], big: bool, bits: fn(&Op::Item) -> u64)
+    where
+        Op::Item: PartialEq + std::fmt::Debug,
+    {
+        let differs = |spec, got: &[Op::Item]| {
+            let want = scan_core::reference::scan::<Op>(x, spec);
+            want.iter().zip(got).position(|(w, g)| bits(w) != bits(g))
+        };
+        for_each_scan::<Op>(x, big, Check::Custom(&differs));
+        // The tiled look-back on more threads than this machine may have.
+        let tiled = [1, 3, 8].map(|t| Cpu::new().with_algorithm(Algorithm::Tiled).with_threads(t));
+        for_each_scan_on::<Op>(&tiled, x, big, Check::Custom(&differs));
+    }
+    // Values at or below zero for max (at or above for min), so that the
+    // running results sit on ±0 and every kind of tie occurs.
+    let zeros = |r: &mut Rng, sign: f32| [0.0, -0.0, f32::NAN, sign, sign * f32::INFINITY][r.below(5) as usize];
+    let mut rng = Rng::fresh("max/min bitwise");
+    for n in sizes_for::<Max<f32>>(true) {
+        let below = rng.vec(n, |r| zeros(r, -1.0));
+        let above = rng.vec(n, |r| zeros(r, 1.0));
+        check::<Max<f32>>(&below, n == BIG, |v| u64::from(v.to_bits()));
+        check::<Min<f32>>(&above, n == BIG, |v| u64::from(v.to_bits()));
+        let wide = |x: &[f32]| x.iter().map(|&v| f64::from(v)).collect::<Vec<f64>>();
+        check::<Max<f64>>(&wide(&below), n == BIG, |v| v.to_bits());
+        check::<Min<f64>>(&wide(&above), n == BIG, |v| v.to_bits());
     }
 }
 

@@ -6,8 +6,8 @@
 //! chunks instead. Here each chain's next 8 items are loaded as one vector
 //! (8 loads), the 8x8 block is transposed so that vector `j` holds item `j`
 //! of every chain, the chains take 8 vector steps (`Op::combine` lane by
-//! lane, which the compiler turns into vector instructions for branch-free
-//! operators), and the block is transposed back and stored. The order of
+//! lane, in its accumulating form, accumulate.rs, which the compiler turns
+//! into vector instructions for branch-free operators), and the block is transposed back and stored. The order of
 //! combination in every chain is the scalar loop's, so the results are the
 //! same bit for bit (up to which NaN a NaN result is, which Rust leaves
 //! open).
@@ -15,6 +15,8 @@
 use std::arch::x86_64::*;
 
 use scan_core::ScanOp;
+
+use super::accumulate;
 
 /// Transposes an 8x8 block of 32-bit lanes: `out[j]` lane `k` = `rows[k]` lane `j`.
 #[inline(always)]
@@ -79,7 +81,7 @@ pub(super) unsafe fn block<Op: ScanOp, const REV: bool, const INCL: bool>(
     let mut done = [_mm256_setzero_ps(); 8];
     for (col, done) in cols.iter().zip(&mut done) {
         let x: [Op::Item; 8] = std::mem::transmute_copy(col);
-        let next: [Op::Item; 8] = std::array::from_fn(|l| Op::combine(acc[l], x[l]));
+        let next: [Op::Item; 8] = std::array::from_fn(|l| accumulate::<Op>(acc[l], x[l]));
         *done = std::mem::transmute_copy(if INCL { &next } else { &*acc });
         *acc = next;
     }
