@@ -4,7 +4,13 @@
 //! ```text
 //! cargo run -p scan-cuda --example cubin -- selective sm_90 /tmp/selective.cubin
 //! nvdisasm -c -fun selective_scan_fwd /tmp/selective.cubin | less
+//! cargo run -p scan-cuda --example cubin -- linrec-f64 sm_90 /tmp/scan.cubin
+//! cuobjdump -res-usage /tmp/scan.cubin   # registers and spills per kernel
 //! ```
+//!
+//! `add-f32`, `linrec-f32`, `linrec-f64` and `matmul-f64` (4-, 8-, 16- and
+//! 32-byte items) are the scan modules (single-pass and Blelloch kernels,
+//! default policy) of those built-in operators.
 //!
 //! (`nvdisasm` and `cuobjdump` come in the `nvidia-cuda-nvdisasm` and
 //! `nvidia-cuda-cuobjdump` Python wheels; DEVELOPERS.md says how to count
@@ -12,17 +18,23 @@
 
 use std::process::ExitCode;
 
+use scan_core::ops;
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [module, arch, out] = args.as_slice() else {
-        eprintln!("usage: cubin selective|compact ARCH OUT (ARCH e.g. sm_90)");
+        eprintln!("usage: cubin selective|compact|add-f32|linrec-f32|linrec-f64|matmul-f64 ARCH OUT (ARCH e.g. sm_90)");
         return ExitCode::from(2);
     };
     let cubin = match module.as_str() {
         "selective" => scan_cuda::compile_selective_for_arch(arch),
         "compact" => scan_cuda::compile_compact_for_arch(arch),
+        "add-f32" => scan_cuda::compile_for_arch::<ops::Add<f32>>(arch),
+        "linrec-f32" => scan_cuda::compile_for_arch::<ops::LinearRecurrence<f32>>(arch),
+        "linrec-f64" => scan_cuda::compile_for_arch::<ops::LinearRecurrence<f64>>(arch),
+        "matmul-f64" => scan_cuda::compile_for_arch::<ops::MatMul2x2<f64>>(arch),
         other => {
-            eprintln!("unknown module {other:?}: want selective or compact");
+            eprintln!("unknown module {other:?}: see the usage");
             return ExitCode::from(2);
         }
     };
