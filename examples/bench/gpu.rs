@@ -521,15 +521,15 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     // so the slots (stages) decide how long a look-back may take.
     let shapes: &[Shape] = if sizes.contains(&16) {
         &[
-            (256, 8, 1, 1, 2, None, EL),
-            (256, 8, 1, 1, 3, None, EL),
-            (256, 8, 1, 1, 4, None, EL),
-            (256, 8, 1, 1, 3, None, false),
+            // Measured on the H200 (bench/gpu-h200-results.md): one block
+            // per SM 0.57-0.61 of copy with 2-4 slots, two blocks 0.67 (the
+            // default now); more bytes in flight per SM next.
             (256, 8, 1, 2, 2, None, EL),
-            (256, 8, 1, 2, 3, None, false),
-            (128, 8, 1, 2, 4, None, EL),
-            (256, 4, 1, 2, 4, None, EL),
-            (512, 4, 1, 1, 3, None, EL),
+            (256, 8, 1, 1, 3, None, EL),
+            (192, 8, 1, 3, 2, None, EL),
+            (128, 16, 1, 2, 2, None, false),
+            (128, 16, 1, 2, 2, None, EL),
+            (256, 8, 2, 2, 2, None, EL),
         ]
     } else {
         &[]
@@ -550,15 +550,15 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
         q
     });
     let want = scan::reference::scan::<QuaternionProduct>(&x, ScanSpec::inclusive());
+    // 128 x 4 with 3 blocks per SM (the default) was the best of 2-4 slots,
+    // 64-256 threads and 2-4 items (0.51 of copy); longer runs next.
     let shapes = [
         (128, 4, 1, 3, 2, None, false),
-        (128, 4, 1, 2, 4, None, false),
-        (128, 4, 1, 1, 4, None, false),
-        (256, 4, 1, 1, 3, None, false),
-        (256, 4, 1, 1, 4, None, false),
-        (256, 2, 1, 2, 4, None, false),
-        (128, 2, 1, 3, 4, None, false),
-        (64, 4, 1, 4, 4, None, false),
+        (128, 8, 1, 2, 2, None, false),
+        (64, 8, 1, 4, 2, None, false),
+        (128, 6, 1, 2, 2, None, false),
+        (96, 8, 1, 3, 2, None, false),
+        (128, 4, 2, 3, 2, None, false),
     ];
     for shape in shapes {
         let r = tuned::<QuaternionProduct>(tuning(shape), "quaternion", &x, args.reps, &|_, got| {
