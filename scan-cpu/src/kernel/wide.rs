@@ -7,10 +7,10 @@
 //! (8 loads), the 8x8 block is transposed so that vector `j` holds item `j`
 //! of every chain, the chains take 8 vector steps (`Op::combine` lane by
 //! lane, in its accumulating form, accumulate.rs, which the compiler turns
-//! into vector instructions for branch-free operators), and the block is transposed back and stored. The order of
-//! combination in every chain is the scalar loop's, so the results are the
-//! same bit for bit (up to which NaN a NaN result is, which Rust leaves
-//! open).
+//! into vector instructions for branch-free operators), and the block is
+//! transposed back and stored. The order of combination in every chain is
+//! the scalar loop's, so the results are the same bit for bit (up to which
+//! NaN a NaN result is, which Rust leaves open).
 
 use std::arch::x86_64::*;
 
