@@ -12,6 +12,11 @@
 //              order; item 0 always starts one). In a reverse scan a segment
 //              starts, in scan order, at its last item: the item before a
 //              flagged one, or the last item.
+//   BitHeads   a bit per item (bit i % 64 of 64-bit word i / 64), set where a
+//              segment starts, in memory order as FlagHeads; item 0 always
+//              starts one. From segment starts (segments.cuh, segment_bits):
+//              the scan reads 1/8 byte per item for its heads, where
+//              FlagHeads reads one (and a flags pass writes one).
 //
 // Tiles cover scan positions whatever the segments, so short and long
 // segments fill tiles alike. Inside a tile the scans are segmented: the
@@ -115,6 +120,43 @@ struct FlagHeads {
             if (head) mask |= 1ull << i;
         }
         return mask;
+    }
+};
+
+struct BitHeads {
+    static constexpr bool NONE = false;
+    u64 len;
+    const u64* bits;  // len / 64 + 2 words, zero past len
+
+    __device__ __forceinline__ u64 memory(u64 m) const { return m; }
+    __device__ __forceinline__ bool contiguous() const { return true; }
+    // Bits a .. a + n - 1 of memory order (n <= 64, a <= len), bit 0 first.
+    __device__ __forceinline__ u64 window(u64 a, int n) const {
+        const u64 w = a / 64, s = a % 64;
+        u64 v = bits[w] >> s;
+        if (s != 0 && s + (u64)n > 64) v |= bits[w + 1] << (64 - s);
+        return n == 64 ? v : v & ((1ull << n) - 1);
+    }
+    template <int N, bool REVERSE>
+    __device__ __forceinline__ u64 run(u64 q) const {
+        static_assert(N >= 1 && N <= 64, "a run's heads are one 64-bit mask");
+        if (q >= len) return 0;
+        // Bits of the run's positions past the end are cleared.
+        const u64 valid = len - q >= (u64)N ? ~0ull >> (64 - N) : (1ull << (len - q)) - 1;
+        u64 mask;
+        if (!REVERSE) {
+            mask = window(q, N);  // the usual case: one aligned load
+        } else {
+            // Scan position p is memory item len - 1 - p; it starts a segment
+            // in scan order when memory item len - p does (bit len - p), so
+            // the run's bits are those of memory items hi = len - q down to
+            // len - q - N + 1 (not below 0), reversed.
+            const u64 hi = len - q;
+            const u64 base = hi + 1 >= (u64)N ? hi + 1 - N : 0;
+            const int count = (int)(hi - base + 1);
+            mask = __brevll(window(base, count)) >> (64 - count);
+        }
+        return (q == 0 ? mask | 1ull : mask) & valid;
     }
 };
 

@@ -21,4 +21,21 @@ __device__ __forceinline__ void segment_flags(const u64* starts, u64 count, u64 
     }
 }
 
+// The same check, the starts set as bits (BitHeads): bit s of `bits`, 32-bit
+// words here, read as 64-bit words by the scan (little-endian: the same
+// bits). The words must be zero before; a start repeated (empty segments)
+// sets its bit once.
+__device__ __forceinline__ void segment_bits(const u64* starts, u64 count, u64 len, unsigned* bits,
+                                             u64* first_bad) {
+    const u64 step = (u64)gridDim.x * blockDim.x;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
+        const u64 s = starts[i];
+        if (s > len || (i > 0 && starts[i - 1] > s)) {
+            atomicMin(first_bad, i);
+        } else if (s < len) {
+            atomicOr(bits + s / 32, 1u << (s % 32));
+        }
+    }
+}
+
 }  // namespace scan

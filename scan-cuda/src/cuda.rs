@@ -755,7 +755,7 @@ pub fn compile_segmented_for_arch<Op: CudaOp>(arch: &str) -> Result<Vec<Vec<u8>>
 /// overridden by `tuning`.
 pub fn compile_segmented_with<Op: CudaOp>(arch: &str, tuning: Tuning) -> Result<Vec<Vec<u8>>> {
     let mut cubins = Vec::new();
-    for family in [Family::Rows, Family::Flags] {
+    for family in [Family::Rows, Family::Flags, Family::Offsets] {
         let source = ModuleSource::family_of::<Op>(capability_of(arch)?, tuning, family)?;
         if source.stages().iter().any(|s| Stage::SINGLE_PASS.contains(s)) {
             cubins.push(nvrtc::compile_cubin(&source.code, &source.op_name, arch)?);

@@ -22,6 +22,11 @@ pub(crate) enum Stage {
     /// Head flags from segment starts, checking them (kernels/segments.cuh);
     /// one kernel, whatever the direction and kind.
     SegmentFlags,
+    /// The single-pass scan of segments marked by head bits (`BitHeads`).
+    SinglePassBits,
+    /// Head bits from segment starts, checking them (segments.cuh); one
+    /// kernel, whatever the direction and kind.
+    SegmentBits,
     /// Blelloch pass 1: scan tiles, emit their totals (kernels/blelloch.cuh).
     BlellochScanTiles,
     /// Blelloch pass 2: add each tile's prefix (kernels/propagate.cuh); the
@@ -30,8 +35,9 @@ pub(crate) enum Stage {
 }
 
 impl Stage {
-    /// The single-pass stages: one kernel template, three segmentations.
-    pub(crate) const SINGLE_PASS: [Stage; 3] = [Stage::SinglePass, Stage::SinglePassRows, Stage::SinglePassFlags];
+    /// The single-pass stages: one kernel template, four segmentations.
+    pub(crate) const SINGLE_PASS: [Stage; 4] =
+        [Stage::SinglePass, Stage::SinglePassRows, Stage::SinglePassFlags, Stage::SinglePassBits];
 
     /// The `extern "C"` name of this stage's kernel for `direction` and `kind`.
     pub(crate) fn kernel_name(self, direction: Direction, kind: Kind) -> String {
@@ -48,6 +54,8 @@ impl Stage {
             Stage::SinglePassRows => format!("single_pass_rows_{dir}_{kind}"),
             Stage::SinglePassFlags => format!("single_pass_flags_{dir}_{kind}"),
             Stage::SegmentFlags => "segment_flags".to_string(),
+            Stage::SinglePassBits => format!("single_pass_bits_{dir}_{kind}"),
+            Stage::SegmentBits => "segment_bits".to_string(),
             Stage::BlellochScanTiles => format!("blelloch_scan_tiles_{dir}_{kind}"),
             Stage::BlellochAddPrefixes => format!("blelloch_add_prefixes_{dir}"),
         }
@@ -67,6 +75,8 @@ pub(crate) enum Family {
     Rows,
     /// The single-pass scan of flagged segments, and the flags from starts.
     Flags,
+    /// The single-pass scan of segments given by their starts, as head bits.
+    Offsets,
 }
 
 impl Family {
@@ -78,10 +88,13 @@ impl Family {
             (Family::Whole, false) => vec![Stage::BlellochScanTiles, Stage::BlellochAddPrefixes],
             (Family::Rows, true) => vec![Stage::SinglePassRows],
             (Family::Flags, true) => vec![Stage::SegmentFlags, Stage::SinglePassFlags],
+            (Family::Offsets, true) => vec![Stage::SegmentBits, Stage::SinglePassBits],
             // Without single-pass kernels rows and segments run Blelloch's
             // scans one by one; starts still become flags to find them.
             (Family::Rows, false) => Vec::new(),
             (Family::Flags, false) => vec![Stage::SegmentFlags],
+            // (Blelloch finds segments from the flags of Family::Flags.)
+            (Family::Offsets, false) => Vec::new(),
         }
     }
 }

@@ -241,9 +241,8 @@ impl Cuda {
         let mut buf = self.upload(data)?;
         let starts: Vec<u64> = starts.iter().map(|&s| s as u64).collect();
         let dev_starts = self.upload(&starts)?;
-        let flags = self.flags_from_starts::<Op>(&dev_starts, buf.len())?;
         let dst = buf.device_ptr_mut(self.stream());
-        self.scan_flags_raw::<Op>(None, dst, buf.len(), &flags, spec)?;
+        self.scan_starts_raw::<Op>(None, dst, buf.len(), &dev_starts, spec)?;
         buf.download_into(data)
     }
 
@@ -318,10 +317,9 @@ impl Cuda {
             let starts: Vec<usize> = starts.download()?.into_iter().map(|s| s as usize).collect();
             return reference::segments(0, &starts).map(|_| ());
         }
-        let flags = self.flags_from_starts::<Op>(starts, input.len())?;
         let src = input.device_ptr(self.stream());
         let dst = output.device_ptr_mut(self.stream());
-        self.scan_flags_raw::<Op>(Some(src), dst, input.len(), &flags, spec)
+        self.scan_starts_raw::<Op>(Some(src), dst, input.len(), starts, spec)
     }
 
     /// [`scan_flagged`](Cuda::scan_flagged) on device buffers: a segment
@@ -344,22 +342,67 @@ impl Cuda {
         self.scan_flags_raw::<Op>(Some(src), dst, input.len(), &FlagBytes::Heads(heads), spec)
     }
 
-    /// Head flags (one byte per item) from device `starts`, checked: waits
-    /// for the flags kernel and reads back whether a start was bad.
-    fn flags_from_starts<Op: CudaOp>(&self, starts: &DeviceBuffer<u64>, len: usize) -> Result<FlagBytes<'static>> {
+    /// Queues the segmented scan of `len` items from `src` (or in place) to
+    /// `dst`, segments beginning at the device `starts` (checked first: this
+    /// waits for the check). Single-pass: the starts become head bits (1/8
+    /// byte per item); Blelloch: head flags, to find the segments.
+    fn scan_starts_raw<Op: CudaOp>(
+        &self,
+        src: Option<u64>,
+        dst: u64,
+        len: usize,
+        starts: &DeviceBuffer<u64>,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        match self.module::<Op>()?.plan(self.algorithm()) {
+            Ok(policy) => {
+                // Words of 64 bits, one spare: BitHeads reads a word past
+                // the one holding the last item (kernels/heads.cuh).
+                let bits = self.heads_from_starts::<Op, u32>(starts, len, 2 * (len / 64 + 2), Stage::SegmentBits)?;
+                let (bits_ptr, sync) = bits.device_ptr(self.stream());
+                drop(sync);
+                let module = self.module_of::<Op>(Family::Offsets)?;
+                // `bits` is freed in stream order, after the scan.
+                self.single_pass(&module, policy).launch(
+                    src.unwrap_or(dst),
+                    dst,
+                    len,
+                    Segments::Bits { bits: bits_ptr },
+                    spec,
+                )
+            }
+            Err(_) => {
+                let flags = self.heads_from_starts::<Op, u8>(starts, len, len, Stage::SegmentFlags)?;
+                self.scan_flags_raw::<Op>(src, dst, len, &FlagBytes::Owned(flags), spec)
+            }
+        }
+    }
+
+    /// `words` zeroed words with the heads of device `starts` set by
+    /// `stage` (a flag byte per item, or a bit), checked: waits for the
+    /// kernel and reads back whether a start was bad.
+    fn heads_from_starts<Op: CudaOp, W: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
+        &self,
+        starts: &DeviceBuffer<u64>,
+        len: usize,
+        words: usize,
+        stage: Stage,
+    ) -> Result<CudaSlice<W>> {
         let stream = self.stream();
-        let mut flags = stream.alloc_zeros::<u8>(len).map_err(|e| driver_error("head flags allocation", e))?;
+        let mut heads = stream.alloc_zeros::<W>(words).map_err(|e| driver_error("head flags allocation", e))?;
         if starts.is_empty() {
-            return Ok(FlagBytes::Owned(flags));
+            return Ok(heads);
         }
         // The first bad start's index, or u64::MAX.
         let mut bad = stream.clone_htod(&[u64::MAX]).map_err(|e| driver_error("upload", e))?;
-        // Every operator's flags module has the (item-independent) kernel.
-        let module = self.module_of::<Op>(Family::Flags)?;
+        // The check kernels are item-independent; each family that uses one
+        // has it.
+        let family = if stage == Stage::SegmentBits { Family::Offsets } else { Family::Flags };
+        let module = self.module_of::<Op>(family)?;
         let kernel = module
             .kernels
-            .get(Stage::SegmentFlags, ScanSpec::inclusive())
-            .ok_or_else(|| Error::Other("internal: the module has no segment_flags kernel".into()))?;
+            .get(stage, ScanSpec::inclusive())
+            .ok_or_else(|| Error::Other(format!("internal: the module has no {stage:?} kernel")))?;
         let count = starts.len() as u64;
         let len64 = len as u64;
         let starts_ptr = starts.device_ptr(stream);
@@ -367,11 +410,12 @@ impl Cuda {
         let cfg = LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
         {
             let mut launch = stream.launch_builder(kernel);
-            launch.arg(&starts_ptr).arg(&count).arg(&len64).arg(&mut flags).arg(&mut bad);
-            // SAFETY: `starts` holds `count` u64s, `flags` `len` bytes and
-            // `bad` one u64, all live until the download below has waited;
-            // the kernel writes flags[s] only for s < len.
-            unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of segment_flags", e))?;
+            launch.arg(&starts_ptr).arg(&count).arg(&len64).arg(&mut heads).arg(&mut bad);
+            // SAFETY: `starts` holds `count` u64s and `bad` one u64; `heads`
+            // holds a byte per item (flags) or len / 64 + 2 64-bit words
+            // (bits), and the kernels write only the heads of starts below
+            // len. All live until the download below has waited.
+            unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the segment heads kernel", e))?;
         }
         let first_bad = stream.clone_dtoh(&bad).map_err(|e| driver_error("download", e))?[0];
         if first_bad != u64::MAX {
@@ -380,7 +424,7 @@ impl Cuda {
             reference::segments(len, &host)?;
             return Err(Error::Other(format!("internal: start {first_bad} was reported bad but checks out")));
         }
-        Ok(FlagBytes::Owned(flags))
+        Ok(heads)
     }
 
     /// Queues the segmented scan of `len` items from `src` (or in place) to

@@ -130,6 +130,9 @@ pub(crate) enum Segments {
     Rows { row_len: u64, stride: u64 },
     /// Segments starting where a byte of `flags` (one per item) is nonzero.
     Flags { flags: u64 },
+    /// Segments starting where a bit of `bits` (64-bit words, `len / 64 +
+    /// 2` of them, zero past `len`) is set.
+    Bits { bits: u64 },
 }
 
 impl Segments {
@@ -138,6 +141,7 @@ impl Segments {
             Segments::Whole => Stage::SinglePass,
             Segments::Rows { .. } => Stage::SinglePassRows,
             Segments::Flags { .. } => Stage::SinglePassFlags,
+            Segments::Bits { .. } => Stage::SinglePassBits,
         }
     }
 }
@@ -200,6 +204,7 @@ impl SinglePass<'_> {
             Segments::Whole => (len64, len64, 0u64),
             Segments::Rows { row_len, stride } => (row_len, stride, 0),
             Segments::Flags { flags } => (len64, len64, flags),
+            Segments::Bits { bits } => (len64, len64, bits),
         };
         let carry = match segments {
             Segments::Whole => self.carry,

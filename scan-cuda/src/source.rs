@@ -137,6 +137,16 @@ impl ModuleSource {
                 Stage::SegmentFlags.kernel_name(scan_core::Direction::Forward, Kind::Inclusive)
             );
         }
+        if kernels.contains(&Stage::SegmentBits) {
+            let _ = write!(
+                code,
+                "extern \"C\" __global__ void {}(const unsigned long long* starts, unsigned long long count,\n\
+                 \x20   unsigned long long len, unsigned* bits, unsigned long long* first_bad) {{\n\
+                 \x20 scan::segment_bits(starts, count, len, bits, first_bad);\n\
+                 }}\n",
+                Stage::SegmentBits.kernel_name(scan_core::Direction::Forward, Kind::Inclusive)
+            );
+        }
         if let Ok(p) = single_pass {
             let (threads, items, min_blocks, lookback) = (p.threads, p.items_per_thread, p.blocks_per_sm, p.lookback);
             let block_threads = p.block_threads();
@@ -148,12 +158,14 @@ impl ModuleSource {
             for stage in Stage::SINGLE_PASS.into_iter().filter(|s| kernels.contains(s)) {
                 // Every single-pass kernel takes the same arguments; each
                 // reads the segment description it needs (heads.cuh).
-                let segmented = matches!(stage, Stage::SinglePassRows | Stage::SinglePassFlags);
+                let segmented = stage != Stage::SinglePass;
                 let early = p.early_loads_for(segmented);
                 let deterministic = p.deterministic && !segmented;
                 let heads = match stage {
                     Stage::SinglePassRows => "scan::RowHeads{len, row_len, stride}",
                     Stage::SinglePassFlags => "scan::FlagHeads{len, flags}",
+                    // The same pointer argument: the bits are 64-bit words.
+                    Stage::SinglePassBits => "scan::BitHeads{len, (const unsigned long long*)flags}",
                     _ => "scan::NoHeads{len}",
                 };
                 for (direction, kind) in variants() {

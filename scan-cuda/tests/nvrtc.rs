@@ -76,7 +76,7 @@ fn the_rows_and_segments_kernels_build_for_every_item_shape() {
     fn check_with<Op: CudaOp>(tuning: scan_cuda::Tuning) {
         let cubins = scan_cuda::compile_segmented_with::<Op>("sm_90", tuning)
             .unwrap_or_else(|e| panic!("{}, {tuning:?}: {e}", std::any::type_name::<Op>()));
-        assert_eq!(cubins.len(), 2, "{}: rows and segments modules", std::any::type_name::<Op>());
+        assert_eq!(cubins.len(), 3, "{}: rows, flagged segments and offsets modules", std::any::type_name::<Op>());
         assert!(cubins.iter().all(|c| c.starts_with(b"\x7fELF")));
     }
     fn check<Op: CudaOp>() {
