@@ -24,7 +24,7 @@ fn median(mut v: Vec<f32>) -> f32 {
     v[v.len() / 2]
 }
 
-fn small(r: &mut Rng) -> f32 {
+pub(crate) fn small(r: &mut Rng) -> f32 {
     r.below(17) as f32 - 8.0
 }
 
@@ -73,7 +73,7 @@ fn timed<T: Copy + PartialEq + std::fmt::Debug>(
     ])
 }
 
-fn rows_case<Op: CudaOp>(
+pub(crate) fn rows_case<Op: CudaOp>(
     cuda: &Cuda,
     name: &str,
     rows: usize,

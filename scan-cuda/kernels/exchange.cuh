@@ -160,6 +160,34 @@ struct WarpExchange {
         }
     }
 
+    // The same for a segmented scan (thread_scan_heads, heads.cuh): bit i
+    // of `heads` set where the run's item i (scan order) starts a segment;
+    // the scan restarts there (a head's exclusive value is the identity).
+    template <bool INCLUSIVE>
+    static __device__ __forceinline__ void scan_run_in_place_heads(Word* smem, Item prefix, u64 heads) {
+        static_assert(WHOLE_ITEMS_PER_VECTOR, "vectors of whole items");
+        constexpr int PER_VECTOR = VECTOR_BYTES / (int)sizeof(Item);
+        const int lane = (int)lane_id();
+        Word* mine = smem + (REVERSE ? 31 - lane : lane) * STRIDE;
+#pragma unroll
+        for (int s = 0; s < VECTORS_PER_RUN; ++s) {
+            Vec* p = reinterpret_cast<Vec*>(mine + (REVERSE ? VECTORS_PER_RUN - 1 - s : s) * WORDS_PER_VECTOR);
+            Vec v = *p;
+            Item items[PER_VECTOR];
+            memcpy(items, v.w, sizeof(items));
+#pragma unroll
+            for (int t = 0; t < PER_VECTOR; ++t) {
+                Item& x = items[REVERSE ? PER_VECTOR - 1 - t : t];
+                const bool head = (heads >> (s * PER_VECTOR + t)) & 1u;
+                const Item next = head ? x : Op::combine(prefix, x);
+                x = INCLUSIVE ? next : (head ? Op::identity() : prefix);
+                prefix = next;
+            }
+            memcpy(v.w, items, sizeof(items));
+            *p = v;
+        }
+    }
+
     // Writes this lane's run back where read_run found it (a __syncwarp must
     // follow before the segment is stored).
     static __device__ __forceinline__ void write_run(Word* smem, const Item (&run)[ITEMS]) {

@@ -223,15 +223,21 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
     };
     // The rescan of this lane's run in slot `k` (tile `tile`) from `within`,
     // its prefix within the tile, and the tile's prefix, in registers.
+    // Segmented: where this lane's rescan in slot `k` starts from, given
+    // `within`, its prefix within the tile: the tile's prefix joins unless a
+    // head lies between the tile's start and the lane's run, or the tile
+    // starts with a head (no look-back ran).
+    auto rescan_from = [&](int k, i64 tile, const Item within) -> Item {
+        const bool head_before = (heads_before[k * WARPS + warp] >> lane_id()) & 1u;
+        const bool prefixed = tile != 0 && !(slot_heads[k] & 1u);  // the look-back ran
+        return prefixed && !head_before ? Op::combine(slot_prefix[k].get(), within) : within;
+    };
     auto rescan_in_registers = [&](int k, i64 tile, const Segment& seg, Word* buf, const Item within) {
         Item run[ITEMS];
         Exchange::read_run(buf, run);
         if constexpr (SEGMENTED) {
             const u64 mask = heads.template run<ITEMS, REVERSE>(seg.first + lane_id() * ITEMS);
-            const bool head_before = (heads_before[k * WARPS + warp] >> lane_id()) & 1u;
-            const bool prefixed = tile != 0 && !(slot_heads[k] & 1u);  // the look-back ran
-            const Item from = prefixed && !head_before ? Op::combine(slot_prefix[k].get(), within) : within;
-            thread_scan_heads<Op, ITEMS, INCLUSIVE>(run, from, mask);
+            thread_scan_heads<Op, ITEMS, INCLUSIVE>(run, rescan_from(k, tile, within), mask);
         } else {
             const bool first = tile == 0 && carry_in == nullptr;  // no prefix at all
             thread_scan<Op, ITEMS, INCLUSIVE>(run, first ? within : Op::combine(slot_prefix[k].get(), within));
@@ -246,12 +252,17 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
         auto index = [=](int p) -> u64 { return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p); };
         Word* buf = slice(k);
         const Item within = withins[k * THREADS + threadIdx.x];
-        if constexpr (EARLY && !SEGMENTED && Exchange::WHOLE_ITEMS_PER_VECTOR) {
+        if constexpr (EARLY && Exchange::WHOLE_ITEMS_PER_VECTOR) {
             // The same rescan a vector at a time, in shared memory: the
             // registers hold the next tile's loads in flight.
-            const bool first = tile == 0 && carry_in == nullptr;
-            Exchange::template scan_run_in_place<INCLUSIVE>(
-                buf, first ? within : Op::combine(slot_prefix[k].get(), within));
+            if constexpr (SEGMENTED) {
+                const u64 mask = heads.template run<ITEMS, REVERSE>(seg.first + lane_id() * ITEMS);
+                Exchange::template scan_run_in_place_heads<INCLUSIVE>(buf, rescan_from(k, tile, within), mask);
+            } else {
+                const bool first = tile == 0 && carry_in == nullptr;
+                Exchange::template scan_run_in_place<INCLUSIVE>(
+                    buf, first ? within : Op::combine(slot_prefix[k].get(), within));
+            }
         } else {
             rescan_in_registers(k, tile, seg, buf, within);
         }

@@ -219,17 +219,6 @@ impl SinglePassPolicy {
         (threads_per_sm / self.block_threads()).min(by_shared as u32).max(1)
     }
 
-    /// Whether the kernels for plain (`segmented` false) or segmented scans
-    /// (rows, flags) issue their loads early. Segmented kernels rescan a run
-    /// in registers, (value, head) pairs, and runs of more than 16 items
-    /// leave no registers for the loads in flight: on the H200, f32 rows of
-    /// 32 items per thread ran at 0.65 of copy with early loads and 0.77
-    /// without, while 16-item runs (the f32 recurrence) went from 0.86 to
-    /// 0.90.
-    pub fn early_loads_for(self, segmented: bool) -> bool {
-        self.early_loads && (!segmented || self.items_per_thread <= 16)
-    }
-
     /// Threads per block: the scanning threads and the look-back warp.
     pub fn block_threads(self) -> u32 {
         self.threads + 32

@@ -159,7 +159,11 @@ impl ModuleSource {
                 // Every single-pass kernel takes the same arguments; each
                 // reads the segment description it needs (heads.cuh).
                 let segmented = stage != Stage::SinglePass;
-                let early = p.early_loads_for(segmented);
+                // Segmented kernels rescan in shared memory too
+                // (exchange.cuh, scan_run_in_place_heads): with their runs
+                // rescanned in registers, f32 rows of 32 items spilled under
+                // early loads (0.65 of copy on the H200, 0.77 without).
+                let early = p.early_loads;
                 let deterministic = p.deterministic && !segmented;
                 let heads = match stage {
                     Stage::SinglePassRows => "scan::RowHeads{len, row_len, stride}",
