@@ -53,6 +53,41 @@ fn float_operators_on_exactly_representable_data_match_exactly() {
     );
 }
 
+/// bf16 and f16 items (2 bytes), through the prelude's half-precision
+/// helpers: max/min of random values, products of ±1, and sums of -1, 0, 1
+/// kept within ±64 (exact integers in both types, so exact in every order).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn half_precision_items_match_the_reference_exactly() {
+    use scan::maps::{bf16, f16};
+    let cuda = executors();
+    let nan_or = |r: &mut Rng| if r.below(100) == 0 { bf16::NAN } else { bf16::from_f64(r.range_f64(-1e3, 1e3)) };
+    check_op::<Max<bf16>>(&cuda, "max bf16", nan_or, exact);
+    check_op::<Min<f16>>(&cuda, "min f16", |r| f16::from_f64(r.range_f64(-1e3, 1e3)), exact);
+    check_op::<Mul<bf16>>(&cuda, "mul bf16", |r| if r.below(2) == 0 { -bf16::ONE } else { bf16::ONE }, exact);
+    let mut rng = Rng::fresh("add bf16/f16");
+    for n in [1, 1000, (1 << 16) + 3, (1 << 22) + 1] {
+        let mut sum = 0i32;
+        let steps: Vec<f32> = (0..n)
+            .map(|_| {
+                let step = if sum.abs() >= 64 { -sum.signum() } else { rng.below(3) as i32 - 1 };
+                sum += step;
+                step as f32
+            })
+            .collect();
+        let x: Vec<bf16> = steps.iter().map(|&v| bf16::from_f32(v)).collect();
+        let y: Vec<f16> = steps.iter().map(|&v| f16::from_f32(v)).collect();
+        for e in &cuda {
+            for spec in ScanSpec::ALL {
+                let got = e.scan::<Add<bf16>>(&x, spec).unwrap();
+                assert!(got == reference::scan::<Add<bf16>>(&x, spec), "add bf16, n {n}, {spec:?}, {}", e.algorithm());
+                let got = e.scan::<Add<f16>>(&y, spec).unwrap();
+                assert!(got == reference::scan::<Add<f16>>(&y, spec), "add f16, n {n}, {spec:?}, {}", e.algorithm());
+            }
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn non_commutative_operators_match_exactly() {

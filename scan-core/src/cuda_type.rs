@@ -24,12 +24,13 @@ use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
 /// A type a scan item can be made of on the GPU.
 ///
 /// Implemented for the scalars (`bool`, `i32`, `u32`, `i64`, `u64`, `f32`,
-/// `f64`), tuples of up to 6 and arrays of them, and by `#[scan_item]` for
-/// `#[repr(C)]` structs.
+/// `f64`, and the `half` crate's `bf16` and `f16`, re-exported as
+/// `scan_core::maps::{bf16, f16}`), tuples of up to 6 and arrays of them, and
+/// by `#[scan_item]` for `#[repr(C)]` structs.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a scan item on the GPU",
     label = "no CUDA declaration",
-    note = "items are scalars (i32 u32 i64 u64 f32 f64 bool), tuples and arrays of them, and #[repr(C)] structs annotated with #[scan_item]"
+    note = "items are scalars (i32 u32 i64 u64 f32 f64 bf16 f16 bool), tuples and arrays of them, and #[repr(C)] structs annotated with #[scan_item]"
 )]
 pub trait CudaType: Copy + 'static {
     /// The C++ type name (a valid identifier for aggregates).
@@ -96,7 +97,8 @@ pub trait CudaScalar:
     fn min(self, other: Self) -> Self;
 }
 
-/// `f32` and `f64`: scalars with negation and the float methods.
+/// `f32`, `f64`, `bf16` and `f16`: scalars with negation. (The float methods
+/// of `#[scan_op]` bodies, `exp`, `ln`, ..., are `f32`/`f64` ones.)
 pub trait CudaFloat: CudaScalar + Neg<Output = Self> {}
 
 fn ident(name: &str) -> String {
@@ -222,6 +224,74 @@ macro_rules! float_scalar {
 float_scalar! {
     f32 => "float", "f", "__int_as_float((int){:#010x}u)";
     f64 => "double", "", "__longlong_as_double((long long){:#018x}ull)";
+}
+
+// bf16 and f16: 2-byte floats with the `half` crate's arithmetic, which
+// rounds the f32 result of each operation to the nearest value (ties to
+// even). The GPU does the same (PRELUDE: widen, the f32 `_rn` operation,
+// narrow as `half` does), so results are bit for bit the CPU's. (Rounding an
+// f32 result once more is exact rounding here: f32 carries more than twice
+// the precision, plus two bits, of either type.)
+macro_rules! half_scalar {
+    ($($t:ty => $c:literal;)*) => {$(
+        impl CudaType for $t {
+            fn c_name() -> String {
+                $c.to_string()
+            }
+            fn c_literal(&self) -> String {
+                format!(concat!($c, "_bits(0x{:04x}u)"), self.to_bits())
+            }
+        }
+        impl CudaScalar for $t {
+            const ZERO: Self = <$t>::ZERO;
+            const ONE: Self = <$t>::ONE;
+            const LOWEST: Self = <$t>::NEG_INFINITY;
+            const HIGHEST: Self = <$t>::INFINITY;
+            #[inline]
+            fn wrapping_add(self, other: Self) -> Self {
+                self + other
+            }
+            #[inline]
+            fn wrapping_sub(self, other: Self) -> Self {
+                self - other
+            }
+            #[inline]
+            fn wrapping_mul(self, other: Self) -> Self {
+                self * other
+            }
+            #[inline]
+            fn wrapping_neg(self) -> Self {
+                -self
+            }
+            #[inline]
+            fn max(self, other: Self) -> Self {
+                // As f32's: a NaN operand is ignored, equal operands merge
+                // bitwise (+0 over -0).
+                if self == other {
+                    <$t>::from_bits(self.to_bits() & other.to_bits())
+                } else if self > other || other.is_nan() {
+                    self
+                } else {
+                    other
+                }
+            }
+            #[inline]
+            fn min(self, other: Self) -> Self {
+                if self == other {
+                    <$t>::from_bits(self.to_bits() | other.to_bits())
+                } else if self < other || other.is_nan() {
+                    self
+                } else {
+                    other
+                }
+            }
+        }
+        impl CudaFloat for $t {}
+    )*};
+}
+half_scalar! {
+    half::bf16 => "scan_bf16";
+    half::f16 => "scan_f16";
 }
 
 impl CudaType for bool {
@@ -404,6 +474,51 @@ SCAN_F2I(double, unsigned int, __double2uint_rz)
 SCAN_F2I(double, long long, __double2ll_rz)
 SCAN_F2I(double, unsigned long long, __double2ull_rz)
 #undef SCAN_F2I
+// bf16 and f16 (scan_core's half_scalar): widened to f32 exactly and
+// narrowed to the nearest value (ties to even) as the `half` crate does;
+// each operation is the f32 one, rounded once.
+struct __align__(2) scan_bf16 { unsigned short bits; };
+struct __align__(2) scan_f16 { unsigned short bits; };
+static __device__ __forceinline__ scan_bf16 scan_bf16_bits(unsigned b) { scan_bf16 x; x.bits = (unsigned short)b; return x; }
+static __device__ __forceinline__ scan_f16 scan_f16_bits(unsigned b) { scan_f16 x; x.bits = (unsigned short)b; return x; }
+static __device__ __forceinline__ float scan_widen(scan_bf16 x) { return __uint_as_float((unsigned)x.bits << 16); }
+static __device__ __forceinline__ scan_bf16 scan_narrow(float v, scan_bf16) {
+  const unsigned x = __float_as_uint(v);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return scan_bf16_bits((x >> 16) | 0x0040u);
+  const unsigned round = 0x8000u;
+  return scan_bf16_bits((x >> 16) + ((x & round) != 0 && (x & (3u * round - 1u)) != 0 ? 1u : 0u));
+}
+// f16 by the hardware conversions (exact, and round to nearest even; only
+// a NaN's payload may differ from `half`'s): the bit-level code took NVRTC
+// a minute per module, inlined in every unrolled combine.
+static __device__ __forceinline__ float scan_widen(scan_f16 h) {
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits)); return f;
+}
+static __device__ __forceinline__ scan_f16 scan_narrow(float v, scan_f16) {
+  scan_f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.bits) : "f"(v)); return h;
+}
+#define SCAN_HALF_OPS(H) \
+  static __device__ __forceinline__ H scan_add(H a, H b) { return scan_narrow(__fadd_rn(scan_widen(a), scan_widen(b)), a); } \
+  static __device__ __forceinline__ H scan_sub(H a, H b) { return scan_narrow(__fsub_rn(scan_widen(a), scan_widen(b)), a); } \
+  static __device__ __forceinline__ H scan_mul(H a, H b) { return scan_narrow(__fmul_rn(scan_widen(a), scan_widen(b)), a); } \
+  static __device__ __forceinline__ H scan_div(H a, H b) { return scan_narrow(__fdiv_rn(scan_widen(a), scan_widen(b)), a); } \
+  static __device__ __forceinline__ H scan_rem(H a, H b) { return scan_narrow(fmodf(scan_widen(a), scan_widen(b)), a); } \
+  static __device__ __forceinline__ H scan_neg(H a) { H r; r.bits = (unsigned short)(a.bits ^ 0x8000u); return r; } \
+  static __device__ __forceinline__ bool operator==(H a, H b) { return scan_widen(a) == scan_widen(b); } \
+  static __device__ __forceinline__ bool operator!=(H a, H b) { return scan_widen(a) != scan_widen(b); } \
+  static __device__ __forceinline__ bool operator<(H a, H b) { return scan_widen(a) < scan_widen(b); } \
+  static __device__ __forceinline__ bool operator<=(H a, H b) { return scan_widen(a) <= scan_widen(b); } \
+  static __device__ __forceinline__ bool operator>(H a, H b) { return scan_widen(a) > scan_widen(b); } \
+  static __device__ __forceinline__ bool operator>=(H a, H b) { return scan_widen(a) >= scan_widen(b); } \
+  static __device__ __forceinline__ H scan_max(H a, H b) { \
+    const float x = scan_widen(a), y = scan_widen(b); H t; t.bits = (unsigned short)(a.bits & b.bits); \
+    return x == y ? t : (x > y || y != y) ? a : b; } \
+  static __device__ __forceinline__ H scan_min(H a, H b) { \
+    const float x = scan_widen(a), y = scan_widen(b); H t; t.bits = (unsigned short)(a.bits | b.bits); \
+    return x == y ? t : (x < y || y != y) ? a : b; }
+SCAN_HALF_OPS(scan_bf16)
+SCAN_HALF_OPS(scan_f16)
+#undef SCAN_HALF_OPS
 #endif
 "#;
 }
@@ -443,6 +558,23 @@ mod tests {
         assert!(CudaScalar::min(-0.0f64, 0.0).is_sign_negative());
         assert_eq!(CudaScalar::max(f32::NAN, -1.0), -1.0);
         assert!(CudaScalar::min(f64::NAN, f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn half_precision_scalars_spell_their_bits_and_order_zeros_like_f32() {
+        use half::{bf16, f16};
+        assert_eq!(<bf16 as CudaType>::c_name(), "scan_bf16");
+        assert_eq!(bf16::ONE.c_literal(), "scan_bf16_bits(0x3f80u)");
+        assert_eq!(f16::NEG_INFINITY.c_literal(), "scan_f16_bits(0xfc00u)");
+        assert_eq!(<bf16 as CudaScalar>::LOWEST, bf16::NEG_INFINITY);
+        assert!(CudaScalar::max(bf16::NEG_ZERO, bf16::ZERO).is_sign_positive());
+        assert!(CudaScalar::min(f16::ZERO, f16::NEG_ZERO).is_sign_negative());
+        assert_eq!(CudaScalar::max(bf16::NAN, bf16::ONE), bf16::ONE);
+        assert_eq!(CudaScalar::min(f16::ONE, f16::NAN), f16::ONE);
+        assert_eq!(CudaScalar::max(f16::from_f32(-2.0), f16::from_f32(3.0)), f16::from_f32(3.0));
+        // The half crate's arithmetic: the f32 result rounded once.
+        let (a, b) = (bf16::from_f32(1.0), bf16::from_f32(1.0 / 256.0));
+        assert_eq!(CudaScalar::wrapping_add(a, b), bf16::from_f32(1.0 + 1.0 / 256.0));
     }
 
     #[test]

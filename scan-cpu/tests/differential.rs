@@ -179,6 +179,37 @@ fn max_and_min_f32_and_f64_equal_the_reference_bit_for_bit_zeros_included() {
     }
 }
 
+// ---------------------------------------------------------------- bf16 / f16
+
+/// bf16 and f16 items: max/min of random values are exact in any order;
+/// sums of -1, 0 and 1 kept within ±64 are exact integers in both types
+/// (bf16 holds every integer up to 256), so every order gives the
+/// reference's bits.
+#[test]
+fn half_precision_items_equal_the_reference() {
+    use scan_core::maps::{bf16, f16};
+    let mut rng = Rng::fresh("bf16/f16");
+    for n in sizes_for::<Max<bf16>>(true) {
+        let x = rng.vec(n, |r| bf16::from_f64(r.range_f64(-1e3, 1e3)));
+        for_each_scan::<Max<bf16>>(&x, n == BIG, Check::Exact);
+        for_each_scan::<Min<bf16>>(&x, n == BIG, Check::Exact);
+        let x: Vec<f16> = x.iter().map(|v| f16::from_f32(v.to_f32())).collect();
+        for_each_scan::<Max<f16>>(&x, n == BIG, Check::Exact);
+        let mut sum = 0i32;
+        let steps: Vec<i32> = (0..n)
+            .map(|_| {
+                let step = if sum.abs() >= 64 { -sum.signum() } else { rng.below(3) as i32 - 1 };
+                sum += step;
+                step
+            })
+            .collect();
+        let x: Vec<bf16> = steps.iter().map(|&v| bf16::from_f32(v as f32)).collect();
+        for_each_scan::<Add<bf16>>(&x, n == BIG, Check::Exact);
+        let x: Vec<f16> = steps.iter().map(|&v| f16::from_f32(v as f32)).collect();
+        for_each_scan::<Add<f16>>(&x, n == BIG, Check::Exact);
+    }
+}
+
 // ---------------------------------------------------------------- float add
 
 /// Integers in [-4, 4]: every partial sum of up to 2^21 of them is an integer

@@ -39,6 +39,17 @@ fn every_template_instantiates_for_every_built_in_operator() {
     for_scalars!(assert_compiles, [LinearRecurrence, BestPrefix], [f32, f64]);
 }
 
+/// bf16 and f16 items (2 bytes: the kernels move them as 16-bit words) and
+/// pairs of them, through the prelude's half-precision helpers.
+#[test]
+#[ignore = "needs libnvrtc"]
+fn every_template_instantiates_for_half_precision_items() {
+    use scan_core::maps::{bf16, f16};
+    // (Each module of 2-byte items takes NVRTC about 8 s here: a few.)
+    for_scalars!(assert_compiles, [Add, Max, LinearRecurrence], [bf16, f16]);
+    scan_cuda::compile_segmented_for_arch::<Add<bf16>>("sm_90").unwrap_or_else(|e| panic!("rows, bf16: {e}"));
+}
+
 #[test]
 #[ignore = "needs libnvrtc"]
 fn every_template_instantiates_for_user_tuple_and_struct_operators() {
