@@ -86,6 +86,8 @@ fn c_scalar(s: Scalar) -> &'static str {
         Scalar::U64 => "unsigned long long",
         Scalar::F32 => "float",
         Scalar::F64 => "double",
+        Scalar::Bf16 => "scan_bf16",
+        Scalar::F16 => "scan_f16",
     }
 }
 

@@ -17,11 +17,20 @@ pub enum Scalar {
     U64,
     F32,
     F64,
+    /// `half::bf16` (`scan::maps::bf16`): arithmetic and comparisons only.
+    Bf16,
+    /// `half::f16` (`scan::maps::f16`): arithmetic and comparisons only.
+    F16,
 }
 
 impl Scalar {
     pub fn is_float(self) -> bool {
-        matches!(self, Scalar::F32 | Scalar::F64)
+        matches!(self, Scalar::F32 | Scalar::F64 | Scalar::Bf16 | Scalar::F16)
+    }
+    /// bf16 and f16: no literals, casts or float methods but max/min (the
+    /// `half` crate has none of them as `f32` does).
+    pub fn is_half(self) -> bool {
+        matches!(self, Scalar::Bf16 | Scalar::F16)
     }
     pub fn is_int(self) -> bool {
         !self.is_float() && self != Scalar::Bool
@@ -295,10 +304,14 @@ pub enum ScalarConst {
     Epsilon,
     MinPositive,
     Nan,
+    /// `bf16::ZERO`, `f16::ZERO` (the `half` types' consts).
+    Zero,
+    /// `bf16::ONE`, `f16::ONE`.
+    One,
 }
 
 impl ScalarConst {
-    const ALL: [ScalarConst; 7] = [
+    const ALL: [ScalarConst; 9] = [
         ScalarConst::Min,
         ScalarConst::Max,
         ScalarConst::Infinity,
@@ -306,6 +319,8 @@ impl ScalarConst {
         ScalarConst::Epsilon,
         ScalarConst::MinPositive,
         ScalarConst::Nan,
+        ScalarConst::Zero,
+        ScalarConst::One,
     ];
 
     /// The const named `name` (`"NEG_INFINITY"`), if the subset has one.
@@ -323,6 +338,8 @@ impl ScalarConst {
             ScalarConst::Epsilon => "EPSILON",
             ScalarConst::MinPositive => "MIN_POSITIVE",
             ScalarConst::Nan => "NAN",
+            ScalarConst::Zero => "ZERO",
+            ScalarConst::One => "ONE",
         }
     }
 }

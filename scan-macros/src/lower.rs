@@ -36,7 +36,7 @@ const SUPPORTED: &str = "supported: `let` bindings, arithmetic (+ - *, and / % o
      and constant-index access, literals, the consts of f32/f64/i32/u32/i64/u64 (MIN, MAX, INFINITY, \
      NEG_INFINITY, ...), `as` casts, and the methods";
 
-const ITEM_TYPES: &str = "item types are i32, u32, i64, u64, f32, f64, bool, a type parameter \
+const ITEM_TYPES: &str = "item types are i32, u32, i64, u64, f32, f64, bf16, f16, bool, a type parameter \
      `T: CudaScalar`, tuples and arrays `[T; N]` of them, and #[repr(C)] #[scan_item] structs";
 
 /// `what` reads "loops (`for`) are"; a trailing " (hint)" after "is"/"are"
@@ -100,6 +100,8 @@ pub fn scalar_named(s: &str) -> Option<Scalar> {
         "u64" => Scalar::U64,
         "f32" => Scalar::F32,
         "f64" => Scalar::F64,
+        "bf16" => Scalar::Bf16,
+        "f16" => Scalar::F16,
         _ => return None,
     })
 }
@@ -113,6 +115,8 @@ pub fn scalar_name(s: Scalar) -> &'static str {
         Scalar::U64 => "u64",
         Scalar::F32 => "f32",
         Scalar::F64 => "f64",
+        Scalar::Bf16 => "bf16",
+        Scalar::F16 => "f16",
     }
 }
 

@@ -2,6 +2,7 @@
 //! that every one of them also has its CUDA source compiled).
 #![allow(dead_code)]
 
+use scan::maps::{bf16, f16};
 use scan::{scan_item, scan_op, CudaOp};
 
 /// The DESIGN example: h_t = a_t * h_{t-1} + b_t on (a, b) pairs.
@@ -13,6 +14,18 @@ pub fn linear_recurrence(l: (f32, f32), r: (f32, f32)) -> (f32, f32) {
 #[scan_op(identity = f32::NEG_INFINITY)]
 pub fn max_f32(a: f32, b: f32) -> f32 {
     a.max(b)
+}
+
+/// bf16 and f16 in signatures: operators and max/min on the operands, the
+/// `half` crate's arithmetic on the CPU (9/11).
+#[scan_op(identity = bf16::ZERO)]
+pub fn sum_bf16(a: bf16, b: bf16) -> bf16 {
+    a + b
+}
+
+#[scan_op(identity = (f16::NEG_INFINITY, f16::ZERO))]
+pub fn max_and_sum_f16(l: (f16, f16), r: (f16, f16)) -> (f16, f16) {
+    (l.0.max(r.0), l.1 + r.1)
 }
 
 /// Integer arithmetic written with plain `+ *`: wraps in every profile.
@@ -153,6 +166,8 @@ pub fn each_op(f: &mut impl EachOp) {
     f.op::<CountedSegments>();
     f.op::<MaxOf<f32>>();
     f.op::<MaxOf<u64>>();
+    f.op::<SumBf16>();
+    f.op::<MaxAndSumF16>();
 }
 
 /// Every operator above, as its CUDA source, for the NVRTC test.

@@ -59,6 +59,8 @@ fn random(ty: &Ty) -> Option<TokenStream> {
         Ty::Scalar(Scalar::Bool) => quote!(rng.below(2) == 1),
         Ty::Scalar(Scalar::F32) => quote!(rng.range_f64(-4.0, 4.0) as f32),
         Ty::Scalar(Scalar::F64) => quote!(rng.range_f64(-4.0, 4.0)),
+        Ty::Scalar(Scalar::Bf16) => quote!(::scan_core::maps::bf16::from_f64(rng.range_f64(-4.0, 4.0))),
+        Ty::Scalar(Scalar::F16) => quote!(::scan_core::maps::f16::from_f64(rng.range_f64(-4.0, 4.0))),
         Ty::Scalar(Scalar::I32) => quote!((rng.below(201) as i64 - 100) as i32),
         Ty::Scalar(Scalar::I64) => quote!(rng.below(201) as i64 - 100),
         Ty::Scalar(Scalar::U32) => quote!(rng.below(201) as u32),
@@ -163,6 +165,9 @@ pub fn laws_test(op: &OpDef) -> TokenStream {
     let same = parts.iter().map(|(p, s)| match s {
         Some(Scalar::F32) => quote!(__close(l #p as f64, r #p as f64, 1e-3)),
         Some(Scalar::F64) => quote!(__close(l #p, r #p, 1e-9)),
+        // 8 and 11 bits of precision: a few roundings apart.
+        Some(Scalar::Bf16) => quote!(__close(f64::from(l #p .to_f32()), f64::from(r #p .to_f32()), 5e-2)),
+        Some(Scalar::F16) => quote!(__close(f64::from(l #p .to_f32()), f64::from(r #p .to_f32()), 1e-2)),
         _ => quote!(Some(l #p == r #p)),
     });
     let show = parts.iter().map(|(p, _)| quote!(format!("{:?}", x #p)));

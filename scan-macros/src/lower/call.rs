@@ -45,7 +45,8 @@ impl Lowerer {
         let mut lowered = all(lowered)?;
         let ok = match spec.operands {
             Operands::Numbers => t.is_opaque_scalar() || matches!(&t, Ty::Scalar(s) if *s != Scalar::Bool),
-            Operands::Floats => matches!(&t, Ty::Scalar(s) if s.is_float()),
+            // (bf16/f16: the `half` crate has none of these methods.)
+            Operands::Floats => matches!(&t, Ty::Scalar(s) if s.is_float() && !s.is_half()),
             Operands::Integers => t.is_opaque_scalar() || matches!(&t, Ty::Scalar(s) if s.is_int()),
         };
         if !ok {

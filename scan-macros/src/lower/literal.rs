@@ -3,6 +3,15 @@
 
 use super::*;
 
+/// bf16 and f16 have no literal syntax in Rust.
+fn half_literal(span: proc_macro2::Span, s: Scalar) -> Error {
+    let name = scalar_name(s);
+    Error::new(
+        span,
+        format!("`{name}` has no literals; use the operands only (or a `{name}` identity given to the attribute)"),
+    )
+}
+
 impl Lowerer {
     pub(super) fn lit(&mut self, l: &syn::Lit, expect: Option<&Ty>) -> Result<Expr> {
         let span = l.span();
@@ -11,6 +20,7 @@ impl Lowerer {
             syn::Lit::Int(i) => {
                 let ty = match i.suffix() {
                     "" => match expect {
+                        Some(Ty::Scalar(s)) if s.is_half() => return Err(half_literal(span, *s)),
                         Some(t @ Ty::Scalar(s)) if s.is_int() => t.clone(),
                         Some(t) if t.is_opaque_scalar() => t.clone(),
                         Some(Ty::Scalar(s)) if s.is_float() => {
@@ -28,6 +38,7 @@ impl Lowerer {
                         None => return Err(untyped(span, i.base10_digits(), "i32")),
                     },
                     suffix => match scalar_named(suffix) {
+                        Some(s) if s.is_half() => return Err(half_literal(span, s)),
                         Some(s) if s.is_int() => Ty::Scalar(s),
                         Some(s) if s.is_float() => {
                             let v: f64 = i.base10_parse()?;
@@ -47,6 +58,7 @@ impl Lowerer {
             syn::Lit::Float(f) => {
                 let ty = match f.suffix() {
                     "" => match expect {
+                        Some(Ty::Scalar(s)) if s.is_half() => return Err(half_literal(span, *s)),
                         Some(t @ Ty::Scalar(s)) if s.is_float() => t.clone(),
                         Some(t) if t.is_opaque_scalar() => t.clone(),
                         Some(Ty::Scalar(s)) if s.is_int() => {
@@ -143,7 +155,7 @@ impl Lowerer {
         }
         Err(Error::new(
             span,
-            format!("unknown constant `{full}`; supported: MIN, MAX of i32/u32/i64/u64; INFINITY, NEG_INFINITY, MIN, MAX, EPSILON, MIN_POSITIVE, NAN of f32/f64; ZERO, ONE, LOWEST, HIGHEST of a type parameter"),
+            format!("unknown constant `{full}`; supported: MIN, MAX of i32/u32/i64/u64; INFINITY, NEG_INFINITY, MIN, MAX, EPSILON, MIN_POSITIVE, NAN of f32/f64 (and ZERO, ONE of bf16/f16); ZERO, ONE, LOWEST, HIGHEST of a type parameter"),
         ))
     }
 }
@@ -175,6 +187,21 @@ pub(super) fn scalar_const(s: Scalar, c: ScalarConst) -> Option<Lit> {
         (Scalar::F32 | Scalar::F64, C::Epsilon) => f(f32::EPSILON, f64::EPSILON),
         (Scalar::F32 | Scalar::F64, C::MinPositive) => f(f32::MIN_POSITIVE, f64::MIN_POSITIVE),
         (Scalar::F32 | Scalar::F64, C::Nan) => f(f32::NAN, f64::NAN),
+        // The `half` types' values (bf16: 8 significant bits, exponent as
+        // f32's; f16: 11 bits, exponents -14 to 15).
+        (Scalar::Bf16 | Scalar::F16, C::Zero) => Some(Lit::Float(0.0)),
+        (Scalar::Bf16 | Scalar::F16, C::One) => Some(Lit::Float(1.0)),
+        (Scalar::Bf16 | Scalar::F16, C::Infinity) => Some(Lit::Float(f64::INFINITY)),
+        (Scalar::Bf16 | Scalar::F16, C::NegInfinity) => Some(Lit::Float(f64::NEG_INFINITY)),
+        (Scalar::Bf16 | Scalar::F16, C::Nan) => Some(Lit::Float(f64::NAN)),
+        (Scalar::Bf16, C::Max) => Some(Lit::Float(3.3895313892515355e38)),
+        (Scalar::Bf16, C::Min) => Some(Lit::Float(-3.3895313892515355e38)),
+        (Scalar::Bf16, C::Epsilon) => Some(Lit::Float(0.0078125)),
+        (Scalar::Bf16, C::MinPositive) => Some(Lit::Float(1.1754943508222875e-38)),
+        (Scalar::F16, C::Max) => Some(Lit::Float(65504.0)),
+        (Scalar::F16, C::Min) => Some(Lit::Float(-65504.0)),
+        (Scalar::F16, C::Epsilon) => Some(Lit::Float(0.0009765625)),
+        (Scalar::F16, C::MinPositive) => Some(Lit::Float(6.103515625e-05)),
         (Scalar::I32, C::Min) => Some(Lit::Int(i32::MIN as i128)),
         (Scalar::I32, C::Max) => Some(Lit::Int(i32::MAX as i128)),
         (Scalar::U32, C::Min) => Some(Lit::Int(0)),

@@ -118,7 +118,7 @@ impl Lowerer {
     pub(super) fn cast(&mut self, c: &syn::ExprCast) -> Result<Expr> {
         let span = c.span();
         let to = match ty(&c.ty, &self.type_params)? {
-            Ty::Scalar(s) if s != Scalar::Bool => s,
+            Ty::Scalar(s) if s != Scalar::Bool && !s.is_half() => s,
             _ => return Err(Error::new(c.ty.span(), "casts are supported to i32, u32, i64, u64, f32 and f64")),
         };
         // `2 as f32`: an unsuffixed literal defaults to i32 / f64 as in Rust.
@@ -135,6 +135,12 @@ impl Lowerer {
         };
         if !matches!(&x.ty, Ty::Scalar(_)) && !x.ty.is_opaque_scalar() {
             return Err(Error::new(c.expr.span(), format!("cannot cast `{}`", show(&x.ty))));
+        }
+        if matches!(&x.ty, Ty::Scalar(s) if s.is_half()) {
+            return Err(Error::new(
+                c.expr.span(),
+                format!("`{}` has no `as` casts; convert with its `to_f32()` outside the operator", show(&x.ty)),
+            ));
         }
         Ok(self.mk(ExprKind::Cast(Box::new(x), to), Ty::Scalar(to), span))
     }
