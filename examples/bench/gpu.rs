@@ -544,13 +544,12 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     let n = 1usize << 27;
     let x =
         if sizes.contains(&16) { rng.vec(n, |r| (r.range_f64(0.9, 1.0), r.range_f64(-1.0, 1.0))) } else { Vec::new() };
-    // 16-byte items: one block per SM by registers (ncu: 167 per thread),
-    // so the slots (stages) decide how long a look-back may take.
+    // 16-byte items. Measured on the H200 (bench/gpu-h200-results.md): one
+    // block per SM (167 registers) 0.57-0.61 of copy with 2-4 slots, two
+    // blocks 0.67 (the default now, the first shape); more bytes in flight
+    // per SM next.
     let shapes: &[Shape] = if sizes.contains(&16) {
         &[
-            // Measured on the H200 (bench/gpu-h200-results.md): one block
-            // per SM 0.57-0.61 of copy with 2-4 slots, two blocks 0.67 (the
-            // default now); more bytes in flight per SM next.
             (256, 8, 1, 2, 2, None, EL),
             (256, 8, 1, 1, 3, None, EL),
             (192, 8, 1, 3, 2, None, EL),
