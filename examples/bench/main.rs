@@ -48,6 +48,9 @@ pub struct Args {
     pub sweep_out: String,
 }
 
+/// The item sizes (bytes) the policy sweep has shapes for.
+const POLICY_ITEM_SIZES: [usize; 4] = [4, 8, 16, 32];
+
 const USAGE: &str =
     "usage: bench [--cpu] [--gpu] [--gpu-policies] [--size-log2 N] [--reps R] [--out FILE] [--sweep-out FILE]
   --cpu            run the CPU cases (the default when neither --cpu nor --gpu is given)
@@ -72,7 +75,7 @@ fn parse_args() -> Result<Args, String> {
         out: "bench-results.md".into(),
         gpu_policies: false,
         gpu_policies_only: false,
-        policy_items: vec![4, 8, 16, 32],
+        policy_items: POLICY_ITEM_SIZES.to_vec(),
         gpu_host_only: false,
         gpu_rows_only: false,
         gpu_selective_only: false,
@@ -94,7 +97,7 @@ fn parse_args() -> Result<Args, String> {
                 let v = value("--policy-items")?;
                 args.policy_items = v
                     .split(',')
-                    .map(|s| s.trim().parse().ok().filter(|n| [4, 8, 16, 32].contains(n)))
+                    .map(|s| s.trim().parse().ok().filter(|n| POLICY_ITEM_SIZES.contains(n)))
                     .collect::<Option<_>>()
                     .ok_or(format!("--policy-items {v}: want a list of 4, 8, 16, 32"))?;
             }

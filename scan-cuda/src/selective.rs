@@ -78,8 +78,9 @@ struct ChunkedShape {
 /// and C both vary and pairs of channels share them, and rows are at least
 /// this many: on the H200 at batch 8, dim 1536, L 4096, N 16 it took 0.733
 /// ms against 0.767 for 2 channels per 128-thread block, 1.255 for one
-/// channel and 1.090 for four (bench/gpu-h200-results.md). Halving the blocks costs parallelism when
-/// rows are few; where that starts to matter is not measured yet.
+/// channel and 1.090 for four (bench/gpu-h200-results.md). Halving the
+/// blocks costs parallelism when rows are few; where that starts to matter
+/// is not measured yet.
 const CHANNEL_PAIRS_MIN_ROWS: usize = 2048;
 
 /// A chunked kernel: its shape, and whether B and whether C vary (each of

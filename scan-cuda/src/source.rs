@@ -8,8 +8,6 @@ use scan_core::{CudaOp, CudaSource, Kind, Result};
 use crate::kernels::{variants, Family, Stage};
 use crate::policy::{BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning};
 
-/// The kernel templates, layered as in CUB (thread, warp, block, device), in
-/// the order they build on each other.
 /// Kernel template files, each under a banner naming it, in order: the
 /// start of every generated module.
 pub(crate) fn kernel_files(files: &[(&str, &str)]) -> String {
@@ -20,6 +18,8 @@ pub(crate) fn kernel_files(files: &[(&str, &str)]) -> String {
     code
 }
 
+/// The kernel templates, layered as in CUB (thread, warp, block, device), in
+/// the order they build on each other.
 const TEMPLATES: [(&str, &str); 12] = [
     ("util.cuh", include_str!("../kernels/util.cuh")),
     ("thread.cuh", include_str!("../kernels/thread.cuh")),
