@@ -510,7 +510,7 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
         }
         // The deterministic mode's fixed groups, 32 x lookback tiles wide
         // (the tuning takes 1 to 8 statuses per lane).
-        for lookback in [2, 4, 8] {
+        for lookback in [1, 2, 4] {
             let t = Tuning::default().deterministic(true).lookback(lookback);
             let r = tuned::<Add<f32>>(t, "f32 add deterministic", &x, args.reps, &|_, got| {
                 bad_sum(&x, got, |i| ((i / 8192 + 1) * (lookback as usize + 7) + 60) as f64 + 32.0)

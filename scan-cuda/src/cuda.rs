@@ -558,6 +558,8 @@ impl Cuda {
             Ok(policy) => {
                 let rows_module = self.module_of::<Op>(Family::Rows)?;
                 let segments = Segments::Rows { row_len: row_len as u64, stride: stride as u64 };
+                // The rows kernels' own shape (SinglePassPolicy::for_segments).
+                let policy = rows_module.plan(self.algorithm).unwrap_or(policy);
                 self.single_pass(&rows_module, policy).launch(src.unwrap_or(dst), dst, len, segments, spec)
             }
             // A fallback was reported once, when the module was built.

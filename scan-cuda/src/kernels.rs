@@ -80,6 +80,12 @@ pub(crate) enum Family {
 }
 
 impl Family {
+    /// Whether this family scans segments (rows, flags, offsets), with
+    /// [`SinglePassPolicy::for_segments`](crate::SinglePassPolicy::for_segments)'s shape.
+    pub(crate) fn is_segmented(self) -> bool {
+        self != Family::Whole
+    }
+
     /// The stages of this family; `single_pass` says whether the operator
     /// has single-pass kernels at all.
     pub(crate) fn stages(self, single_pass: bool) -> Vec<Stage> {

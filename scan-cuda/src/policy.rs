@@ -117,8 +117,10 @@ pub struct SinglePassPolicy {
 }
 
 /// Look-back statuses per lane of a deterministic scan by default: groups of
-/// 256 tiles, since prefixes advance one group per status round trip.
-pub const DETERMINISTIC_LOOKBACK: u32 = 8;
+/// 64 tiles. On the H200 (f32 add at 2^28, one run) groups of 64 tiles ran
+/// at 0.80 of copy, 128 at 0.74 and 256 at 0.34: a wider group waits longer
+/// for its last tile before the next group's prefix can advance.
+pub const DETERMINISTIC_LOOKBACK: u32 = 2;
 
 impl SinglePassPolicy {
     /// The policy for items of `size` bytes on compute capability `arch`
@@ -126,8 +128,9 @@ impl SinglePassPolicy {
     /// them.
     ///
     /// Each thread keeps a run of about 128 bytes (32 `f32`s, 8 16-byte
-    /// items), loaded with 16-byte vectors where the run length allows; 256
-    /// threads for small items, fewer for large ones so registers last; the
+    /// items; 256 bytes for items of 17 to 32 bytes), loaded with 16-byte
+    /// vectors where the run length allows; 256 threads for small items,
+    /// fewer for large ones so registers last; the
     /// look-back reads 32 predecessors per round trip; two stages, so a
     /// block scans the next tile while its look-back warp finds the prefix of
     /// the last one, and as many blocks per SM as their shared memory allows
@@ -158,7 +161,11 @@ impl SinglePassPolicy {
                  (a thread keeps its items in registers)"
             ));
         }
-        let mut items = (128 / size).clamp(1, 64);
+        // Runs of 256 bytes for 17- to 32-byte items (8 quaternions): with
+        // 96 scanning threads and three blocks per SM they ran at 0.64 of
+        // copy on the H200, against 0.51 for 4 items x 128 threads.
+        let run_bytes = if (17..=32).contains(&size) { 256 } else { 128 };
+        let mut items = (run_bytes / size).clamp(1, 64);
         // Prefer a run that moves as whole 16-byte vectors, if that costs at
         // most half the run.
         if (items * size) % 16 != 0 {
@@ -168,7 +175,8 @@ impl SinglePassPolicy {
         }
         let threads = match size {
             0..=16 => 256,
-            17..=64 => 128,
+            17..=32 => 96,
+            33..=64 => 128,
             _ => 64,
         };
         let status = if size <= 8 { StatusLayout::Packed } else { StatusLayout::Split };
@@ -182,6 +190,7 @@ impl SinglePassPolicy {
         let threads_per_sm = match size {
             0..=8 => 1024,
             9..=16 => 576,
+            17..=32 => 384,
             _ => 512,
         };
         let mut policy = SinglePassPolicy {
@@ -210,6 +219,16 @@ impl SinglePassPolicy {
         }
         policy.blocks_per_sm = policy.resident_blocks(size, arch, threads_per_sm);
         Ok(policy)
+    }
+
+    /// The policy of the segmented kernels (rows, flags, offsets) derived
+    /// from a plain scan's: runs of at most 16 items. They keep a head
+    /// beside each value, and longer runs leave too few registers for the
+    /// early loads: f32 rows of 65536 x 4096 on the H200 ran at 0.81 of copy
+    /// with 16 items and early loads, 0.78 with 32 items without them and
+    /// 0.71 with them (one run, bench/gpu-h200-results.md).
+    pub fn for_segments(self) -> SinglePassPolicy {
+        SinglePassPolicy { items_per_thread: self.items_per_thread.min(16), ..self }
     }
 
     /// Blocks of this shape that fit one SM's shared memory, at most
@@ -570,7 +589,9 @@ mod tests {
                 "size {size}: {p:?}"
             );
             assert_eq!(p.status == StatusLayout::Packed, size <= 8, "size {size}");
-            assert!(p.items_per_thread as usize * size <= 128 || p.items_per_thread == 1, "size {size}: {p:?}");
+            assert!(p.items_per_thread as usize * size <= 256 || p.items_per_thread == 1, "size {size}: {p:?}");
+            let segments = p.for_segments();
+            segments.validate(size, 90).unwrap_or_else(|e| panic!("segments, size {size}: {segments:?}: {e}"));
         }
     }
 

@@ -362,6 +362,8 @@ impl Cuda {
                 let (bits_ptr, sync) = bits.device_ptr(self.stream());
                 drop(sync);
                 let module = self.module_of::<Op>(Family::Offsets)?;
+                // The segmented kernels' own shape (SinglePassPolicy::for_segments).
+                let policy = module.plan(self.algorithm()).unwrap_or(policy);
                 // `bits` is freed in stream order, after the scan.
                 self.single_pass(&module, policy).launch(
                     src.unwrap_or(dst),
@@ -443,13 +445,18 @@ impl Cuda {
         let module = self.module::<Op>()?;
         let flags_ptr = flags.ptr(self.stream());
         match module.plan(self.algorithm()) {
-            Ok(policy) => self.single_pass(&*self.module_of::<Op>(Family::Flags)?, policy).launch(
-                src.unwrap_or(dst),
-                dst,
-                len,
-                Segments::Flags { flags: flags_ptr },
-                spec,
-            ),
+            Ok(policy) => {
+                let module = self.module_of::<Op>(Family::Flags)?;
+                // The segmented kernels' own shape (SinglePassPolicy::for_segments).
+                let policy = module.plan(self.algorithm()).unwrap_or(policy);
+                self.single_pass(&module, policy).launch(
+                    src.unwrap_or(dst),
+                    dst,
+                    len,
+                    Segments::Flags { flags: flags_ptr },
+                    spec,
+                )
+            }
             Err(_) => {
                 // Blelloch: one scan per segment, found from the flags.
                 let bytes: Vec<u8> = match flags {

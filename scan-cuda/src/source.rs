@@ -69,6 +69,7 @@ impl ModuleSource {
         let align = std::mem::align_of::<Op::Item>();
         let blelloch = BlellochPolicy::for_item_size(size)?;
         let single_pass = match SinglePassPolicy::for_item(size, arch) {
+            Ok(p) if family.is_segmented() => Ok(tuning.apply(p.for_segments()).validate(size, arch)?),
             Ok(p) => Ok(tuning.apply(p).validate(size, arch)?),
             Err(why) if tuning.overrides_shape() => return Err(scan_core::Error::BadTuning(why)),
             Err(why) => Err(why),
