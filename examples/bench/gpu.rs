@@ -488,25 +488,16 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     }
 
     if sizes.contains(&4) {
-        // Rows (the segmented kernel): 32-item runs with and without early
-        // loads, and 16-item runs with them.
-        let row_shapes: [Shape; 4] = [
-            (256, 32, 1, 3, 2, None, false),
-            (256, 32, 1, 3, 2, None, EL),
-            (256, 16, 1, 3, 2, None, EL),
-            (256, 16, 1, 3, 3, None, EL),
-        ];
-        for shape in row_shapes {
+        // The segmented kernels (rows, offsets, flags; every case of
+        // `--gpu-rows-only`): 32-item runs with and without early loads,
+        // and 16-item runs with them (the default, SinglePassPolicy::for_segments).
+        let segmented_shapes: [Shape; 3] =
+            [(256, 32, 1, 3, 2, None, false), (256, 32, 1, 3, 2, None, EL), (256, 16, 1, 3, 2, None, EL)];
+        for shape in segmented_shapes {
             let cuda = Cuda::new().map_err(|e| e.to_string())?.with_tuning(tuning(shape));
-            let r = crate::gpu_rows::rows_case::<Add<f32>>(
-                &cuda,
-                "f32 add rows",
-                65536,
-                4096,
-                args.reps,
-                crate::gpu_rows::small,
-            )?;
-            row("f32 add rows 65536 x 4096", shape, (r[1].gbps, r[1].vs_copy));
+            for r in crate::gpu_rows::run(&cuda, args.reps)?.into_iter().filter(|r| !r.method.contains("copy")) {
+                row(&r.case, shape, (r.gbps, r.vs_copy));
+            }
         }
         // The deterministic mode's fixed groups, 32 x lookback tiles wide
         // (the tuning takes 1 to 8 statuses per lane).
