@@ -66,6 +66,14 @@ pub fn run(args: &Args) -> Result<Report, String> {
         let about = format!("GPU: {cuda}: the selective scan only, one call between two CUDA events");
         return Ok(Report { about, rows: r, notes: note });
     }
+    if args.gpu_fused_only {
+        let mut rows = Vec::new();
+        for log in [24, 28] {
+            rows.extend(crate::gpu_fused::run(cuda, log, args.reps)?);
+        }
+        let about = format!("GPU: {cuda}: fused maps only, single-pass, one call between two CUDA events");
+        return Ok(Report { about, rows, notes });
+    }
     if args.gpu_rows_only {
         rows = crate::gpu_rows::run(cuda, args.reps)?;
         let about = format!("GPU: {cuda}: rows and segments only, single-pass, one call between two CUDA events");
@@ -140,6 +148,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
     )?);
     drop((x, want));
 
+    rows.extend(crate::gpu_fused::run(cuda, 28, args.reps)?);
     rows.extend(crate::gpu_rows::run(cuda, args.reps)?);
     let (r, note) = crate::gpu_selective::run(cuda, args.reps)?;
     rows.extend(r);

@@ -16,6 +16,7 @@
 mod check;
 mod cpu;
 mod gpu;
+mod gpu_fused;
 mod gpu_rows;
 mod gpu_selective;
 
@@ -42,6 +43,8 @@ pub struct Args {
     pub gpu_host_only: bool,
     /// Time only rows and segments (GPU).
     pub gpu_rows_only: bool,
+    /// Time only the fused maps (GPU).
+    pub gpu_fused_only: bool,
     /// Time only the selective scan (GPU).
     pub gpu_selective_only: bool,
     /// Where the GPU size sweep goes, as CSV.
@@ -60,6 +63,7 @@ const USAGE: &str =
   --policy-items LIST  the item sizes whose shapes are timed, e.g. 16,32 (default 4,8,16,32)
   --gpu-host-only  time only scans from and to host slices against the pinned link (GPU)
   --gpu-rows-only  time only rows and segments in one launch (GPU)
+  --gpu-fused-only time only the fused-maps recurrence (GPU)
   --gpu-selective-only  time only the selective scan (GPU)
   --size-log2 N    items per CPU case: 2^N (default 26)
   --reps R         timed repetitions per method, after one warm-up (default 7)
@@ -78,6 +82,7 @@ fn parse_args() -> Result<Args, String> {
         policy_items: POLICY_ITEM_SIZES.to_vec(),
         gpu_host_only: false,
         gpu_rows_only: false,
+        gpu_fused_only: false,
         gpu_selective_only: false,
         sweep_out: "gpu-sweep.csv".into(),
     };
@@ -91,6 +96,7 @@ fn parse_args() -> Result<Args, String> {
             "--gpu-policies-only" => (args.gpu, args.gpu_policies_only) = (true, true),
             "--gpu-host-only" => (args.gpu, args.gpu_host_only) = (true, true),
             "--gpu-rows-only" => (args.gpu, args.gpu_rows_only) = (true, true),
+            "--gpu-fused-only" => (args.gpu, args.gpu_fused_only) = (true, true),
             "--gpu-selective-only" => (args.gpu, args.gpu_selective_only) = (true, true),
             "--sweep-out" => args.sweep_out = value("--sweep-out")?,
             "--policy-items" => {

@@ -126,6 +126,12 @@ pub enum Error {
         op: &'static str,
     },
 
+    /// A valid request this backend or configuration does not run (e.g.
+    /// fused maps with the GPU's Blelloch algorithm); the message says what
+    /// does.
+    #[error("not supported: {0}")]
+    Unsupported(String),
+
     /// Anything else a backend wants to report (e.g. an I/O error in a cache).
     #[error("{0}")]
     Other(String),

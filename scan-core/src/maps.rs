@@ -19,14 +19,16 @@
 //! assert_eq!(h, [1.0, 1.5, 1.75]);
 //! ```
 //!
-//! Backends run the maps inside their scans (`scan_cpu::Cpu::scan_mapped`);
-//! [`reference()`] is the sequential definition they are tested against.
+//! Backends run the maps inside their scans (`scan_cpu::Cpu::scan_mapped`,
+//! and on the GPU `scan_cuda::Cuda::scan_mapped` for maps that are also
+//! [`CudaMaps`]); [`reference()`] is the sequential definition they are
+//! tested against.
 
 use std::marker::PhantomData;
 
 pub use half::{bf16, f16};
 
-use crate::{Error, Result, ScanOp, ScanSpec};
+use crate::{CudaOp, CudaSource, CudaType, Error, Result, ScanOp, ScanSpec};
 
 /// The arrays a mapped scan reads, item `i` of each together: one slice, or
 /// a tuple of two or three slices of one length.
@@ -89,6 +91,55 @@ pub trait Maps<Op: ScanOp> {
     fn project(x: Op::Item) -> Self::Output;
 }
 
+/// [`Maps`] with CUDA source, so that the GPU's single-pass kernel runs them
+/// inside the scan: each position's item lifted from the input arrays as it
+/// is loaded, each result projected as it is stored.
+///
+/// [`CudaMaps::cuda_source`] declares a struct named `name`, which the kernel
+/// templates use as `template <class M>`:
+///
+/// ```cuda
+/// struct Name {
+///   typedef ... Input;   // Maps::Input: a scalar, or a tuple with `make(...)`
+///   typedef ... Item;    // the operator's item
+///   typedef ... Output;  // Maps::Output
+///   static __device__ __forceinline__ Item lift(Input x);
+///   static __device__ __forceinline__ Output project(Item x);
+/// };
+/// ```
+///
+/// Both functions must compute exactly what [`Maps::lift`] and
+/// [`Maps::project`] do (the GPU tests compare with [`reference()`]).
+pub trait CudaMaps<Op: CudaOp>: Maps<Op, Input: CudaType, Output: CudaType> + 'static {
+    /// The maps' CUDA declaration, after the operator's (which declares the
+    /// item type): see the trait's docs.
+    fn cuda_source() -> CudaSource;
+}
+
+/// The struct of [`CudaMaps::cuda_source`] from the bodies of `lift` (its
+/// parameter is `x`) and `project` (likewise `x`): the declarations of the
+/// input and output types, then the struct, under an include guard. The
+/// operator's declaration must come first: `Item` is the operator's.
+pub fn cuda_maps_source<Op: CudaOp, M: CudaMaps<Op>>(base: &str, lift: &str, project: &str) -> CudaSource {
+    let op = Op::cuda_source().name;
+    let name = crate::__private::op_name(
+        base,
+        &[<M::Input as CudaType>::c_name(), op.clone(), <M::Output as CudaType>::c_name()],
+    );
+    let mut code = String::new();
+    <M::Input as CudaType>::c_decls(&mut code);
+    <M::Output as CudaType>::c_decls(&mut code);
+    code.push_str(&format!(
+        "#ifndef SCAN_MAPS_{name}\n#define SCAN_MAPS_{name}\nstruct {name} {{\n\
+         \x20 typedef {} Input;\n  typedef {op}::Item Item;\n  typedef {} Output;\n\
+         \x20 static __device__ __forceinline__ Item lift(Input x) {{ {lift} }}\n\
+         \x20 static __device__ __forceinline__ Output project(Item x) {{ {project} }}\n}};\n#endif\n",
+        <M::Input as CudaType>::c_name(),
+        <M::Output as CudaType>::c_name(),
+    ));
+    CudaSource { name, code }
+}
+
 /// The linear recurrence from `a` and `b` arrays to `h` alone:
 /// `h_t = a_t h_{t-1} + b_t` (for [`LinearRecurrence`](crate::ops::LinearRecurrence)).
 #[derive(Clone, Copy, Debug, Default)]
@@ -113,6 +164,19 @@ impl Maps<crate::ops::LinearRecurrence<f64>> for Recurrence {
     }
     fn project(x: (f64, f64)) -> f64 {
         x.1
+    }
+}
+
+impl CudaMaps<crate::ops::LinearRecurrence<f32>> for Recurrence {
+    fn cuda_source() -> CudaSource {
+        // Input and Item are both the (a, b) tuple: h is its field 1.
+        cuda_maps_source::<crate::ops::LinearRecurrence<f32>, Self>("scan_maps_recurrence", "return x;", "return x.f1;")
+    }
+}
+
+impl CudaMaps<crate::ops::LinearRecurrence<f64>> for Recurrence {
+    fn cuda_source() -> CudaSource {
+        cuda_maps_source::<crate::ops::LinearRecurrence<f64>, Self>("scan_maps_recurrence", "return x;", "return x.f1;")
     }
 }
 
@@ -159,6 +223,13 @@ impl<H: Half, Op: ScanOp<Item = f32>> Maps<Op> for Widen<H> {
     }
 }
 
+impl<H: Half + CudaType, Op: CudaOp<Item = f32>> CudaMaps<Op> for Widen<H> {
+    fn cuda_source() -> CudaSource {
+        // scan_widen: the prelude's exact conversion (cuda_type.rs).
+        cuda_maps_source::<Op, Self>("scan_maps_widen", "return scan_widen(x);", "return x;")
+    }
+}
+
 /// Reads `H`, scans in f32, writes `H` (each result rounded once, at the
 /// end, instead of at every step).
 #[derive(Clone, Copy, Debug, Default)]
@@ -172,6 +243,17 @@ impl<H: Half, Op: ScanOp<Item = f32>> Maps<Op> for WidenNarrow<H> {
     }
     fn project(x: f32) -> H {
         H::narrow(x)
+    }
+}
+
+impl<H: Half + CudaType, Op: CudaOp<Item = f32>> CudaMaps<Op> for WidenNarrow<H> {
+    fn cuda_source() -> CudaSource {
+        // scan_narrow(v, H()) rounds to nearest, ties to even, as `half` does.
+        cuda_maps_source::<Op, Self>(
+            "scan_maps_widen_narrow",
+            "return scan_widen(x);",
+            "return scan_narrow(x, Output());",
+        )
     }
 }
 

@@ -78,16 +78,17 @@ struct WarpExchange {
     }
 
     // Item by item. Scan position p of the segment (0 = first in scan order)
-    // is global index `index(p)`; positions at or past `valid` are not read
-    // and hold the identity.
-    template <class Index>
-    static __device__ __forceinline__ void load_items(const Item* src, Index index, int valid, Word* smem) {
+    // is global index `index(p)`, read as `src(index(p))` (maps.cuh: an
+    // item array, or a lift of input arrays); positions at or past `valid`
+    // are not read and hold the identity.
+    template <class In, class Index>
+    static __device__ __forceinline__ void load_items(In src, Index index, int valid, Word* smem) {
         const int lane = (int)lane_id();
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
             const int m = k * 32 + lane;  // memory order within the segment
             const int p = REVERSE ? SEGMENT - 1 - m : m;
-            const Item x = p < valid ? src[index(p)] : Op::identity();
+            const Item x = p < valid ? src(index(p)) : Op::identity();
             Word w[WORDS_PER_ITEM];
             memcpy(w, &x, sizeof(Item));
 #pragma unroll
@@ -95,8 +96,10 @@ struct WarpExchange {
         }
     }
 
-    template <class Index>
-    static __device__ __forceinline__ void store_items(Item* dst, Index index, int valid, const Word* smem) {
+    // Written as `dst(index(p), item)` (maps.cuh: an item array, or a
+    // project into an output array).
+    template <class Out, class Index>
+    static __device__ __forceinline__ void store_items(Out dst, Index index, int valid, const Word* smem) {
         const int lane = (int)lane_id();
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
@@ -108,7 +111,7 @@ struct WarpExchange {
                 for (int j = 0; j < WORDS_PER_ITEM; ++j) w[j] = smem[slot(m * WORDS_PER_ITEM + j)];
                 Item x;
                 memcpy(&x, w, sizeof(Item));
-                dst[index(p)] = x;
+                dst(index(p), x);
             }
         }
     }

@@ -69,6 +69,10 @@
 // past the first tile of its own segment. A tile looks back only when its
 // first position is not a head. The carry is not used.
 //
+// `src` and `dst` say where items come from and results go (maps.cuh): item
+// arrays, or with fused maps a lift of input arrays and a project into an
+// output array.
+//
 // `chaos` != 0 is a test mode: blocks start claiming in an order unrelated to
 // their index, and pause at random before publishing (sometimes skipping the
 // aggregate), so the look-back meets every mix of statuses. The result must
@@ -132,8 +136,8 @@ struct SinglePassSlots {
 };
 
 template <class Op, int THREADS, int ITEMS, int LOOKBACK, int STAGES, bool EARLY, bool DETERMINISTIC, bool REVERSE,
-          bool INCLUSIVE, class Status, class Heads>
-__device__ __forceinline__ void single_pass(const typename Op::Item* src, typename Op::Item* dst, u64 len,
+          bool INCLUSIVE, class In, class Out, class Status, class Heads>
+__device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
                                             const typename Op::Item* carry_in, typename Op::Item* carry_out,
                                             u64* counter, Status status, unsigned epoch, unsigned chaos,
                                             Heads heads, unsigned char* shared) {
@@ -267,11 +271,12 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
             rescan_in_registers(k, tile, seg, buf, within);
         }
         __syncwarp();
-        if (heads.contiguous() && seg.vectors(dst)) {
-            Exchange::store_vectors(dst + seg.base, buf);
-        } else {
-            Exchange::store_items(dst, index, seg.valid, buf);
+        bool stored = false;
+        if constexpr (Out::DIRECT) {
+            stored = heads.contiguous() && seg.vectors(dst.p);
+            if (stored) Exchange::store_vectors(dst.p + seg.base, buf);
         }
+        if (!stored) Exchange::store_items(dst, index, seg.valid, buf);
         __syncwarp();  // before the slice is loaded again
     };
 
@@ -281,11 +286,12 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
         const Segment seg(tile, len);
         auto index = [=](int p) -> u64 { return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p); };
         Word* buf = slice(k);
-        if (heads.contiguous() && seg.vectors(src)) {
-            Exchange::load_vectors(src + seg.base, buf);
-        } else {
-            Exchange::load_items(src, index, seg.valid, buf);
+        bool loaded = false;
+        if constexpr (In::DIRECT) {
+            loaded = heads.contiguous() && seg.vectors(src.p);
+            if (loaded) Exchange::load_vectors(src.p + seg.base, buf);
         }
+        if (!loaded) Exchange::load_items(src, index, seg.valid, buf);
     };
     // 3b and 4. Scans the tile that slot `k` holds (loaded, and visible to
     // the whole warp), publishes its aggregate and hands the slot over.
@@ -383,9 +389,12 @@ __device__ __forceinline__ void single_pass(const typename Op::Item* src, typena
                 break;
             }
             const Segment seg(tile, len);
-            const bool vectors = heads.contiguous() && seg.vectors(src);
+            bool vectors = false;
             typename Exchange::Vec v[Exchange::VECTORS_PER_RUN];
-            if (vectors) Exchange::fetch_vectors(src + seg.base, v);
+            if constexpr (In::DIRECT) {
+                vectors = heads.contiguous() && seg.vectors(src.p);
+                if (vectors) Exchange::fetch_vectors(src.p + seg.base, v);
+            }
             if (i >= STAGES) store(k);
             if (vectors) {
                 Exchange::put_vectors(v, slice(k));

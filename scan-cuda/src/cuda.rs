@@ -660,12 +660,25 @@ impl Cuda {
 
     /// `Op`'s kernels of `family`, as [`module`](Cuda::module).
     pub(crate) fn module_of<Op: CudaOp>(&self, family: Family) -> Result<Arc<Module>> {
-        let id = (TypeId::of::<Op>(), family);
+        self.module_keyed((TypeId::of::<Op>(), family), || {
+            ModuleSource::family_of::<Op>(self.capability, self.tuning, family)
+        })
+    }
+
+    /// The module filed under `id` (a type naming what it instantiates, and
+    /// its family): from memory, else built from `source()` through the disk
+    /// cache or NVRTC.
+    pub(crate) fn module_keyed(
+        &self,
+        id: (TypeId, Family),
+        source: impl FnOnce() -> Result<ModuleSource>,
+    ) -> Result<Arc<Module>> {
+        let family = id.1;
         if let Some(m) = lock(&self.modules).get(&id) {
             return Ok(m.clone());
         }
         let started = Instant::now();
-        let source = ModuleSource::family_of::<Op>(self.capability, self.tuning, family)?;
+        let source = source()?;
         let module =
             self.load_cached(&source.code, &source.op_name, started, |cubin| Module::load(&self.ctx, &source, cubin))?;
         if let (Family::Whole, Err(Some(why))) = (family, module.plan(self.algorithm)) {
@@ -767,7 +780,7 @@ pub fn compile_segmented_with<Op: CudaOp>(arch: &str, tuning: Tuning) -> Result<
 }
 
 /// 90 for `"sm_90"` (or `"sm_90a"`).
-fn capability_of(arch: &str) -> Result<u32> {
+pub(crate) fn capability_of(arch: &str) -> Result<u32> {
     arch.strip_prefix("sm_")
         .map(|d| d.trim_end_matches(|c: char| c.is_ascii_alphabetic()))
         .and_then(|d| d.parse().ok())

@@ -24,6 +24,9 @@ pub(crate) enum Stage {
     SegmentFlags,
     /// The single-pass scan of segments marked by head bits (`BitHeads`).
     SinglePassBits,
+    /// The single-pass scan of one sequence through fused maps: items lifted
+    /// from input arrays, results projected (kernels/maps.cuh).
+    SinglePassMapped,
     /// Head bits from segment starts, checking them (segments.cuh); one
     /// kernel, whatever the direction and kind.
     SegmentBits,
@@ -35,9 +38,15 @@ pub(crate) enum Stage {
 }
 
 impl Stage {
-    /// The single-pass stages: one kernel template, four segmentations.
-    pub(crate) const SINGLE_PASS: [Stage; 4] =
-        [Stage::SinglePass, Stage::SinglePassRows, Stage::SinglePassFlags, Stage::SinglePassBits];
+    /// The single-pass stages: one kernel template, four segmentations and
+    /// the fused maps.
+    pub(crate) const SINGLE_PASS: [Stage; 5] = [
+        Stage::SinglePass,
+        Stage::SinglePassRows,
+        Stage::SinglePassFlags,
+        Stage::SinglePassBits,
+        Stage::SinglePassMapped,
+    ];
 
     /// The `extern "C"` name of this stage's kernel for `direction` and `kind`.
     pub(crate) fn kernel_name(self, direction: Direction, kind: Kind) -> String {
@@ -55,6 +64,7 @@ impl Stage {
             Stage::SinglePassFlags => format!("single_pass_flags_{dir}_{kind}"),
             Stage::SegmentFlags => "segment_flags".to_string(),
             Stage::SinglePassBits => format!("single_pass_bits_{dir}_{kind}"),
+            Stage::SinglePassMapped => format!("single_pass_mapped_{dir}_{kind}"),
             Stage::SegmentBits => "segment_bits".to_string(),
             Stage::BlellochScanTiles => format!("blelloch_scan_tiles_{dir}_{kind}"),
             Stage::BlellochAddPrefixes => format!("blelloch_add_prefixes_{dir}"),
@@ -77,13 +87,16 @@ pub(crate) enum Family {
     Flags,
     /// The single-pass scan of segments given by their starts, as head bits.
     Offsets,
+    /// The single-pass scan through one set of fused maps (a module per
+    /// operator, maps and input arrays: `ModuleSource::mapped_of`).
+    Mapped,
 }
 
 impl Family {
     /// Whether this family scans segments (rows, flags, offsets), with
     /// [`SinglePassPolicy::for_segments`](crate::SinglePassPolicy::for_segments)'s shape.
     pub(crate) fn is_segmented(self) -> bool {
-        self != Family::Whole
+        matches!(self, Family::Rows | Family::Flags | Family::Offsets)
     }
 
     /// The stages of this family; `single_pass` says whether the operator
@@ -95,6 +108,9 @@ impl Family {
             (Family::Rows, true) => vec![Stage::SinglePassRows],
             (Family::Flags, true) => vec![Stage::SegmentFlags, Stage::SinglePassFlags],
             (Family::Offsets, true) => vec![Stage::SegmentBits, Stage::SinglePassBits],
+            (Family::Mapped, true) => vec![Stage::SinglePassMapped],
+            // Fused maps run on the single-pass kernels only (Cuda::scan_mapped).
+            (Family::Mapped, false) => Vec::new(),
             // Without single-pass kernels rows and segments run Blelloch's
             // scans one by one; starts still become flags to find them.
             (Family::Rows, false) => Vec::new(),

@@ -58,6 +58,7 @@ mod cuda;
 mod discover;
 mod host;
 mod kernels;
+mod mapped;
 mod module;
 mod nvrtc;
 mod pinned;
@@ -79,6 +80,7 @@ pub use cuda::{
 /// Items that [`Cuda::alloc`] can zero-fill (cudarc's marker trait).
 pub use cudarc::driver::ValidAsZeroBits;
 pub use host::TransferRates;
+pub use mapped::{compile_mapped_with, DeviceInputs, HostInputs};
 pub use nvrtc::{is_available as nvrtc_available, version as nvrtc_version};
 pub use policy::{
     Algorithm, BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning, DETERMINISTIC_LOOKBACK,

@@ -133,6 +133,10 @@ pub(crate) enum Segments {
     /// Segments starting where a bit of `bits` (64-bit words, `len / 64 +
     /// 2` of them, zero past `len`) is set.
     Bits { bits: u64 },
+    /// One scan of everything through a mapped module's maps: `src` is the
+    /// first input array, these the second and third (0 when absent), and
+    /// `dst` the output array (kernels/maps.cuh).
+    Mapped { in1: u64, in2: u64 },
 }
 
 impl Segments {
@@ -142,6 +146,7 @@ impl Segments {
             Segments::Rows { .. } => Stage::SinglePassRows,
             Segments::Flags { .. } => Stage::SinglePassFlags,
             Segments::Bits { .. } => Stage::SinglePassBits,
+            Segments::Mapped { .. } => Stage::SinglePassMapped,
         }
     }
 }
@@ -205,6 +210,8 @@ impl SinglePass<'_> {
             Segments::Rows { row_len, stride } => (row_len, stride, 0),
             Segments::Flags { flags } => (len64, len64, flags),
             Segments::Bits { bits } => (len64, len64, bits),
+            // The mapped kernel reads its second and third arrays there.
+            Segments::Mapped { in1, in2 } => (in1, in2, 0),
         };
         let carry = match segments {
             Segments::Whole => self.carry,
@@ -217,7 +224,9 @@ impl SinglePass<'_> {
             launch.arg(&row_len).arg(&stride).arg(&flags);
             // SAFETY: `src` and `dst` address the items `len` and the
             // segments name (`len` items, or rows * stride - stride + row_len
-            // for rows) of this module's item type and stay live until the
+            // for rows) of this module's item type (mapped: `len` items of
+            // each input array's type and of the output type, in1 and in2
+            // included when the maps read them) and stay live until the
             // stream has run the kernel (the caller's buffers, or scratch
             // freed in stream order); `flags` is 0 or `len` bytes, the carry
             // addresses are 0 or one item each, likewise live; the status

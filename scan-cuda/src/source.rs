@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use scan_core::maps::CudaMaps;
 use scan_core::{CudaOp, CudaSource, Kind, Result};
 
 use crate::kernels::{variants, Family, Stage};
@@ -20,7 +21,7 @@ pub(crate) fn kernel_files(files: &[(&str, &str)]) -> String {
 
 /// The kernel templates, layered as in CUB (thread, warp, block, device), in
 /// the order they build on each other.
-const TEMPLATES: [(&str, &str); 12] = [
+const TEMPLATES: [(&str, &str); 13] = [
     ("util.cuh", include_str!("../kernels/util.cuh")),
     ("thread.cuh", include_str!("../kernels/thread.cuh")),
     ("warp.cuh", include_str!("../kernels/warp.cuh")),
@@ -29,11 +30,19 @@ const TEMPLATES: [(&str, &str); 12] = [
     ("heads.cuh", include_str!("../kernels/heads.cuh")),
     ("tile_status.cuh", include_str!("../kernels/tile_status.cuh")),
     ("lookback.cuh", include_str!("../kernels/lookback.cuh")),
+    ("maps.cuh", include_str!("../kernels/maps.cuh")),
     ("single_pass.cuh", include_str!("../kernels/single_pass.cuh")),
     ("blelloch.cuh", include_str!("../kernels/blelloch.cuh")),
     ("propagate.cuh", include_str!("../kernels/propagate.cuh")),
     ("segments.cuh", include_str!("../kernels/segments.cuh")),
 ];
+
+/// The fused maps of a [`Family::Mapped`] module: their declaration, and the
+/// CUDA types of the input arrays (one to three, in order).
+pub(crate) struct MapsSource {
+    pub(crate) source: CudaSource,
+    pub(crate) arrays: Vec<String>,
+}
 
 /// Everything the compiler sees for one operator, and what the host needs to
 /// launch it.
@@ -65,8 +74,33 @@ impl ModuleSource {
 
     /// [`ModuleSource::of`] for the kernels of `family`.
     pub(crate) fn family_of<Op: CudaOp>(arch: u32, tuning: Tuning, family: Family) -> Result<ModuleSource> {
+        let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, family)?;
+        let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());
+        Ok(Self::assemble(&Op::cuda_source(), size, align, single_pass, blelloch, family, None))
+    }
+
+    /// The module of `Op` scanned through the maps `M` from the input arrays
+    /// `arrays` (their CUDA types, one to three): the single-pass kernel
+    /// alone ([`Family::Mapped`]).
+    pub(crate) fn mapped_of<Op: CudaOp, M: CudaMaps<Op>>(
+        arch: u32,
+        tuning: Tuning,
+        arrays: &[String],
+    ) -> Result<ModuleSource> {
+        let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, Family::Mapped)?;
+        let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());
+        let maps = MapsSource { source: M::cuda_source(), arrays: arrays.to_vec() };
+        Ok(Self::assemble(&Op::cuda_source(), size, align, single_pass, blelloch, Family::Mapped, Some(&maps)))
+    }
+
+    /// The single-pass policy (or why there is none) and the Blelloch
+    /// policy of `Op`'s kernels of `family`.
+    fn policies<Op: CudaOp>(
+        arch: u32,
+        tuning: Tuning,
+        family: Family,
+    ) -> Result<(std::result::Result<SinglePassPolicy, String>, BlellochPolicy)> {
         let size = std::mem::size_of::<Op::Item>();
-        let align = std::mem::align_of::<Op::Item>();
         let blelloch = BlellochPolicy::for_item_size(size)?;
         let single_pass = match SinglePassPolicy::for_item(size, arch) {
             Ok(p) if family.is_segmented() => Ok(tuning.apply(p.for_segments()).validate(size, arch)?),
@@ -74,7 +108,7 @@ impl ModuleSource {
             Err(why) if tuning.overrides_shape() => return Err(scan_core::Error::BadTuning(why)),
             Err(why) => Err(why),
         };
-        Ok(Self::assemble(&Op::cuda_source(), size, align, single_pass, blelloch, family))
+        Ok((single_pass, blelloch))
     }
 
     /// The stages this module instantiates.
@@ -89,10 +123,14 @@ impl ModuleSource {
         single_pass: std::result::Result<SinglePassPolicy, String>,
         blelloch: BlellochPolicy,
         family: Family,
+        maps: Option<&MapsSource>,
     ) -> ModuleSource {
         let kernels = family.stages(single_pass.is_ok());
         let name = &op.name;
         let mut code = format!("// ---- operator `{name}` ----\n{}\n\n", op.code);
+        if let Some(m) = maps {
+            let _ = write!(code, "// ---- maps `{}` ----\n{}\n\n", m.source.name, m.source.code);
+        }
         code.push_str(&kernel_files(&TEMPLATES));
         let _ = write!(
             code,
@@ -166,6 +204,36 @@ impl ModuleSource {
                 // early loads (0.65 of copy on the H200, 0.77 without).
                 let early = p.early_loads;
                 let deterministic = p.deterministic && !segmented;
+                // Where items come from and go (kernels/maps.cuh). The mapped
+                // kernel's input arrays 2 and 3 take the arguments that
+                // describe rows elsewhere (SinglePass::launch).
+                let mapped = maps.filter(|_| stage == Stage::SinglePassMapped);
+                let (in_type, out_type, row_params, src, dst) = match mapped {
+                    Some(m) => {
+                        let a = |k: usize| m.arrays.get(k).unwrap_or(&m.arrays[0]).as_str();
+                        let maps = &m.source.name;
+                        (
+                            a(0).to_string(),
+                            format!("{maps}::Output"),
+                            format!("const {}* in1, const {}* in2", a(1), a(2)),
+                            format!(
+                                "scan::LiftedIn<{maps}, {}, {}, {}, {}>{{src, in1, in2}}",
+                                m.arrays.len(),
+                                a(0),
+                                a(1),
+                                a(2)
+                            ),
+                            format!("scan::ProjectedOut<{maps}>{{dst}}"),
+                        )
+                    }
+                    None => (
+                        item.clone(),
+                        item.clone(),
+                        "unsigned long long row_len, unsigned long long stride".to_string(),
+                        format!("scan::ItemsIn<{item}>{{src}}"),
+                        format!("scan::ItemsOut<{item}>{{dst}}"),
+                    ),
+                };
                 let heads = match stage {
                     Stage::SinglePassRows => "scan::RowHeads{len, row_len, stride}",
                     Stage::SinglePassFlags => "scan::FlagHeads{len, flags}",
@@ -180,13 +248,13 @@ impl ModuleSource {
                     let _ = write!(
                         code,
                         "extern \"C\" __global__ void __launch_bounds__({block_threads}, {min_blocks}) {kernel}(\n\
-                         \x20   const {item}* src, {item}* dst, unsigned long long len, const {item}* carry_in,\n\
+                         \x20   const {in_type}* src, {out_type}* dst, unsigned long long len, const {item}* carry_in,\n\
                          \x20   {item}* carry_out, unsigned long long* counter,\n\
                          \x20   void* words, void* aggregates, void* prefixes, unsigned epoch, unsigned chaos,\n\
-                         \x20   unsigned long long row_len, unsigned long long stride, const unsigned char* flags) {{\n\
+                         \x20   {row_params}, const unsigned char* flags) {{\n\
                          \x20 extern __shared__ __align__(16) unsigned char slots[];\n\
                          \x20 scan::single_pass<{name}, {threads}, {items}, {lookback}, {stages}, {early}, {deterministic}, {reverse}, {inclusive}>(\n\
-                         \x20     src, dst, len, carry_in, carry_out, counter, {status}::make(words, aggregates, prefixes), epoch, chaos,\n\
+                         \x20     {src}, {dst}, len, carry_in, carry_out, counter, {status}::make(words, aggregates, prefixes), epoch, chaos,\n\
                          \x20     {heads}, slots);\n\
                          }}\n"
                     );

@@ -1,0 +1,248 @@
+//! Scans through fused maps (`scan_core::maps`) on the GPU: the single-pass
+//! kernel lifts each position's item from one to three input arrays as it
+//! loads a tile and projects each result as it stores one
+//! (kernels/maps.cuh), so nothing in between is stored or moved.
+//!
+//! One module per (operator, maps, input arrays), built on first use like
+//! the rows and segments modules.
+
+use std::any::TypeId;
+
+use cudarc::driver::CudaStream;
+use scan_core::maps::{CudaMaps, Inputs};
+use scan_core::{CudaOp, CudaType, Error, Result, ScanSpec};
+
+use crate::buffer::DeviceBuffer;
+use crate::cuda::Cuda;
+use crate::kernels::Family;
+use crate::single_pass::Segments;
+use crate::source::ModuleSource;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// The device arrays a mapped scan reads, item `i` of each together: one
+/// [`DeviceBuffer`], or a tuple of two or three (owned or borrowed) of one
+/// length. The GPU counterpart of `scan_core::maps::Inputs`.
+pub trait DeviceInputs: sealed::Sealed {
+    /// What the lift reads at one position: `A`, `(A, B)` or `(A, B, C)`.
+    type Item: CudaType;
+    /// Names the arrays' element types (one module per combination).
+    #[doc(hidden)]
+    type Key: 'static;
+    /// The CUDA types of the arrays, in order.
+    #[doc(hidden)]
+    fn array_types() -> Vec<String>;
+    /// The arrays' common length, after checking that each belongs to
+    /// `cuda`'s context: [`Error::LengthMismatch`] names the first two
+    /// lengths that differ.
+    #[doc(hidden)]
+    fn checked_len(&self, cuda: &Cuda) -> Result<usize>;
+    /// The arrays' device addresses, 0 past the last.
+    #[doc(hidden)]
+    fn addresses(&self, stream: &CudaStream) -> [u64; 3];
+}
+
+impl<T: DeviceInputs> sealed::Sealed for &T {}
+impl<T: DeviceInputs> DeviceInputs for &T {
+    type Item = T::Item;
+    type Key = T::Key;
+    fn array_types() -> Vec<String> {
+        T::array_types()
+    }
+    fn checked_len(&self, cuda: &Cuda) -> Result<usize> {
+        (**self).checked_len(cuda)
+    }
+    fn addresses(&self, stream: &CudaStream) -> [u64; 3] {
+        (**self).addresses(stream)
+    }
+}
+
+impl<A: CudaType> sealed::Sealed for DeviceBuffer<A> {}
+impl<A: CudaType> DeviceInputs for DeviceBuffer<A> {
+    type Item = A;
+    type Key = (A,);
+    fn array_types() -> Vec<String> {
+        vec![A::c_name()]
+    }
+    fn checked_len(&self, cuda: &Cuda) -> Result<usize> {
+        cuda.check_buffer(self)?;
+        Ok(self.len())
+    }
+    fn addresses(&self, stream: &CudaStream) -> [u64; 3] {
+        [self.device_ptr(stream), 0, 0]
+    }
+}
+
+/// Tuples of buffers, owned or borrowed: `$b` is the buffer type of each
+/// element type.
+macro_rules! device_tuple {
+    ($(($($t:ident $i:tt),+) as $b:ident),+) => {$(
+        impl<$($t: CudaType),+> sealed::Sealed for ($(device_tuple!(@buf $b $t),)+) {}
+        impl<$($t: CudaType),+> DeviceInputs for ($(device_tuple!(@buf $b $t),)+) {
+            type Item = ($($t,)+);
+            type Key = ($($t,)+);
+            fn array_types() -> Vec<String> {
+                vec![$($t::c_name()),+]
+            }
+            fn checked_len(&self, cuda: &Cuda) -> Result<usize> {
+                let lens = [$({ cuda.check_buffer(&self.$i)?; self.$i.len() }),+];
+                for &l in &lens[1..] {
+                    Error::check_lengths(lens[0], l)?;
+                }
+                Ok(lens[0])
+            }
+            fn addresses(&self, stream: &CudaStream) -> [u64; 3] {
+                let mut out = [0; 3];
+                $(out[$i] = self.$i.device_ptr(stream);)+
+                out
+            }
+        }
+    )+};
+    (@buf owned $t:ident) => { DeviceBuffer<$t> };
+    (@buf borrowed $t:ident) => { &DeviceBuffer<$t> };
+}
+
+device_tuple!(
+    (A 0, B 1) as owned,
+    (A 0, B 1, C 2) as owned,
+    (A 0, B 1) as borrowed,
+    (A 0, B 1, C 2) as borrowed
+);
+
+/// Host arrays a mapped scan reads (`scan_core::maps::Inputs`) that can be
+/// uploaded as [`DeviceInputs`] of the same items.
+pub trait HostInputs: Inputs + sealed::Sealed {
+    /// The uploaded arrays.
+    #[doc(hidden)]
+    type Device: DeviceInputs<Item = Self::Item>;
+    /// Uploads every array (lengths are checked first).
+    #[doc(hidden)]
+    fn upload(&self, cuda: &Cuda) -> Result<Self::Device>;
+}
+
+impl<A: CudaType + Sync> sealed::Sealed for &[A] {}
+impl<A: CudaType + Sync> HostInputs for &[A] {
+    type Device = DeviceBuffer<A>;
+    fn upload(&self, cuda: &Cuda) -> Result<DeviceBuffer<A>> {
+        cuda.upload(self)
+    }
+}
+
+impl<A: CudaType + Sync, B: CudaType + Sync> sealed::Sealed for (&[A], &[B]) {}
+impl<A: CudaType + Sync, B: CudaType + Sync> HostInputs for (&[A], &[B]) {
+    type Device = (DeviceBuffer<A>, DeviceBuffer<B>);
+    fn upload(&self, cuda: &Cuda) -> Result<Self::Device> {
+        self.checked_len()?;
+        Ok((cuda.upload(self.0)?, cuda.upload(self.1)?))
+    }
+}
+
+impl<A: CudaType + Sync, B: CudaType + Sync, C: CudaType + Sync> sealed::Sealed for (&[A], &[B], &[C]) {}
+impl<A: CudaType + Sync, B: CudaType + Sync, C: CudaType + Sync> HostInputs for (&[A], &[B], &[C]) {
+    type Device = (DeviceBuffer<A>, DeviceBuffer<B>, DeviceBuffer<C>);
+    fn upload(&self, cuda: &Cuda) -> Result<Self::Device> {
+        self.checked_len()?;
+        Ok((cuda.upload(self.0)?, cuda.upload(self.1)?, cuda.upload(self.2)?))
+    }
+}
+
+impl Cuda {
+    /// Scans through the fused maps `M` on the GPU: item `i` is
+    /// `M::lift` of item `i` of each input array, and `output[i]` is
+    /// `M::project` of the scanned item `i`, as `scan_core::maps::reference`
+    /// defines. The arrays and `output` cross the host link once each; data
+    /// already on the device is scanned with
+    /// [`scan_mapped_device_into`](Cuda::scan_mapped_device_into).
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::maps::Recurrence;
+    /// use scan_core::{ops::LinearRecurrence, ScanSpec};
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// let (a, b) = ([0.5f32; 3], [1.0f32; 3]);
+    /// let mut h = [0.0f32; 3];
+    /// cuda.scan_mapped::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &b[..]), &mut h, ScanSpec::inclusive())?;
+    /// assert_eq!(h, [1.0, 1.5, 1.75]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Errors: [`Error::LengthMismatch`] when the arrays or `output` differ
+    /// in length, and [`Error::Unsupported`] when the operator has no
+    /// single-pass kernels (items too large) or the executor runs Blelloch's
+    /// algorithm: the maps run inside the single-pass kernel only.
+    pub fn scan_mapped<Op: CudaOp, M: CudaMaps<Op>, I: HostInputs<Item = M::Input>>(
+        &self,
+        inputs: I,
+        output: &mut [M::Output],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        let n = inputs.checked_len()?;
+        Error::check_lengths(n, output.len())?;
+        if n == 0 {
+            return Ok(());
+        }
+        let device = inputs.upload(self)?;
+        // Every item is written by the scan before the download.
+        let mut out = self.alloc_unwritten::<M::Output>(n)?;
+        self.scan_mapped_device_into::<Op, M, _>(&device, &mut out, spec)?;
+        out.download_into(output)
+    }
+
+    /// [`scan_mapped`](Cuda::scan_mapped) on device buffers: reads each
+    /// input array once and writes every item of `output` once. Queued on
+    /// the stream: returns at once (see [`Cuda`] on when failures show).
+    pub fn scan_mapped_device_into<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M::Input>>(
+        &self,
+        inputs: I,
+        output: &mut DeviceBuffer<M::Output>,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        let n = inputs.checked_len(self)?;
+        self.check_buffer(output)?;
+        Error::check_lengths(n, output.len())?;
+        if n == 0 {
+            return Ok(());
+        }
+        let arrays = I::array_types();
+        let id = (TypeId::of::<(Op, M, I::Key)>(), Family::Mapped);
+        let module =
+            self.module_keyed(id, || ModuleSource::mapped_of::<Op, M>(self.capability(), self.tuning(), &arrays))?;
+        let policy = match module.plan(self.algorithm()) {
+            Ok(policy) => policy,
+            Err(why) => {
+                return Err(Error::Unsupported(format!(
+                    "fused maps run inside the single-pass kernel, and this scan cannot use it: {}",
+                    why.unwrap_or("the executor runs Blelloch's algorithm")
+                )))
+            }
+        };
+        let [in0, in1, in2] = inputs.addresses(self.stream());
+        let dst = output.device_ptr_mut(self.stream());
+        self.single_pass(&module, policy).launch(in0, dst, n, Segments::Mapped { in1, in2 }, spec)
+    }
+}
+
+/// Compiles the module of `Op` scanned through the maps `M` from the arrays
+/// `I` (e.g. `(DeviceBuffer<f32>, DeviceBuffer<f32>)`) for `arch` (e.g.
+/// `"sm_90"`) with NVRTC, with the single-pass policy overridden by `tuning`,
+/// and returns the CUBIN. Needs only libnvrtc, no GPU.
+///
+/// ```no_run
+/// use scan_core::{maps::Recurrence, ops::LinearRecurrence};
+/// use scan_cuda::{compile_mapped_with, DeviceBuffer, Tuning};
+/// type Arrays = (DeviceBuffer<f32>, DeviceBuffer<f32>);
+/// let cubin = compile_mapped_with::<LinearRecurrence<f32>, Recurrence, Arrays>("sm_90", Tuning::default()).unwrap();
+/// assert!(!cubin.is_empty());
+/// ```
+pub fn compile_mapped_with<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M::Input>>(
+    arch: &str,
+    tuning: crate::Tuning,
+) -> Result<Vec<u8>> {
+    let source = ModuleSource::mapped_of::<Op, M>(crate::cuda::capability_of(arch)?, tuning, &I::array_types())?;
+    if source.single_pass.is_err() {
+        return Err(Error::Unsupported(format!("`{}` has no single-pass kernels for fused maps", source.op_name)));
+    }
+    crate::nvrtc::compile_cubin(&source.code, &source.op_name, arch)
+}

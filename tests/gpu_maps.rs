@@ -1,0 +1,159 @@
+//! Fused maps on the GPU (`Cuda::scan_mapped`, `scan_mapped_device_into`):
+//! the single-pass kernel lifting items from one or two input arrays and
+//! projecting results, against `scan::maps::reference`, item by item, on
+//! sizes around every single-pass boundary, every (kind, direction), into
+//! outputs poisoned first, with the inputs checked unchanged afterwards; the
+//! deterministic look-back too. The recurrence is not commutative. Run on a
+//! GPU machine: `cargo test --test gpu_maps -- --ignored`.
+
+#[path = "../scan-cuda/tests/support/mod.rs"]
+mod support;
+
+use scan::maps::{self, bf16, f16, CudaMaps, Recurrence, Widen, WidenNarrow};
+use scan::ops::{Add, LinearRecurrence, Max};
+use scan::{CudaOp, Error, ScanSpec};
+use scan_cuda::{Algorithm, Cuda, DeviceBuffer, HostInputs, Tuning};
+use scan_testing::{boundary_sizes, Rng};
+use support::gpu::{cuda, max_len, poisoned, single_pass_tile};
+
+/// Sizes around one and two tiles, one look-back window (32 tiles) and two,
+/// and a large odd size.
+fn sizes<Op: CudaOp>() -> Vec<usize> {
+    let tile = single_pass_tile::<Op>();
+    let mut sizes = boundary_sizes(tile);
+    for t in [32 * tile, 64 * tile] {
+        sizes.extend([t - 1, t, t + 1]);
+    }
+    sizes.push((1 << 22) + 7);
+    sizes.retain(|&n| n <= max_len());
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+/// Checks `M` over the host arrays `input` (of `n` positions) on `cuda`, for
+/// every spec: the host API, and the device API into a poisoned output, each
+/// item against the reference.
+fn check<Op, M, I>(cuda: &Cuda, what: &str, n: usize, input: I)
+where
+    Op: CudaOp,
+    M: CudaMaps<Op>,
+    M::Output: PartialEq + std::fmt::Debug,
+    I: HostInputs<Item = M::Input> + Copy,
+{
+    let device = input.upload(cuda).unwrap();
+    for spec in ScanSpec::ALL {
+        let want = maps::reference::<Op, M, _>(input, spec).unwrap();
+        let mut got = poisoned::<M::Output>(n);
+        cuda.scan_mapped::<Op, M, _>(input, &mut got, spec).unwrap_or_else(|e| panic!("{what}, n {n}, {spec:?}: {e}"));
+        assert_same(&got, &want, &format!("{what}, host API, n {n}, {spec:?}"));
+
+        let mut out = cuda.upload(&poisoned::<M::Output>(n)).unwrap();
+        cuda.scan_mapped_device_into::<Op, M, _>(&device, &mut out, spec).unwrap();
+        assert_same(&out.download().unwrap(), &want, &format!("{what}, device API, n {n}, {spec:?}"));
+    }
+}
+
+fn assert_same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    if let Some(i) = got.iter().zip(want).position(|(g, w)| g != w) {
+        let count = got.iter().zip(want).filter(|(g, w)| g != w).count();
+        panic!("{what}: {count} mismatches; first at {i}: got {:?}, want {:?}", got[i], want[i]);
+    }
+}
+
+/// The executors the maps run on: the default single-pass scan and the
+/// deterministic look-back.
+fn executors() -> Vec<Cuda> {
+    vec![cuda(), cuda().with_tuning(Tuning::default().deterministic(true))]
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_recurrence_from_a_and_b_arrays_matches_the_reference() {
+    for cuda in executors() {
+        let mut rng = Rng::fresh("fused recurrence");
+        for n in sizes::<LinearRecurrence<f32>>() {
+            // a in {-1, 0, 1} and small integer b: every h is an exact
+            // integer, so any grouping gives the reference's bits.
+            let a: Vec<f32> = (0..n).map(|_| rng.below(3) as f32 - 1.0).collect();
+            let b: Vec<f32> = (0..n).map(|_| rng.below(201) as f32 - 100.0).collect();
+            check::<LinearRecurrence<f32>, Recurrence, _>(&cuda, "recurrence f32", n, (&a[..], &b[..]));
+            // One array of (a, b) pairs, projected to h alone.
+            let ab: Vec<(f32, f32)> = a.iter().copied().zip(b.iter().copied()).collect();
+            check::<LinearRecurrence<f32>, Recurrence, _>(&cuda, "recurrence from pairs", n, &ab[..]);
+        }
+        for n in sizes::<LinearRecurrence<f64>>() {
+            let a: Vec<f64> = (0..n).map(|_| rng.below(3) as f64 - 1.0).collect();
+            let b: Vec<f64> = (0..n).map(|_| rng.below(201) as f64 - 100.0).collect();
+            check::<LinearRecurrence<f64>, Recurrence, _>(&cuda, "recurrence f64", n, (&a[..], &b[..]));
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_device_inputs_are_left_unchanged() {
+    let cuda = cuda();
+    let mut rng = Rng::fresh("fused inputs unchanged");
+    let n = 33 * single_pass_tile::<LinearRecurrence<f32>>() + 5;
+    let a: Vec<f32> = (0..n).map(|_| rng.below(3) as f32 - 1.0).collect();
+    let b: Vec<f32> = (0..n).map(|_| rng.below(9) as f32).collect();
+    let (da, db) = (cuda.upload(&a).unwrap(), cuda.upload(&b).unwrap());
+    let mut h = cuda.upload(&poisoned::<f32>(n)).unwrap();
+    for spec in ScanSpec::ALL {
+        cuda.scan_mapped_device_into::<LinearRecurrence<f32>, Recurrence, _>((&da, &db), &mut h, spec).unwrap();
+        assert!(da.download().unwrap() == a && db.download().unwrap() == b, "{spec:?}: an input changed");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn half_precision_inputs_accumulate_in_f32() {
+    for cuda in executors() {
+        let mut rng = Rng::fresh("fused widen");
+        for n in sizes::<Add<f32>>() {
+            let x: Vec<bf16> = (0..n).map(|_| bf16::from_f32(rng.below(5) as f32 - 2.0)).collect();
+            check::<Add<f32>, Widen<bf16>, _>(&cuda, "bf16 -> f32 sums", n, &x[..]);
+            let y: Vec<f16> = (0..n).map(|_| f16::from_f64(rng.range_f64(-6e4, 6e4))).collect();
+            check::<Max<f32>, WidenNarrow<f16>, _>(&cuda, "f16 maxima", n, &y[..]);
+        }
+    }
+    // 2^24 bf16 ones sum to 2^24 in f32, where a bf16 sum stops at 256.
+    let ones = vec![bf16::ONE; 1 << 24];
+    let mut sums = vec![0.0f32; 1 << 24];
+    cuda().scan_mapped::<Add<f32>, Widen<bf16>, _>(&ones[..], &mut sums, ScanSpec::inclusive()).unwrap();
+    assert_eq!(sums[(1 << 24) - 1], (1u32 << 24) as f32);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_mapped_calls_are_errors() {
+    let cuda = cuda();
+    let (a, b) = (vec![1.0f32; 10], vec![1.0f32; 9]);
+    let mut h = vec![0.0f32; 10];
+    let r = cuda.scan_mapped::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &b[..]), &mut h, ScanSpec::inclusive());
+    assert!(matches!(r, Err(Error::LengthMismatch { input: 10, output: 9 })), "{r:?}");
+    let r =
+        cuda.scan_mapped::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &a[..]), &mut h[..3], ScanSpec::inclusive());
+    assert!(matches!(r, Err(Error::LengthMismatch { input: 10, output: 3 })), "{r:?}");
+    // The device form checks the same.
+    let (da, db): (DeviceBuffer<f32>, DeviceBuffer<f32>) = (cuda.upload(&a).unwrap(), cuda.upload(&b).unwrap());
+    let mut dh = cuda.upload(&h).unwrap();
+    let r = cuda.scan_mapped_device_into::<LinearRecurrence<f32>, Recurrence, _>(
+        (&da, &db),
+        &mut dh,
+        ScanSpec::inclusive(),
+    );
+    assert!(matches!(r, Err(Error::LengthMismatch { .. })), "{r:?}");
+    // Blelloch's kernels have no maps: a clear error, the output untouched.
+    let blelloch = support::gpu::cuda().with_algorithm(Algorithm::Blelloch);
+    let r =
+        blelloch.scan_mapped::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &a[..]), &mut h, ScanSpec::inclusive());
+    assert!(matches!(r, Err(Error::Unsupported(_))), "{r:?}");
+    assert!(h.iter().all(|&x| x == 0.0));
+    // Empty inputs are no work.
+    let mut none: [f32; 0] = [];
+    cuda.scan_mapped::<LinearRecurrence<f32>, Recurrence, _>((&[][..], &[][..]), &mut none, ScanSpec::inclusive())
+        .unwrap();
+}
