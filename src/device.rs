@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::{Mutex, OnceLock};
 
+use scan_core::maps::CudaMaps;
 use scan_core::{CudaOp, CudaSource, Error, Result, Scan, ScanOp, ScanSpec};
 use scan_cpu::Cpu;
-use scan_cuda::Cuda;
+use scan_cuda::{Cuda, HostInputs};
 
 /// Where scans run, chosen once; [`Display`](std::fmt::Display) says which
 /// and why.
@@ -273,6 +274,36 @@ impl Device {
         match &self.backend {
             Backend::Cuda(cuda) => cuda.selective_scan(args),
             Backend::Cpu(cpu) => cpu.selective_scan(args),
+        }
+    }
+
+    /// Scans through the fused maps `M` (`scan::maps`): item `i` is
+    /// `M::lift` of item `i` of each input array (one slice, or a tuple of
+    /// two or three), and `output[i]` is `M::project` of scanned item `i`,
+    /// with nothing in between stored. Errors: [`Error::LengthMismatch`](crate::Error::LengthMismatch)
+    /// when the arrays or `output` differ in length; on the GPU,
+    /// [`Error::Unsupported`](crate::Error::Unsupported) when the operator has
+    /// no single-pass kernels.
+    ///
+    /// ```
+    /// use scan::maps::Recurrence;
+    /// use scan::{ops::LinearRecurrence, Device, ScanSpec};
+    /// # fn main() -> scan::Result<()> {
+    /// let (a, b) = ([0.5f32; 3], [1.0f32; 3]);
+    /// let mut h = [0.0f32; 3];
+    /// Device::auto().scan_mapped::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &b[..]), &mut h, ScanSpec::inclusive())?;
+    /// assert_eq!(h, [1.0, 1.5, 1.75]);
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_mapped<Op: CudaOp, M: CudaMaps<Op>, I: HostInputs<Item = M::Input>>(
+        &self,
+        inputs: I,
+        output: &mut [M::Output],
+        spec: ScanSpec,
+    ) -> Result<()> {
+        match &self.backend {
+            Backend::Cuda(cuda) => cuda.scan_mapped::<Op, M, I>(inputs, output, spec),
+            Backend::Cpu(cpu) => cpu.scan_mapped::<Op, M, I>(inputs, output, spec),
         }
     }
 

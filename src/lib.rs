@@ -141,7 +141,7 @@ pub use scan_core::{CudaFloat, CudaScalar, CudaType};
 // so a user crate needs only `scan` as a dependency.
 #[doc(hidden)]
 pub use scan_core as __core;
-pub use scan_macros::{facade_scan_item as scan_item, facade_scan_op as scan_op};
+pub use scan_macros::{facade_scan_item as scan_item, facade_scan_maps as scan_maps, facade_scan_op as scan_op};
 
 /// Compiles and runs every Rust block of the README as a doc test
 /// (`cargo test --doc -p scan`); blocks that need a GPU are `no_run`.

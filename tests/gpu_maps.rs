@@ -9,6 +9,9 @@
 #[path = "../scan-cuda/tests/support/mod.rs"]
 mod support;
 
+mod macro_maps_ops;
+
+use macro_maps_ops::{Ema, GatedInput, SumInF64};
 use scan::maps::{self, bf16, f16, CudaMaps, Recurrence, Widen, WidenNarrow};
 use scan::ops::{Add, LinearRecurrence, Max};
 use scan::{CudaOp, Error, ScanSpec};
@@ -124,6 +127,29 @@ fn half_precision_inputs_accumulate_in_f32() {
     let mut sums = vec![0.0f32; 1 << 24];
     cuda().scan_mapped::<Add<f32>, Widen<bf16>, _>(&ones[..], &mut sums, ScanSpec::inclusive()).unwrap();
     assert_eq!(sums[(1 << 24) - 1], (1u32 << 24) as f32);
+}
+
+/// Maps declared with `#[scan_maps]` (tests/macro_maps_ops): from two and
+/// three arrays, and into another item type (f32 summed in f64). The data
+/// keep every value an exact integer, so any grouping gives the reference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn declared_maps_match_the_reference() {
+    for cuda in executors() {
+        let mut rng = Rng::fresh("declared maps");
+        for n in sizes::<LinearRecurrence<f32>>() {
+            let alpha: Vec<f32> = (0..n).map(|_| rng.below(2) as f32).collect();
+            let x: Vec<f32> = (0..n).map(|_| rng.below(17) as f32 - 8.0).collect();
+            check::<LinearRecurrence<f32>, Ema, _>(&cuda, "ema", n, (&alpha[..], &x[..]));
+            let a: Vec<f32> = (0..n).map(|_| rng.below(3) as f32 - 1.0).collect();
+            let g: Vec<f32> = (0..n).map(|_| rng.below(2) as f32).collect();
+            check::<LinearRecurrence<f32>, GatedInput, _>(&cuda, "gated input", n, (&a[..], &x[..], &g[..]));
+        }
+        for n in sizes::<Add<f64>>() {
+            let x: Vec<f32> = (0..n).map(|_| rng.below(17) as f32 - 8.0).collect();
+            check::<Add<f64>, SumInF64, _>(&cuda, "f32 summed in f64", n, &x[..]);
+        }
+    }
 }
 
 #[test]

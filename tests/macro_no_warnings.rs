@@ -65,6 +65,29 @@ fn w_stats(l: WStats, r: WStats) -> WStats {
     WStats { weight: l.weight + r.weight, total: l.total + r.total }
 }
 
+/// Fused maps too: a 2-array lift with a `let`, a widening project.
+struct MovingAverage;
+
+#[scan::scan_maps]
+impl scan::maps::Maps<Recurrence> for MovingAverage {
+    type Input = (f32, f32);
+    type Output = f64;
+    fn lift(x: (f32, f32)) -> (f32, f32) {
+        let (alpha, value) = x;
+        (alpha, (1.0 - alpha) * value)
+    }
+    fn project(x: (f32, f32)) -> f64 {
+        x.1 as f64
+    }
+}
+
+#[test]
+fn declared_maps_compile_without_warnings() {
+    let (alpha, x) = ([0.5f32, 0.5], [2.0f32, 2.0]);
+    let h = scan::maps::reference::<Recurrence, MovingAverage, _>((&alpha[..], &x[..]), ScanSpec::inclusive());
+    assert_eq!(h.unwrap(), [1.0, 1.5]);
+}
+
 #[test]
 fn ten_operators_reached_only_through_their_types_compile_without_warnings() {
     let inc = ScanSpec::inclusive();

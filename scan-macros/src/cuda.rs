@@ -33,7 +33,14 @@ pub struct Printed {
 }
 
 pub fn combine(body: &Expr) -> Result<Printed> {
-    let mut p = Printer { out: Vec::new(), types: Vec::new() };
+    function(body, &["l", "r"])
+}
+
+/// The statements and final value of a device function whose parameters
+/// (`ExprKind::Param(i)`) are named `names[i]` in C++.
+pub fn function(body: &Expr, names: &[&str]) -> Result<Printed> {
+    let names = names.iter().map(|n| n.to_string()).collect();
+    let mut p = Printer { out: Vec::new(), types: Vec::new(), names };
     p.text("    ");
     p.stmts(body, "    ")?;
     Ok(Printed { pieces: p.out, types: p.types })
@@ -75,6 +82,8 @@ pub fn rust_type(t: &Ty, span: Span) -> Result<TokenStream> {
 struct Printer {
     out: Vec<Piece>,
     types: Vec<TokenStream>,
+    /// The C++ names of the parameters.
+    names: Vec<String>,
 }
 
 fn c_scalar(s: Scalar) -> &'static str {
@@ -140,8 +149,10 @@ impl Printer {
 
     fn expr(&mut self, e: &Expr) -> Result<()> {
         match &e.kind {
-            ExprKind::Param(0) => self.text("l"),
-            ExprKind::Param(_) => self.text("r"),
+            ExprKind::Param(i) => {
+                let name = self.names[*i].clone();
+                self.text(&name)
+            }
             ExprKind::Local(n) => self.text(&format!("v_{n}")),
             ExprKind::Lit(l) => self.lit(l, &e.ty, e.span)?,
             ExprKind::Const { name, .. } => {

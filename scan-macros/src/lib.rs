@@ -1,11 +1,14 @@
 //! `#[scan_op]`: turns an associative Rust fn into a scan operator (a monoid,
 //! `scan_core::ScanOp`) with generated CUDA source (`scan_core::CudaOp`), and
-//! `#[scan_item]`, which gives a `#[repr(C)]` struct its CUDA declaration.
+//! `#[scan_item]`, which gives a `#[repr(C)]` struct its CUDA declaration,
+//! and `#[scan_maps]`, which gives fused maps (`scan_core::maps::Maps`)
+//! their CUDA source.
 //!
 //! The steps live in modules named for them: `attr` (the arguments), `ast`
 //! (the fn), `lower` (body -> `ir`), `valid` (signature, identity, laws via
 //! `check`), `expand` (Rust items), `rust` and `cuda` (the two printers of the
-//! IR). See the `scan` crate's docs for the supported subset.
+//! IR); `maps` is the same pipeline for `#[scan_maps]` impls. See the `scan`
+//! crate's docs for the supported subset.
 
 #![warn(missing_docs)]
 
@@ -17,6 +20,7 @@ mod expand;
 mod ir;
 mod item;
 mod lower;
+mod maps;
 mod root;
 mod rust;
 mod valid;
@@ -38,6 +42,19 @@ pub fn scan_op(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn facade_scan_op(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::scan_op(args.into(), item.into(), Root::Facade).into()
+}
+
+#[doc = include_str!("scan_maps.md")]
+#[proc_macro_attribute]
+pub fn scan_maps(args: TokenStream, item: TokenStream) -> TokenStream {
+    maps::scan_maps(args.into(), item.into(), Root::Core).into()
+}
+
+/// `#[scan_maps]` for the `scan` facade (see [`facade_scan_op`]).
+#[doc(hidden)]
+#[proc_macro_attribute]
+pub fn facade_scan_maps(args: TokenStream, item: TokenStream) -> TokenStream {
+    maps::scan_maps(args.into(), item.into(), Root::Facade).into()
 }
 
 #[doc = include_str!("scan_item.md")]

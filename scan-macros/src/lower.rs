@@ -145,8 +145,16 @@ fn plain_path(p: &syn::Path) -> syn::Path {
 /// (operands, elements, arguments, branches, statements) are all lowered
 /// even when one fails.
 pub fn body(block: &syn::Block, params: [String; 2], item: &Ty, type_params: &[String]) -> Result<Expr> {
-    let mut cx = Lowerer::new(params, item.clone(), type_params);
-    let e = cx.block(block, Some(item)).and_then(|e| cx.expect_ty(&e, item).map(|()| e));
+    let [l, r] = params;
+    function(block, vec![(l, item.clone()), (r, item.clone())], item, type_params)
+}
+
+/// Lowers the body of a fn of the subset with parameters `params` (name,
+/// type) returning `ret`: `#[scan_op]`'s two operands, or the one input of a
+/// `#[scan_maps]` lift or project.
+pub fn function(block: &syn::Block, params: Vec<(String, Ty)>, ret: &Ty, type_params: &[String]) -> Result<Expr> {
+    let mut cx = Lowerer::new(params, ret.clone(), type_params);
+    let e = cx.block(block, Some(ret)).and_then(|e| cx.expect_ty(&e, ret).map(|()| e));
     e.map_err(without_echoes)
 }
 
@@ -196,14 +204,17 @@ fn all<T>(results: impl IntoIterator<Item = Result<T>>) -> Result<Vec<T>> {
 
 /// Lowers the identity expression of `#[scan_op(identity = ...)]`.
 pub fn identity(expr: &syn::Expr, item: &Ty, type_params: &[String]) -> Result<Expr> {
-    let mut cx = Lowerer::new([String::new(), String::new()], item.clone(), type_params);
+    let mut cx = Lowerer::new(Vec::new(), item.clone(), type_params);
     cx.in_identity = true;
     let e = cx.expr(expr, Some(item)).and_then(|e| cx.expect_ty(&e, item).map(|()| e));
     e.map_err(without_echoes)
 }
 
 struct Lowerer {
-    params: [String; 2],
+    /// The parameters' names, and their types in `param_tys`.
+    params: Vec<String>,
+    param_tys: Vec<Ty>,
+    /// The result's type (an operator's item).
     item: Ty,
     type_params: Vec<String>,
     /// In-scope `let` bindings: (written name, unique name, type); innermost last.
@@ -216,9 +227,11 @@ struct Lowerer {
 }
 
 impl Lowerer {
-    fn new(params: [String; 2], item: Ty, type_params: &[String]) -> Self {
+    fn new(params: Vec<(String, Ty)>, item: Ty, type_params: &[String]) -> Self {
+        let (params, param_tys) = params.into_iter().unzip();
         Lowerer {
             params,
+            param_tys,
             item,
             type_params: type_params.to_vec(),
             scope: Vec::new(),

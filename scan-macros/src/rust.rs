@@ -11,7 +11,7 @@ use quote::{format_ident, quote, quote_spanned, ToTokens};
 use crate::ir::{BinOp, ConstName, Expr, ExprKind, Lit, Member, Scalar, Ty, UnOp};
 use crate::lower::scalar_name;
 
-pub fn expr(e: &Expr, names: &[Ident; 2]) -> TokenStream {
+pub fn expr(e: &Expr, names: &[Ident]) -> TokenStream {
     let sp = e.span;
     let scalar = quote_spanned!(sp=> ::scan_core::CudaScalar);
     match &e.kind {

@@ -104,7 +104,7 @@ impl Lowerer {
                 return Ok(self.mk(ExprKind::Local(unique.clone()), ty.clone(), span));
             }
             if let Some(i) = self.params.iter().position(|x| *x == name) {
-                return Ok(self.mk(ExprKind::Param(i), self.item.clone(), span));
+                return Ok(self.mk(ExprKind::Param(i), self.param_tys[i].clone(), span));
             }
             if self.in_identity {
                 return Err(Error::new(span, format!("the identity cannot name `{name}`; it is a constant value")));

@@ -1,0 +1,84 @@
+//! `#[scan_maps]`: fused maps declared as plain fns, run on the CPU
+//! (`Cpu::scan_mapped`) against `scan::maps::reference` and their generated
+//! CUDA source compiled by NVRTC with the single-pass kernel (`--ignored`,
+//! needs libnvrtc). `tests/gpu_maps.rs` runs them on the GPU.
+
+mod macro_maps_ops;
+
+use macro_maps_ops::{Ema, GatedInput, SumInF64};
+use scan::maps::{reference, CudaMaps};
+use scan::ops::{Add, LinearRecurrence};
+use scan::{Cpu, ScanSpec};
+use scan_testing::Rng;
+
+#[test]
+fn declared_maps_run_on_the_cpu_as_the_reference_defines() {
+    let mut rng = Rng::fresh("macro maps");
+    for n in [0, 1, 2, 7, 1000, 100_003] {
+        let alpha: Vec<f32> = (0..n).map(|_| rng.range_f64(0.5, 1.0) as f32).collect();
+        let x: Vec<f32> = (0..n).map(|_| rng.range_f64(-1.0, 1.0) as f32).collect();
+        let g: Vec<f32> = (0..n).map(|_| rng.below(2) as f32).collect();
+        for threads in [1, 3] {
+            let cpu = Cpu::new().with_threads(threads);
+            for spec in ScanSpec::ALL {
+                let mut got = vec![f32::NAN; n];
+                cpu.scan_mapped::<LinearRecurrence<f32>, Ema, _>((&alpha[..], &x[..]), &mut got, spec).unwrap();
+                let want = reference::<LinearRecurrence<f32>, Ema, _>((&alpha[..], &x[..]), spec).unwrap();
+                close(&got, &want, n, &format!("ema, n {n}, {threads} threads, {spec:?}"));
+
+                let mut got = vec![f32::NAN; n];
+                let three = (&alpha[..], &x[..], &g[..]);
+                cpu.scan_mapped::<LinearRecurrence<f32>, GatedInput, _>(three, &mut got, spec).unwrap();
+                let want = reference::<LinearRecurrence<f32>, GatedInput, _>(three, spec).unwrap();
+                close(&got, &want, n, &format!("gated, n {n}, {threads} threads, {spec:?}"));
+
+                let mut got = vec![f32::NAN; n];
+                cpu.scan_mapped::<Add<f64>, SumInF64, _>(&x[..], &mut got, spec).unwrap();
+                let want = reference::<Add<f64>, SumInF64, _>(&x[..], spec).unwrap();
+                close(&got, &want, n, &format!("f64 sums, n {n}, {threads} threads, {spec:?}"));
+            }
+        }
+    }
+}
+
+/// Within a few f32 roundings of the reference (the threads group the
+/// recurrence differently), scaled by the running magnitude.
+fn close(got: &[f32], want: &[f32], n: usize, what: &str) {
+    assert_eq!(got.len(), n, "{what}");
+    let scale = want.iter().fold(1.0f32, |m, w| m.max(w.abs()));
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 64.0 * f32::EPSILON * scale, "{what}: item {i}: got {g}, want {w}");
+    }
+}
+
+/// The translation runs, not the fn as written: `lift` of the moving
+/// average computes `(1 - alpha) * x` with the non-contracted multiply the
+/// GPU uses, which these values show exactly.
+#[test]
+fn lift_and_project_are_the_translated_bodies() {
+    use scan::maps::Maps;
+    assert_eq!(<Ema as Maps<LinearRecurrence<f32>>>::lift((0.75, 2.0)), (0.75, 0.5));
+    assert_eq!(<Ema as Maps<LinearRecurrence<f32>>>::project((0.75, 0.5)), 0.5);
+    assert_eq!(<GatedInput as Maps<LinearRecurrence<f32>>>::lift((0.5, 3.0, 0.0)), (0.5, 0.0));
+    assert_eq!(<SumInF64 as Maps<Add<f64>>>::project(0.1f64 + 0.2), (0.1f64 + 0.2) as f32);
+}
+
+#[test]
+fn the_cuda_source_declares_both_functions() {
+    let src = <Ema as CudaMaps<LinearRecurrence<f32>>>::cuda_source();
+    assert!(src.code.contains("static __device__ __forceinline__ Item lift(Input x)"), "{}", src.code);
+    assert!(src.code.contains("static __device__ __forceinline__ Output project(Item x)"), "{}", src.code);
+    assert!(src.name.contains("Ema"), "{}", src.name);
+}
+
+/// The generated maps compile with the single-pass kernel (sm_90 CUBINs).
+#[test]
+#[ignore = "needs libnvrtc"]
+fn declared_maps_compile_with_the_single_pass_kernel() {
+    use scan::cuda::{compile_mapped_with, DeviceBuffer, Tuning};
+    type B = DeviceBuffer<f32>;
+    let t = Tuning::default();
+    compile_mapped_with::<LinearRecurrence<f32>, Ema, (B, B)>("sm_90", t).unwrap();
+    compile_mapped_with::<LinearRecurrence<f32>, GatedInput, (B, B, B)>("sm_90", t).unwrap();
+    compile_mapped_with::<Add<f64>, SumInF64, B>("sm_90", t).unwrap();
+}

@@ -1,0 +1,55 @@
+//! Maps declared with `#[scan_maps]`, shared by `macro_maps.rs` and
+//! `gpu_maps.rs`.
+#![allow(dead_code)]
+
+use scan::maps::Maps;
+use scan::ops::{Add, LinearRecurrence};
+use scan::scan_maps;
+
+/// An exponential moving average with a decay per position:
+/// `h_t = alpha_t h_{t-1} + (1 - alpha_t) x_t`, from `alpha[]` and `x[]`.
+pub struct Ema;
+
+#[scan_maps]
+impl Maps<LinearRecurrence<f32>> for Ema {
+    type Input = (f32, f32);
+    type Output = f32;
+    fn lift(x: (f32, f32)) -> (f32, f32) {
+        let (alpha, value) = x;
+        (alpha, (1.0 - alpha) * value)
+    }
+    fn project(x: (f32, f32)) -> f32 {
+        x.1
+    }
+}
+
+/// The recurrence with a gated input, from three arrays:
+/// `h_t = a_t h_{t-1} + b_t g_t`.
+pub struct GatedInput;
+
+#[scan_maps]
+impl Maps<LinearRecurrence<f32>> for GatedInput {
+    type Input = (f32, f32, f32);
+    type Output = f32;
+    fn lift(x: (f32, f32, f32)) -> (f32, f32) {
+        (x.0, x.1 * x.2)
+    }
+    fn project(x: (f32, f32)) -> f32 {
+        x.1
+    }
+}
+
+/// f32 in, summed in f64, f32 out (each result rounded once).
+pub struct SumInF64;
+
+#[scan_maps]
+impl Maps<Add<f64>> for SumInF64 {
+    type Input = f32;
+    type Output = f32;
+    fn lift(x: f32) -> f64 {
+        x as f64
+    }
+    fn project(x: f64) -> f32 {
+        x as f32
+    }
+}
