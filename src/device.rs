@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 use std::sync::{Mutex, OnceLock};
 
 use scan_core::maps::CudaMaps;
+use scan_core::selective::{SelectiveScan, SsmInput, SsmOutput};
 use scan_core::{CudaOp, CudaSource, Error, Result, Scan, ScanOp, ScanSpec};
 use scan_cpu::Cpu;
 use scan_cuda::{Cuda, HostInputs};
@@ -257,7 +258,9 @@ impl Device {
     /// Mamba's selective scan ([`selective`](crate::selective) has the
     /// definition and the argument layouts): on the GPU when this device is
     /// one (`Cuda::selective_scan`, one kernel launch), else on the CPU
-    /// (`Cpu::selective_scan`). A wrong shape is an
+    /// (`Cpu::selective_scan`). bf16 or f16 activations (`T`) are read into
+    /// f32 exactly; the GPU kernel reads f32, so there they are widened on
+    /// the host first. A wrong shape is an
     /// [`Error::WrongShape`](crate::Error::WrongShape) naming the argument.
     ///
     /// ```
@@ -270,9 +273,14 @@ impl Device {
     /// assert_eq!(scan::Device::cpu().selective_scan(&args)?.out, [1.0, 2.0]);
     /// # Ok(()) }
     /// ```
-    pub fn selective_scan(&self, args: &crate::selective::SelectiveScan<'_>) -> Result<crate::selective::SsmOutput> {
+    pub fn selective_scan<T: SsmInput>(&self, args: &SelectiveScan<'_, T>) -> Result<SsmOutput> {
         match &self.backend {
-            Backend::Cuda(cuda) => cuda.selective_scan(args),
+            // The GPU kernel reads f32: bf16 and f16 activations are widened
+            // (exactly) on the host first.
+            Backend::Cuda(cuda) => match args.as_f32() {
+                Some(f32_args) => cuda.selective_scan(&f32_args),
+                None => cuda.selective_scan(&args.widened().args()),
+            },
             Backend::Cpu(cpu) => cpu.selective_scan(args),
         }
     }

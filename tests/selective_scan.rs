@@ -365,3 +365,93 @@ fn the_device_resident_form_runs_again_and_takes_large_states() {
     let big = Inputs::new(&mut rng, SsmShape { batch: 1, dim: 1, len: 300, state: 8192 }, 1);
     check(&gpu_run(&cuda), "N = 8192", &big.args(0b1111));
 }
+
+/// bf16 and f16 activations (`u`, `delta`, `z`, `B`, `C`; f32 weights and
+/// state), as mamba_ssm allows: against the f64 reference of the same
+/// (exactly widened) values, with every option and without, and bit for bit
+/// what the f32 scan of the widened values gives, since widening is exact.
+#[test]
+fn bf16_and_f16_activations_match_the_reference_and_their_widened_f32_scan() {
+    use scan::maps::{bf16, f16};
+    let mut rng = Rng::fresh("selective scan half");
+    for (batch, dim, len, state, groups) in [(2, 3, 257, 16, 1), (1, 2, 4097, 4, 2), (8, 64, 33, 4, 4)] {
+        let f = Inputs::new(&mut rng, SsmShape { batch, dim, len, state }, groups);
+        let bf = |v: &[f32]| v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>();
+        let hf = |v: &[f32]| v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>();
+        let (u, delta, b, c, z) = (bf(&f.u), bf(&f.delta), bf(&f.b), bf(&f.c), bf(&f.z));
+        let (hu, hdelta, hb, hc, hz) = (hf(&f.u), hf(&f.delta), hf(&f.b), hf(&f.c), hf(&f.z));
+        let plain = SelectiveScan::new(
+            f.shape,
+            &u,
+            &delta,
+            &f.a,
+            Projection::Varying { data: &b, groups },
+            Projection::Varying { data: &c, groups },
+        )
+        .return_last_state(true);
+        let all = plain.d(&f.d).z(&z).delta_bias(&f.bias).delta_softplus(true).initial_state(&f.init);
+        let half = SelectiveScan::new(
+            f.shape,
+            &hu,
+            &hdelta,
+            &f.a,
+            Projection::Varying { data: &hb, groups },
+            Projection::Fixed(&hc[..dim * state]),
+        )
+        .z(&hz)
+        .return_last_state(true);
+        for cpu in [Cpu::new().with_threads(1), Cpu::new().with_threads(3)] {
+            let threads = cpu.threads();
+            check_half(&cpu, &format!("bf16, no options, {threads} threads"), &plain);
+            check_half(&cpu, &format!("bf16, every option, {threads} threads"), &all);
+            check_half(&cpu, &format!("f16, z and a fixed C, {threads} threads"), &half);
+        }
+    }
+}
+
+/// `args` on `cpu` against the reference, and equal to the f32 scan of the
+/// widened arguments.
+fn check_half<T: scan::selective::SsmInput>(cpu: &Cpu, ctx: &str, args: &SelectiveScan<'_, T>) {
+    let (want, want_last) = reference(args).unwrap();
+    let got = cpu.selective_scan(args).unwrap();
+    let close = |g: f32, w: f64| (f64::from(g) - w).abs() <= ATOL + RTOL * w.abs();
+    if let Some(i) = (0..want.len()).find(|&i| !close(got.out[i], want[i])) {
+        panic!("{ctx}: out[{i}] = {}, want {}", got.out[i], want[i]);
+    }
+    let last = got.last_state.as_ref().unwrap();
+    assert!(last.iter().zip(want_last.unwrap()).all(|(&g, w)| close(g, w)), "{ctx}: last state");
+    let widened = args.widened();
+    assert!(args.as_f32().is_none(), "{ctx}: not f32");
+    assert_eq!(cpu.selective_scan(&widened.args()).unwrap(), got, "{ctx}: the widened f32 scan differs");
+}
+
+/// On the GPU (through `Device`, which widens bf16 activations on the host
+/// for the f32 kernel): against the reference.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_takes_bf16_activations_through_the_device() {
+    use scan::maps::bf16;
+    let device = scan::Device::cuda().unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
+    let mut rng = Rng::fresh("selective scan bf16 gpu");
+    let f = Inputs::new(&mut rng, SsmShape { batch: 4, dim: 96, len: 513, state: 16 }, 2);
+    let bf = |v: &[f32]| v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>();
+    let (u, delta, b, c, z) = (bf(&f.u), bf(&f.delta), bf(&f.b), bf(&f.c), bf(&f.z));
+    let args = SelectiveScan::new(
+        f.shape,
+        &u,
+        &delta,
+        &f.a,
+        Projection::Varying { data: &b, groups: 2 },
+        Projection::Varying { data: &c, groups: 2 },
+    )
+    .d(&f.d)
+    .z(&z)
+    .delta_bias(&f.bias)
+    .delta_softplus(true)
+    .return_last_state(true);
+    let (want, want_last) = reference(&args).unwrap();
+    let got = device.selective_scan(&args).unwrap();
+    let close = |g: f32, w: f64| (f64::from(g) - w).abs() <= ATOL + RTOL * w.abs();
+    assert!(got.out.iter().zip(&want).all(|(&g, &w)| close(g, w)), "out");
+    assert!(got.last_state.unwrap().iter().zip(want_last.unwrap()).all(|(&g, w)| close(g, w)), "last state");
+}

@@ -1,4 +1,5 @@
-//! The selective scan (scan_core::selective) on the CPU, in f32.
+//! The selective scan (scan_core::selective) on the CPU, in f32 (bf16 and
+//! f16 activations are widened as they are read).
 //!
 //! Each (batch, channel) row is independent: with at least as many rows as
 //! threads, threads take whole rows. With fewer, each row's sequence is cut
@@ -18,7 +19,7 @@ use std::ops::Range;
 
 use scan_core::ops::LinearRecurrence;
 use scan_core::selective::backward::{self, RowGrads, SsmGrads};
-use scan_core::selective::{Projection, SelectiveScan, SsmOutput, SsmShape};
+use scan_core::selective::{Projection, SelectiveScan, SsmInput, SsmOutput, SsmShape};
 use scan_core::{Result, ScanOp};
 
 use crate::parallel::for_each_part;
@@ -30,16 +31,16 @@ const MIN_CHUNK: usize = 1024;
 
 /// A projection's values along a chunk for one state index.
 #[derive(Clone, Copy)]
-enum Along<'a> {
-    Steps(&'a [f32]),
+enum Along<'a, T> {
+    Steps(&'a [T]),
     Fixed(f32),
 }
 
-impl Along<'_> {
+impl<T: SsmInput> Along<'_, T> {
     #[inline]
     fn at(self, k: usize) -> f32 {
         match self {
-            Along::Steps(s) => s[k],
+            Along::Steps(s) => s[k].to_f32(),
             Along::Fixed(v) => v,
         }
     }
@@ -48,8 +49,8 @@ impl Along<'_> {
 /// One row's steps `range`, from state `x` (left as the state after them).
 /// When `out` is given (the row's outputs for `range`), writes `y` there,
 /// gated; when `prod` is given, multiplies it by every step's `a`.
-fn run<'a>(
-    args: &SelectiveScan<'a>,
+fn run<'a, T: SsmInput>(
+    args: &SelectiveScan<'a, T>,
     row: usize,
     range: Range<usize>,
     x: &mut [f32],
@@ -62,7 +63,7 @@ fn run<'a>(
     let dt: Vec<f32> = range
         .clone()
         .map(|t| {
-            let mut dt = args.delta[base + t];
+            let mut dt = args.delta[base + t].to_f32();
             if let Some(bias) = args.delta_bias {
                 dt += bias[d];
             }
@@ -73,12 +74,20 @@ fn run<'a>(
         })
         .collect();
     let u = &args.u[base + range.start..base + range.end];
+    let widened: Vec<f32>;
+    let u: &[f32] = match T::as_f32(u) {
+        Some(u) => u,
+        None => {
+            widened = u.iter().map(|v| v.to_f32()).collect();
+            &widened
+        }
+    };
     if let Some(out) = out.as_deref_mut() {
         out.fill(0.0);
     }
     // A projection's values for state index n over `range`.
-    let along = |p: Projection<'a>, n: usize| match p {
-        Projection::Fixed(data) => Along::Fixed(data[d * state + n]),
+    let along = |p: Projection<'a, T>, n: usize| match p {
+        Projection::Fixed(data) => Along::Fixed(data[d * state + n].to_f32()),
         Projection::Varying { data, groups } => {
             let g = d / (dim / groups);
             let start = ((b * groups + g) * state + n) * len;
@@ -108,7 +117,7 @@ fn run<'a>(
                 *y += dd[d] * u[k];
             }
             if let Some(z) = args.z {
-                let z = z[base + t];
+                let z = z[base + t].to_f32();
                 *y *= z / (1.0 + (-z).exp());
             }
         }
@@ -116,7 +125,7 @@ fn run<'a>(
 }
 
 /// The state a row starts from.
-fn initial(args: &SelectiveScan<'_>, row: usize) -> Vec<f32> {
+fn initial<T: SsmInput>(args: &SelectiveScan<'_, T>, row: usize) -> Vec<f32> {
     let n = args.shape.state;
     args.initial_state.map_or_else(|| vec![0.0; n], |s| s[row * n..(row + 1) * n].to_vec())
 }
@@ -124,7 +133,8 @@ fn initial(args: &SelectiveScan<'_>, row: usize) -> Vec<f32> {
 impl Cpu {
     /// The selective scan of Mamba (mamba_ssm's `selective_scan_fn`; see
     /// [`scan_core::selective`] for the definition and layouts), in f32 on
-    /// this executor's threads. Shapes are checked first: a wrong one is an
+    /// this executor's threads; bf16 or f16 activations (`T`) are widened
+    /// exactly as they are read. Shapes are checked first: a wrong one is an
     /// [`Error::WrongShape`](scan_core::Error::WrongShape) naming the argument.
     ///
     /// ```
@@ -138,7 +148,7 @@ impl Cpu {
     /// assert_eq!(r.last_state, Some(vec![2.0]));
     /// # Ok::<(), scan_core::Error>(())
     /// ```
-    pub fn selective_scan(&self, args: &SelectiveScan<'_>) -> Result<SsmOutput> {
+    pub fn selective_scan<T: SsmInput>(&self, args: &SelectiveScan<'_, T>) -> Result<SsmOutput> {
         args.validate()?;
         let SsmShape { batch, dim, len, state } = args.shape;
         let rows = batch * dim;
@@ -215,7 +225,7 @@ impl Cpu {
 
 /// Few rows: each row in chunks, joined through the linear-recurrence
 /// monoid (see the module docs).
-fn chunked(args: &SelectiveScan<'_>, threads: usize, out: &mut [f32], last: &mut [f32]) {
+fn chunked<T: SsmInput>(args: &SelectiveScan<'_, T>, threads: usize, out: &mut [f32], last: &mut [f32]) {
     let SsmShape { dim, batch, len, state } = args.shape;
     let rows = batch * dim;
     let per_row = threads.div_ceil(rows).min(len / MIN_CHUNK).max(1);

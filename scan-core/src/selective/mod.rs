@@ -124,22 +124,78 @@ impl SsmShape {
     }
 }
 
+/// The element type of the selective scan's activations (`u`, `delta`, `z`,
+/// `B`, `C`): `f32`, or `bf16` / `f16` read into f32 exactly, as mamba_ssm
+/// allows; the state, the weights (`A`, `D`, `delta_bias`) and the outputs
+/// stay f32.
+pub trait SsmInput: Copy + Send + Sync + std::fmt::Debug + 'static {
+    /// The exact f32 value.
+    fn to_f32(self) -> f32;
+    /// `values` as f32s without a copy, when they are f32s already.
+    fn as_f32(values: &[Self]) -> Option<&[f32]>;
+}
+
+impl SsmInput for f32 {
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn as_f32(values: &[f32]) -> Option<&[f32]> {
+        Some(values)
+    }
+}
+
+impl SsmInput for half::bf16 {
+    fn to_f32(self) -> f32 {
+        half::bf16::to_f32(self)
+    }
+    fn as_f32(_: &[Self]) -> Option<&[f32]> {
+        None
+    }
+}
+
+impl SsmInput for half::f16 {
+    fn to_f32(self) -> f32 {
+        half::f16::to_f32(self)
+    }
+    fn as_f32(_: &[Self]) -> Option<&[f32]> {
+        None
+    }
+}
+
 /// `B` or `C`: input-dependent (per batch and step) or fixed (per channel).
 #[derive(Clone, Copy, Debug)]
-pub enum Projection<'a> {
+pub enum Projection<'a, T = f32> {
     /// (batch, groups, N, L); `groups` divides `dim` (1: the (batch, N, L) form).
     Varying {
         /// The values, (batch, groups, N, L).
-        data: &'a [f32],
+        data: &'a [T],
         /// Groups of channels sharing one projection.
         groups: usize,
     },
     /// (dim, N), the same at every step.
-    Fixed(&'a [f32]),
+    Fixed(&'a [T]),
+}
+
+impl<'a, T: SsmInput> Projection<'a, T> {
+    /// The values, whatever the form.
+    pub fn data(self) -> &'a [T] {
+        match self {
+            Projection::Varying { data, .. } | Projection::Fixed(data) => data,
+        }
+    }
+
+    /// The same projection over `data` (of the same length).
+    fn with<U>(self, data: &[U]) -> Projection<'_, U> {
+        match self {
+            Projection::Varying { groups, .. } => Projection::Varying { data, groups },
+            Projection::Fixed(_) => Projection::Fixed(data),
+        }
+    }
 }
 
 /// The arguments of [`selective_scan`](crate::selective) as mamba_ssm's
-/// `selective_scan_fn` takes them; f32 throughout. Build with
+/// `selective_scan_fn` takes them: the activations of type `T` (f32 by
+/// default, or bf16 / f16: [`SsmInput`]), everything else f32. Build with
 /// [`SelectiveScan::new`] and the optional setters.
 ///
 /// ```
@@ -157,23 +213,23 @@ pub enum Projection<'a> {
 /// assert!(last.is_none());
 /// ```
 #[derive(Clone, Copy, Debug)]
-pub struct SelectiveScan<'a> {
+pub struct SelectiveScan<'a, T = f32> {
     /// The sizes every argument is checked against.
     pub shape: SsmShape,
     /// The input, (batch, dim, L).
-    pub u: &'a [f32],
+    pub u: &'a [T],
     /// The step sizes before bias and softplus, (batch, dim, L).
-    pub delta: &'a [f32],
+    pub delta: &'a [T],
     /// The state matrix, real, (dim, N); negative for a decaying state.
     pub a: &'a [f32],
     /// The input projection.
-    pub b: Projection<'a>,
+    pub b: Projection<'a, T>,
     /// The output projection.
-    pub c: Projection<'a>,
+    pub c: Projection<'a, T>,
     /// The skip term, (dim).
     pub d: Option<&'a [f32]>,
     /// The gate, (batch, dim, L).
-    pub z: Option<&'a [f32]>,
+    pub z: Option<&'a [T]>,
     /// Added to `delta`, (dim).
     pub delta_bias: Option<&'a [f32]>,
     /// Whether `delta` (with its bias) goes through a softplus.
@@ -184,15 +240,15 @@ pub struct SelectiveScan<'a> {
     pub return_last_state: bool,
 }
 
-impl<'a> SelectiveScan<'a> {
+impl<'a, T: SsmInput> SelectiveScan<'a, T> {
     /// The required arguments; every option off.
     pub fn new(
         shape: SsmShape,
-        u: &'a [f32],
-        delta: &'a [f32],
+        u: &'a [T],
+        delta: &'a [T],
         a: &'a [f32],
-        b: Projection<'a>,
-        c: Projection<'a>,
+        b: Projection<'a, T>,
+        c: Projection<'a, T>,
     ) -> Self {
         SelectiveScan {
             shape,
@@ -217,7 +273,7 @@ impl<'a> SelectiveScan<'a> {
     }
 
     /// The gate `z` (batch, dim, L): `out = y * silu(z)`.
-    pub fn z(mut self, z: &'a [f32]) -> Self {
+    pub fn z(mut self, z: &'a [T]) -> Self {
         self.z = Some(z);
         self
     }
@@ -249,7 +305,7 @@ impl<'a> SelectiveScan<'a> {
     /// Checks every argument's length against the shape; the error names
     /// the argument, the shape it must have and what it has.
     pub fn validate(&self) -> Result<()> {
-        let projection = |p: Projection<'_>| match p {
+        let projection = |p: Projection<'_, T>| match p {
             Projection::Varying { data, groups } => (data.len(), Some(groups)),
             Projection::Fixed(data) => (data.len(), None),
         };
@@ -260,7 +316,7 @@ impl<'a> SelectiveScan<'a> {
             b: projection(self.b),
             c: projection(self.c),
             d: self.d.map(<[f32]>::len),
-            z: self.z.map(<[f32]>::len),
+            z: self.z.map(<[T]>::len),
             delta_bias: self.delta_bias.map(<[f32]>::len),
             initial_state: self.initial_state.map(<[f32]>::len),
         })
@@ -270,7 +326,7 @@ impl<'a> SelectiveScan<'a> {
     /// asked. In f64 for the reference; backends compute it in f32.
     pub fn dt_f64(&self, b: usize, d: usize, t: usize) -> f64 {
         let SsmShape { dim, len, .. } = self.shape;
-        let mut dt = f64::from(self.delta[(b * dim + d) * len + t]);
+        let mut dt = f64::from(self.delta[(b * dim + d) * len + t].to_f32());
         if let Some(bias) = self.delta_bias {
             dt += f64::from(bias[d]);
         }
@@ -281,14 +337,90 @@ impl<'a> SelectiveScan<'a> {
     }
 
     /// `B` (or `C`, by `p`) at (b, d, n, t).
-    pub fn projection_at(&self, p: Projection<'_>, b: usize, d: usize, n: usize, t: usize) -> f32 {
+    pub fn projection_at(&self, p: Projection<'_, T>, b: usize, d: usize, n: usize, t: usize) -> f32 {
         let SsmShape { dim, len, state, .. } = self.shape;
         match p {
-            Projection::Fixed(data) => data[d * state + n],
+            Projection::Fixed(data) => data[d * state + n].to_f32(),
             Projection::Varying { data, groups } => {
                 let g = d / (dim / groups);
-                data[((b * groups + g) * state + n) * len + t]
+                data[((b * groups + g) * state + n) * len + t].to_f32()
             }
+        }
+    }
+
+    /// These arguments with f32 activations, borrowed, when `T` is f32.
+    pub fn as_f32(&self) -> Option<SelectiveScan<'a, f32>> {
+        let z = match self.z {
+            Some(z) => Some(T::as_f32(z)?),
+            None => None,
+        };
+        Some(SelectiveScan {
+            shape: self.shape,
+            u: T::as_f32(self.u)?,
+            delta: T::as_f32(self.delta)?,
+            a: self.a,
+            b: self.b.with(T::as_f32(self.b.data())?),
+            c: self.c.with(T::as_f32(self.c.data())?),
+            d: self.d,
+            z,
+            delta_bias: self.delta_bias,
+            delta_softplus: self.delta_softplus,
+            initial_state: self.initial_state,
+            return_last_state: self.return_last_state,
+        })
+    }
+
+    /// The activations widened to f32 (exactly), for a backend that reads
+    /// f32 only: [`Widened::args`] are these arguments in f32.
+    pub fn widened(&self) -> Widened<'a> {
+        let widen = |x: &[T]| x.iter().map(|v| v.to_f32()).collect::<Vec<f32>>();
+        Widened {
+            scan: SelectiveScan {
+                shape: self.shape,
+                u: &[],
+                delta: &[],
+                a: self.a,
+                b: self.b.with(&[]),
+                c: self.c.with(&[]),
+                d: self.d,
+                z: None,
+                delta_bias: self.delta_bias,
+                delta_softplus: self.delta_softplus,
+                initial_state: self.initial_state,
+                return_last_state: self.return_last_state,
+            },
+            u: widen(self.u),
+            delta: widen(self.delta),
+            b: widen(self.b.data()),
+            c: widen(self.c.data()),
+            z: self.z.map(widen),
+        }
+    }
+}
+
+/// A selective scan's arguments with the activations widened to f32
+/// ([`SelectiveScan::widened`]).
+#[derive(Clone, Debug)]
+pub struct Widened<'a> {
+    /// The f32 arguments but for the widened arrays below.
+    scan: SelectiveScan<'a, f32>,
+    u: Vec<f32>,
+    delta: Vec<f32>,
+    b: Vec<f32>,
+    c: Vec<f32>,
+    z: Option<Vec<f32>>,
+}
+
+impl Widened<'_> {
+    /// The arguments, borrowing the widened arrays.
+    pub fn args(&self) -> SelectiveScan<'_, f32> {
+        SelectiveScan {
+            u: &self.u,
+            delta: &self.delta,
+            b: self.scan.b.with(&self.b),
+            c: self.scan.c.with(&self.c),
+            z: self.z.as_deref(),
+            ..self.scan
         }
     }
 }
@@ -318,7 +450,7 @@ pub fn silu(x: f64) -> f64 {
 
 /// The sequential reference in f64: `out` (batch, dim, L) and, when asked,
 /// the last state (batch, dim, N). Slow and exact enough to test against.
-pub fn reference(args: &SelectiveScan<'_>) -> Result<(Vec<f64>, Option<Vec<f64>>)> {
+pub fn reference<T: SsmInput>(args: &SelectiveScan<'_, T>) -> Result<(Vec<f64>, Option<Vec<f64>>)> {
     args.validate()?;
     let SsmShape { batch, dim, len, state } = args.shape;
     let mut out = vec![0.0; batch * dim * len];
@@ -332,7 +464,7 @@ pub fn reference(args: &SelectiveScan<'_>) -> Result<(Vec<f64>, Option<Vec<f64>>
             }
             for t in 0..len {
                 let dt = args.dt_f64(b, d, t);
-                let u = f64::from(args.u[row + t]);
+                let u = f64::from(args.u[row + t].to_f32());
                 let mut y = 0.0;
                 for (n, x) in x.iter_mut().enumerate() {
                     let a = (dt * f64::from(args.a[d * state + n])).exp();
@@ -343,7 +475,7 @@ pub fn reference(args: &SelectiveScan<'_>) -> Result<(Vec<f64>, Option<Vec<f64>>
                     y += f64::from(dd[d]) * u;
                 }
                 if let Some(z) = args.z {
-                    y *= silu(f64::from(z[row + t]));
+                    y *= silu(f64::from(z[row + t].to_f32()));
                 }
                 out[row + t] = y;
             }
