@@ -1,17 +1,18 @@
 //! Fused maps on the GPU (`Cuda::scan_mapped`, `scan_mapped_device_into`):
-//! the single-pass kernel lifting items from one or two input arrays and
+//! the single-pass kernel lifting items from one to three input arrays and
 //! projecting results, against `scan::maps::reference`, item by item, on
 //! sizes around every single-pass boundary, every (kind, direction), into
 //! outputs poisoned first, with the inputs checked unchanged afterwards; the
-//! deterministic look-back too. The recurrence is not commutative. Run on a
-//! GPU machine: `cargo test --test gpu_maps -- --ignored`.
+//! deterministic look-back and an adversarial schedule too. The recurrence
+//! is not commutative. Run on a GPU machine:
+//! `cargo test --test gpu_maps -- --ignored`.
 
 #[path = "../scan-cuda/tests/support/mod.rs"]
 mod support;
 
 mod macro_maps_ops;
 
-use macro_maps_ops::{Ema, GatedInput, SumInF64};
+use macro_maps_ops::{Ema, GatedInput, SumInF64, WrapAround};
 use scan::maps::{self, bf16, f16, CudaMaps, Recurrence, Widen, WidenNarrow};
 use scan::ops::{Add, LinearRecurrence, Max};
 use scan::{CudaOp, Error, ScanSpec};
@@ -65,18 +66,25 @@ fn assert_same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str
     }
 }
 
-/// The executors the maps run on: the default single-pass scan and the
-/// deterministic look-back.
-fn executors() -> Vec<Cuda> {
-    vec![cuda(), cuda().with_tuning(Tuning::default().deterministic(true))]
+/// The executors the maps run on, each with the largest size it takes: the
+/// default single-pass scan, the deterministic look-back, and an adversarial
+/// schedule (blocks claim out of order and publish late, so the look-back
+/// meets every mix of statuses) on sizes up to 33 tiles.
+fn executors<Op: CudaOp>() -> Vec<(Cuda, usize)> {
+    let chaos = Tuning::default().adversarial_schedule(0x5eed);
+    vec![
+        (cuda(), usize::MAX),
+        (cuda().with_tuning(Tuning::default().deterministic(true)), usize::MAX),
+        (cuda().with_tuning(chaos), 33 * single_pass_tile::<Op>() + 1),
+    ]
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_recurrence_from_a_and_b_arrays_matches_the_reference() {
-    for cuda in executors() {
+    for (cuda, largest) in executors::<LinearRecurrence<f32>>() {
         let mut rng = Rng::fresh("fused recurrence");
-        for n in sizes::<LinearRecurrence<f32>>() {
+        for n in sizes::<LinearRecurrence<f32>>().into_iter().filter(|&n| n <= largest) {
             // a in {-1, 0, 1} and small integer b: every h is an exact
             // integer, so any grouping gives the reference's bits.
             let a: Vec<f32> = (0..n).map(|_| rng.below(3) as f32 - 1.0).collect();
@@ -86,7 +94,7 @@ fn the_recurrence_from_a_and_b_arrays_matches_the_reference() {
             let ab: Vec<(f32, f32)> = a.iter().copied().zip(b.iter().copied()).collect();
             check::<LinearRecurrence<f32>, Recurrence, _>(&cuda, "recurrence from pairs", n, &ab[..]);
         }
-        for n in sizes::<LinearRecurrence<f64>>() {
+        for n in sizes::<LinearRecurrence<f64>>().into_iter().filter(|&n| n <= largest) {
             let a: Vec<f64> = (0..n).map(|_| rng.below(3) as f64 - 1.0).collect();
             let b: Vec<f64> = (0..n).map(|_| rng.below(201) as f64 - 100.0).collect();
             check::<LinearRecurrence<f64>, Recurrence, _>(&cuda, "recurrence f64", n, (&a[..], &b[..]));
@@ -113,9 +121,9 @@ fn the_device_inputs_are_left_unchanged() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn half_precision_inputs_accumulate_in_f32() {
-    for cuda in executors() {
+    for (cuda, largest) in executors::<Add<f32>>() {
         let mut rng = Rng::fresh("fused widen");
-        for n in sizes::<Add<f32>>() {
+        for n in sizes::<Add<f32>>().into_iter().filter(|&n| n <= largest) {
             let x: Vec<bf16> = (0..n).map(|_| bf16::from_f32(rng.below(5) as f32 - 2.0)).collect();
             check::<Add<f32>, Widen<bf16>, _>(&cuda, "bf16 -> f32 sums", n, &x[..]);
             let y: Vec<f16> = (0..n).map(|_| f16::from_f64(rng.range_f64(-6e4, 6e4))).collect();
@@ -135,9 +143,9 @@ fn half_precision_inputs_accumulate_in_f32() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn declared_maps_match_the_reference() {
-    for cuda in executors() {
+    for (cuda, largest) in executors::<LinearRecurrence<f32>>() {
         let mut rng = Rng::fresh("declared maps");
-        for n in sizes::<LinearRecurrence<f32>>() {
+        for n in sizes::<LinearRecurrence<f32>>().into_iter().filter(|&n| n <= largest) {
             let alpha: Vec<f32> = (0..n).map(|_| rng.below(2) as f32).collect();
             let x: Vec<f32> = (0..n).map(|_| rng.below(17) as f32 - 8.0).collect();
             check::<LinearRecurrence<f32>, Ema, _>(&cuda, "ema", n, (&alpha[..], &x[..]));
@@ -145,9 +153,14 @@ fn declared_maps_match_the_reference() {
             let g: Vec<f32> = (0..n).map(|_| rng.below(2) as f32).collect();
             check::<LinearRecurrence<f32>, GatedInput, _>(&cuda, "gated input", n, (&a[..], &x[..], &g[..]));
         }
-        for n in sizes::<Add<f64>>() {
+        for n in sizes::<Add<f64>>().into_iter().filter(|&n| n <= largest) {
             let x: Vec<f32> = (0..n).map(|_| rng.below(17) as f32 - 8.0).collect();
             check::<Add<f64>, SumInF64, _>(&cuda, "f32 summed in f64", n, &x[..]);
+        }
+        // Integer arithmetic wraps in the translation, on both sides.
+        for n in sizes::<Add<u32>>().into_iter().filter(|&n| n <= largest) {
+            let x: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32).collect();
+            check::<Add<u32>, WrapAround, _>(&cuda, "u32 wrapping lift", n, &x[..]);
         }
     }
 }
@@ -178,6 +191,13 @@ fn bad_mapped_calls_are_errors() {
         blelloch.scan_mapped::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &a[..]), &mut h, ScanSpec::inclusive());
     assert!(matches!(r, Err(Error::Unsupported(_))), "{r:?}");
     assert!(h.iter().all(|&x| x == 0.0));
+    // The same answer for an empty input: it does not depend on the length.
+    let r = blelloch.scan_mapped::<LinearRecurrence<f32>, Recurrence, _>(
+        (&[][..], &[][..]),
+        &mut [],
+        ScanSpec::inclusive(),
+    );
+    assert!(matches!(r, Err(Error::Unsupported(_))), "{r:?}");
     // Empty inputs are no work.
     let mut none: [f32; 0] = [];
     cuda.scan_mapped::<LinearRecurrence<f32>, Recurrence, _>((&[][..], &[][..]), &mut none, ScanSpec::inclusive())

@@ -5,7 +5,7 @@
 
 mod macro_maps_ops;
 
-use macro_maps_ops::{Ema, GatedInput, SumInF64};
+use macro_maps_ops::{Ema, GatedInput, SumInF64, WrapAround};
 use scan::maps::{reference, CudaMaps};
 use scan::ops::{Add, LinearRecurrence};
 use scan::{Cpu, ScanSpec};
@@ -51,24 +51,31 @@ fn close(got: &[f32], want: &[f32], n: usize, what: &str) {
     }
 }
 
-/// The translation runs, not the fn as written: `lift` of the moving
-/// average computes `(1 - alpha) * x` with the non-contracted multiply the
-/// GPU uses, which these values show exactly.
+/// The translation runs, not the fn as written: `WrapAround::lift` is
+/// `x + u32::MAX`, which overflows (a panic in this debug build) as written
+/// and wraps to `x - 1` translated, as on the GPU.
 #[test]
 fn lift_and_project_are_the_translated_bodies() {
     use scan::maps::Maps;
-    assert_eq!(<Ema as Maps<LinearRecurrence<f32>>>::lift((0.75, 2.0)), (0.75, 0.5));
-    assert_eq!(<Ema as Maps<LinearRecurrence<f32>>>::project((0.75, 0.5)), 0.5);
-    assert_eq!(<GatedInput as Maps<LinearRecurrence<f32>>>::lift((0.5, 3.0, 0.0)), (0.5, 0.0));
-    assert_eq!(<SumInF64 as Maps<Add<f64>>>::project(0.1f64 + 0.2), (0.1f64 + 0.2) as f32);
+    assert_eq!(<WrapAround as Maps<Add<u32>>>::lift(1), 0);
+    assert_eq!(<WrapAround as Maps<Add<u32>>>::lift(0), u32::MAX);
+    let x = [5u32, 0, 7];
+    let mut got = [0u32; 3];
+    Cpu::new().scan_mapped::<Add<u32>, WrapAround, _>(&x[..], &mut got, ScanSpec::inclusive()).unwrap();
+    assert_eq!(got, [4, 4u32.wrapping_add(u32::MAX), 9]);
 }
 
+/// The CUDA source holds the translated bodies (the printer's spelling).
 #[test]
-fn the_cuda_source_declares_both_functions() {
+fn the_cuda_source_declares_both_functions_with_their_bodies() {
     let src = <Ema as CudaMaps<LinearRecurrence<f32>>>::cuda_source();
     assert!(src.code.contains("static __device__ __forceinline__ Item lift(Input x)"), "{}", src.code);
     assert!(src.code.contains("static __device__ __forceinline__ Output project(Item x)"), "{}", src.code);
+    assert!(src.code.contains("scan_mul(scan_sub(1.0f, v_alpha), v_value)"), "{}", src.code);
+    assert!(src.code.contains("return x.f1;"), "{}", src.code);
     assert!(src.name.contains("Ema"), "{}", src.name);
+    let wrap = <WrapAround as CudaMaps<Add<u32>>>::cuda_source();
+    assert!(wrap.code.contains("scan_add(x, 4294967295u)"), "{}", wrap.code);
 }
 
 /// The generated maps compile with the single-pass kernel (sm_90 CUBINs).
@@ -81,4 +88,5 @@ fn declared_maps_compile_with_the_single_pass_kernel() {
     compile_mapped_with::<LinearRecurrence<f32>, Ema, (B, B)>("sm_90", t).unwrap();
     compile_mapped_with::<LinearRecurrence<f32>, GatedInput, (B, B, B)>("sm_90", t).unwrap();
     compile_mapped_with::<Add<f64>, SumInF64, B>("sm_90", t).unwrap();
+    compile_mapped_with::<Add<u32>, WrapAround, DeviceBuffer<u32>>("sm_90", t).unwrap();
 }

@@ -149,6 +149,21 @@ impl<A: CudaType + Sync, B: CudaType + Sync, C: CudaType + Sync> HostInputs for 
 }
 
 impl Cuda {
+    /// [`Error::Unsupported`] on an executor that runs Blelloch's algorithm,
+    /// whose kernels have no maps: before anything is uploaded or compiled,
+    /// and for empty inputs too, so that the answer does not depend on the
+    /// length.
+    fn check_maps_run(&self) -> Result<()> {
+        if self.algorithm() == crate::Algorithm::Blelloch {
+            return Err(Error::Unsupported(
+                "fused maps run inside the single-pass kernel, and this executor runs Blelloch's algorithm \
+                 (Cuda::with_algorithm(Algorithm::SinglePass), the default, runs them)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Scans through the fused maps `M` on the GPU: item `i` is
     /// `M::lift` of item `i` of each input array, and `output[i]` is
     /// `M::project` of the scanned item `i`, as `scan_core::maps::reference`
@@ -180,6 +195,7 @@ impl Cuda {
     ) -> Result<()> {
         let n = inputs.checked_len()?;
         Error::check_lengths(n, output.len())?;
+        self.check_maps_run()?;
         if n == 0 {
             return Ok(());
         }
@@ -202,6 +218,7 @@ impl Cuda {
         let n = inputs.checked_len(self)?;
         self.check_buffer(output)?;
         Error::check_lengths(n, output.len())?;
+        self.check_maps_run()?;
         if n == 0 {
             return Ok(());
         }

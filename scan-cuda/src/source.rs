@@ -197,17 +197,19 @@ impl ModuleSource {
             for stage in Stage::SINGLE_PASS.into_iter().filter(|s| kernels.contains(s)) {
                 // Every single-pass kernel takes the same arguments; each
                 // reads the segment description it needs (heads.cuh).
-                let segmented = stage != Stage::SinglePass;
-                // Segmented kernels rescan in shared memory too
-                // (exchange.cuh, scan_run_in_place_heads): with their runs
-                // rescanned in registers, f32 rows of 32 items spilled under
-                // early loads (0.65 of copy on the H200, 0.77 without).
-                let early = p.early_loads;
-                let deterministic = p.deterministic && !segmented;
+                let segmented = matches!(stage, Stage::SinglePassRows | Stage::SinglePassFlags | Stage::SinglePassBits);
                 // Where items come from and go (kernels/maps.cuh). The mapped
                 // kernel's input arrays 2 and 3 take the arguments that
                 // describe rows elsewhere (SinglePass::launch).
                 let mapped = maps.filter(|_| stage == Stage::SinglePassMapped);
+                // Segmented kernels rescan in shared memory too
+                // (exchange.cuh, scan_run_in_place_heads): with their runs
+                // rescanned in registers, f32 rows of 32 items spilled under
+                // early loads (0.65 of copy on the H200, 0.77 without). Mapped
+                // positions load item by item, after the store: nothing would
+                // be in flight during it, so they take the plain order.
+                let early = p.early_loads && mapped.is_none();
+                let deterministic = p.deterministic && !segmented;
                 let (in_type, out_type, row_params, src, dst) = match mapped {
                     Some(m) => {
                         let a = |k: usize| m.arrays.get(k).unwrap_or(&m.arrays[0]).as_str();

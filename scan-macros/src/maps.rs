@@ -130,6 +130,26 @@ struct Valid<'a> {
 
 fn validate<'a>(m: &MapsImpl<'a>) -> Result<Valid<'a>> {
     let mut errors = Errors::default();
+    // The lowering needs the types themselves: `Self::Input` names one it
+    // cannot see.
+    let written = [Some(m.input), Some(m.output)].into_iter().chain([m.lift, m.project].into_iter().flat_map(|f| {
+        let param = f.sig.inputs.iter().filter_map(|a| match a {
+            FnArg::Typed(pt) => Some(&*pt.ty),
+            FnArg::Receiver(_) => None,
+        });
+        let ret = match &f.sig.output {
+            syn::ReturnType::Type(_, t) => Some(&**t),
+            syn::ReturnType::Default => None,
+        };
+        param.chain(ret).map(Some).collect::<Vec<_>>()
+    }));
+    for t in written.flatten() {
+        if names_self(t) {
+            errors.push(Error::new(t.span(), "write the type out: #[scan_maps] cannot see what `Self::...` names"));
+        }
+    }
+    errors.finish(())?;
+    let mut errors = Errors::default();
     let input = errors.ok(lower::ty(m.input, &[]));
     let output = errors.ok(lower::ty(m.output, &[]));
     // The item is what lift returns and project takes.
@@ -215,6 +235,18 @@ fn signature<'a>(f: &'a ImplItemFn, from: &Type, to: Option<&Type>) -> Result<(I
         (Some(p), Some(r)) => Ok((p, r)),
         _ => Err(Error::new(sig.span(), "invalid signature")),
     }
+}
+
+/// Whether `t` mentions `Self` (`Self::Input`, `(Self::Item, f32)`, ...).
+fn names_self(t: &Type) -> bool {
+    fn any_self(ts: TokenStream) -> bool {
+        ts.into_iter().any(|tt| match tt {
+            proc_macro2::TokenTree::Ident(i) => i == "Self",
+            proc_macro2::TokenTree::Group(g) => any_self(g.stream()),
+            _ => false,
+        })
+    }
+    any_self(t.to_token_stream())
 }
 
 fn same_type(a: &Type, b: &Type) -> bool {

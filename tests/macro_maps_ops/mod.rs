@@ -53,3 +53,19 @@ impl Maps<Add<f64>> for SumInF64 {
         x as f32
     }
 }
+
+/// `x - 1` written as `x + u32::MAX`: the translation wraps (as the GPU
+/// does) where the fn as written would overflow in a debug build.
+pub struct WrapAround;
+
+#[scan_maps]
+impl Maps<Add<u32>> for WrapAround {
+    type Input = u32;
+    type Output = u32;
+    fn lift(x: u32) -> u32 {
+        x + u32::MAX
+    }
+    fn project(x: u32) -> u32 {
+        x
+    }
+}
