@@ -400,11 +400,42 @@ fn bf16_and_f16_activations_match_the_reference_and_their_widened_f32_scan() {
         )
         .z(&hz)
         .return_last_state(true);
+        let fixed_b = SelectiveScan::new(
+            f.shape,
+            &u,
+            &delta,
+            &f.a,
+            Projection::Fixed(&b[..dim * state]),
+            Projection::Varying { data: &c, groups },
+        )
+        .initial_state(&f.init)
+        .return_last_state(true);
+        // The widening itself, checked apart from `SsmInput`: the reference
+        // of the bf16 arguments is the reference of their values converted
+        // here, one by one, to f32.
+        let wide = |v: &[bf16]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
+        let (wu, wdelta, wb, wc, wz) = (wide(&u), wide(&delta), wide(&b), wide(&c), wide(&z));
+        let all_f32 = SelectiveScan::new(
+            f.shape,
+            &wu,
+            &wdelta,
+            &f.a,
+            Projection::Varying { data: &wb, groups },
+            Projection::Varying { data: &wc, groups },
+        )
+        .return_last_state(true)
+        .d(&f.d)
+        .z(&wz)
+        .delta_bias(&f.bias)
+        .delta_softplus(true)
+        .initial_state(&f.init);
+        assert_eq!(reference(&all).unwrap(), reference(&all_f32).unwrap());
         for cpu in [Cpu::new().with_threads(1), Cpu::new().with_threads(3)] {
             let threads = cpu.threads();
             check_half(&cpu, &format!("bf16, no options, {threads} threads"), &plain);
             check_half(&cpu, &format!("bf16, every option, {threads} threads"), &all);
             check_half(&cpu, &format!("f16, z and a fixed C, {threads} threads"), &half);
+            check_half(&cpu, &format!("bf16, a fixed B and an initial state, {threads} threads"), &fixed_b);
         }
     }
 }
@@ -425,33 +456,50 @@ fn check_half<T: scan::selective::SsmInput>(cpu: &Cpu, ctx: &str, args: &Selecti
     assert_eq!(cpu.selective_scan(&widened.args()).unwrap(), got, "{ctx}: the widened f32 scan differs");
 }
 
-/// On the GPU (through `Device`, which widens bf16 activations on the host
-/// for the f32 kernel): against the reference.
+/// On the GPU through `Device`: bf16 and f16 activations (widened on the
+/// host for the f32 kernel) against the reference, every option on; and f32
+/// arguments (passed through as they are) equal to `Cuda::selective_scan`'s.
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn the_gpu_takes_bf16_activations_through_the_device() {
-    use scan::maps::bf16;
+fn the_gpu_takes_half_precision_activations_through_the_device() {
+    use scan::maps::{bf16, f16};
+    let cuda = gpu();
     let device = scan::Device::cuda().unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
-    let mut rng = Rng::fresh("selective scan bf16 gpu");
+    let mut rng = Rng::fresh("selective scan half gpu");
     let f = Inputs::new(&mut rng, SsmShape { batch: 4, dim: 96, len: 513, state: 16 }, 2);
-    let bf = |v: &[f32]| v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>();
-    let (u, delta, b, c, z) = (bf(&f.u), bf(&f.delta), bf(&f.b), bf(&f.c), bf(&f.z));
-    let args = SelectiveScan::new(
-        f.shape,
-        &u,
-        &delta,
-        &f.a,
-        Projection::Varying { data: &b, groups: 2 },
-        Projection::Varying { data: &c, groups: 2 },
-    )
-    .d(&f.d)
-    .z(&z)
-    .delta_bias(&f.bias)
-    .delta_softplus(true)
-    .return_last_state(true);
-    let (want, want_last) = reference(&args).unwrap();
-    let got = device.selective_scan(&args).unwrap();
     let close = |g: f32, w: f64| (f64::from(g) - w).abs() <= ATOL + RTOL * w.abs();
-    assert!(got.out.iter().zip(&want).all(|(&g, &w)| close(g, w)), "out");
-    assert!(got.last_state.unwrap().iter().zip(want_last.unwrap()).all(|(&g, w)| close(g, w)), "last state");
+    let bf = |v: &[f32]| v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>();
+    let hf = |v: &[f32]| v.iter().map(|&x| f16::from_f32(x)).collect::<Vec<_>>();
+    let (u, delta, b, c, z) = (bf(&f.u), bf(&f.delta), bf(&f.b), bf(&f.c), bf(&f.z));
+    let (hu, hdelta, hb, hc, hz) = (hf(&f.u), hf(&f.delta), hf(&f.b), hf(&f.c), hf(&f.z));
+    macro_rules! every_option {
+        ($u:expr, $delta:expr, $b:expr, $c:expr, $z:expr) => {
+            SelectiveScan::new(
+                f.shape,
+                $u,
+                $delta,
+                &f.a,
+                Projection::Varying { data: $b, groups: 2 },
+                Projection::Varying { data: $c, groups: 2 },
+            )
+            .d(&f.d)
+            .z($z)
+            .delta_bias(&f.bias)
+            .delta_softplus(true)
+            .initial_state(&f.init)
+            .return_last_state(true)
+        };
+    }
+    let bf_args = every_option!(&u, &delta, &b, &c, &z);
+    let hf_args = every_option!(&hu, &hdelta, &hb, &hc, &hz);
+    for (what, (want, want_last), got) in [
+        ("bf16", reference(&bf_args).unwrap(), device.selective_scan(&bf_args).unwrap()),
+        ("f16", reference(&hf_args).unwrap(), device.selective_scan(&hf_args).unwrap()),
+    ] {
+        assert!(got.out.iter().zip(&want).all(|(&g, &w)| close(g, w)), "{what}: out");
+        let last = got.last_state.unwrap();
+        assert!(last.iter().zip(want_last.unwrap()).all(|(&g, w)| close(g, w)), "{what}: last state");
+    }
+    let f32_args = f.args(63);
+    assert_eq!(device.selective_scan(&f32_args).unwrap(), cuda.selective_scan(&f32_args).unwrap());
 }

@@ -497,14 +497,17 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     }
 
     if sizes.contains(&4) {
-        // The segmented kernels (rows, offsets, flags; every case of
-        // `--gpu-rows-only`): 32-item runs with and without early loads,
+        // The segmented kernels on f32 (rows, offsets, flags: the f32 cases
+        // of `--gpu-rows-only`): 32-item runs with and without early loads,
         // and 16-item runs with them (the default, SinglePassPolicy::for_segments).
+        // The recurrence rows (8-byte items, 16 per thread either way) are
+        // left out.
         let segmented_shapes: [Shape; 3] =
             [(256, 32, 1, 3, 2, None, false), (256, 32, 1, 3, 2, None, EL), (256, 16, 1, 3, 2, None, EL)];
         for shape in segmented_shapes {
             let cuda = Cuda::new().map_err(|e| e.to_string())?.with_tuning(tuning(shape));
-            for r in crate::gpu_rows::run(&cuda, args.reps)?.into_iter().filter(|r| !r.method.contains("copy")) {
+            let f32_cases = |r: &crate::Row| !r.method.contains("copy") && !r.case.contains("linear recurrence");
+            for r in crate::gpu_rows::run(&cuda, args.reps)?.into_iter().filter(f32_cases) {
                 row(&r.case, shape, (r.gbps, r.vs_copy));
             }
         }

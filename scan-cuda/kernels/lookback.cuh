@@ -89,8 +89,10 @@ __device__ __forceinline__ typename Op::Item lookback(const Status& status, i64 
 // folds its PER_LANE tiles left to right, identities past t - 1, then
 // warp_reduce). So the grouping depends on t and G alone, and float scans are
 // bitwise identical from run to run. The price: prefixes advance one group
-// per status round trip, through the groups' last tiles only, hence wide
-// groups (bench/gpu-h200-results.md).
+// per status round trip, through the groups' last tiles only, and a group's
+// last tile waits for every aggregate of its group; on the H200 groups of 64
+// tiles ran fastest (0.80 of copy; 256: 0.34, 128: 0.74, 32: 0.58;
+// bench/gpu-h200-results.md).
 template <class Op, int PER_LANE, class Status>
 __device__ __forceinline__ typename Op::Item lookback_fixed(const Status& status, i64 tile, unsigned epoch,
                                                            const typename Op::Item* before_all) {

@@ -184,7 +184,10 @@ impl SinglePassPolicy {
         // up to 8 bytes; 576 (two blocks of 256 + 32 threads, 112 registers
         // each) for 9 to 16 bytes, where one block ran at 0.57 of copy and
         // two at 0.67 (H200, f64 pairs at 2^27, one call; one block with
-        // three or four slots: 0.61); 512 past that; as far as shared memory
+        // three or four slots: 0.61); 384 (three blocks of 96 + 32) for 17
+        // to 32 bytes (quaternions: 0.64 of copy with 8-item runs, against
+        // 0.51 for three blocks of 128 + 32 with 4-item runs); 512 past
+        // that; as far as shared memory
         // allows. A window of 32 predecessors (wider windows measured slower).
         // Policy tables: bench/gpu-h200-results.md.
         let threads_per_sm = match size {
@@ -393,7 +396,8 @@ impl BlellochPolicy {
 }
 
 /// Overrides of the single-pass policy, for tuning experiments and tests;
-/// what is not set comes from [`SinglePassPolicy::for_item`]. Set on an
+/// what is not set comes from [`SinglePassPolicy::for_item`] (for rows, flags
+/// and offsets: its [`for_segments`](SinglePassPolicy::for_segments)). Set on an
 /// executor with [`Cuda::with_tuning`](crate::Cuda::with_tuning).
 ///
 /// ```
@@ -612,14 +616,15 @@ mod tests {
     }
 
     #[test]
-    fn a_deterministic_policy_reads_wide_groups_unless_told_otherwise() {
+    fn a_deterministic_policy_reads_the_default_groups_unless_told_otherwise() {
         let p = SinglePassPolicy::for_item(4, 90).unwrap();
         assert!(!p.deterministic);
         let d = Tuning::default().deterministic(true).apply(p);
         assert!(d.deterministic && d.lookback == DETERMINISTIC_LOOKBACK);
         d.validate(4, 90).unwrap();
-        let narrow = Tuning::default().deterministic(true).lookback(2).apply(p);
-        assert_eq!(narrow.lookback, 2);
+        let wide = Tuning::default().deterministic(true).lookback(4).apply(p);
+        assert_ne!(DETERMINISTIC_LOOKBACK, 4);
+        assert_eq!(wide.lookback, 4);
         assert_eq!(Tuning::default().deterministic(false).apply(p), p);
     }
 

@@ -128,11 +128,20 @@ impl SsmShape {
 /// `B`, `C`): `f32`, or `bf16` / `f16` read into f32 exactly, as mamba_ssm
 /// allows; the state, the weights (`A`, `D`, `delta_bias`) and the outputs
 /// stay f32.
-pub trait SsmInput: Copy + Send + Sync + std::fmt::Debug + 'static {
+pub trait SsmInput: sealed::Sealed + Copy + Send + Sync + std::fmt::Debug + 'static {
     /// The exact f32 value.
     fn to_f32(self) -> f32;
     /// `values` as f32s without a copy, when they are f32s already.
     fn as_f32(values: &[Self]) -> Option<&[f32]>;
+}
+
+/// The three types above only: the backends trust `as_f32` to keep a
+/// slice's length.
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for half::bf16 {}
+    impl Sealed for half::f16 {}
 }
 
 impl SsmInput for f32 {

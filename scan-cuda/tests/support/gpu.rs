@@ -196,11 +196,24 @@ pub fn small_int(rng: &mut Rng) -> f64 {
     rng.below(17) as f64 - 8.0
 }
 
+/// The tile of `Op`'s rows, flags and offsets kernels on an sm_90 GPU
+/// (`SinglePassPolicy::for_segments`: shorter than the plain scan's for
+/// items of 4 bytes or less).
+pub fn segmented_tile<Op: CudaOp>() -> usize {
+    SinglePassPolicy::for_item(std::mem::size_of::<Op::Item>(), 90).map_or(0, |p| p.for_segments().tile())
+}
+
 /// The row lengths around every boundary, for `Op`'s single-pass
-/// tile: 1, 2, 31, 32, 33, 1000, tile - 1, tile, tile + 1, 2^20 + 7.
+/// tiles (the plain scan's, which a single row runs, and the rows kernel's):
+/// 1, 2, 31, 32, 33, 1000, tile - 1, tile, tile + 1 of each, 2^20 + 7.
 pub fn row_lengths<Op: CudaOp>() -> Vec<usize> {
-    let tile = single_pass_tile::<Op>().max(2);
-    vec![1, 2, 31, 32, 33, 1000, tile - 1, tile, tile + 1, (1 << 20) + 7]
+    let mut lengths = vec![1, 2, 31, 32, 33, 1000, (1 << 20) + 7];
+    for tile in [single_pass_tile::<Op>().max(2), segmented_tile::<Op>().max(2)] {
+        lengths.extend([tile - 1, tile, tile + 1]);
+    }
+    lengths.sort_unstable();
+    lengths.dedup();
+    lengths
 }
 
 /// Random segment starts over `n` items: lengths drawn from 0, 1, short,
@@ -307,13 +320,15 @@ pub fn check_many<Op: CudaOp>(
                 }
             }
         }
-        for n in [1, 100, 3 * tile + 5, (1 << 20) + 7] {
+        // Around the segmented kernels' tile (for_segments) and the plain one.
+        let seg_tile = segmented_tile::<Op>().max(2);
+        for n in [1, 100, 3 * seg_tile + 5, 3 * tile + 5, (1 << 20) + 7] {
             if n > limit {
                 continue;
             }
             for spec in ScanSpec::ALL {
                 let input = rng.vec(n, &mut gen);
-                let starts = random_starts(&mut rng, n, tile);
+                let starts = random_starts(&mut rng, n, seg_tile);
                 let want = reference::scan_segments::<Op>(&input, &starts, spec).unwrap();
                 let ctx = format!("{label} ({}): {n} items, {} starts, {spec:?}", cuda.algorithm(), starts.len());
 
