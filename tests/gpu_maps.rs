@@ -67,14 +67,17 @@ fn assert_same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str
 }
 
 /// The executors the maps run on, each with the largest size it takes: the
-/// default single-pass scan, the deterministic look-back, and an adversarial
-/// schedule (blocks claim out of order and publish late, so the look-back
-/// meets every mix of statuses) on sizes up to 33 tiles.
+/// default single-pass scan, the deterministic look-back, staged loads
+/// (`Tuning::staged_maps`: whole segments' arrays as vectors, lifted in
+/// shared memory), and an adversarial schedule (blocks claim out of order
+/// and publish late, so the look-back meets every mix of statuses) on sizes
+/// up to 33 tiles.
 fn executors<Op: CudaOp>() -> Vec<(Cuda, usize)> {
     let chaos = Tuning::default().adversarial_schedule(0x5eed);
     vec![
         (cuda(), usize::MAX),
         (cuda().with_tuning(Tuning::default().deterministic(true)), usize::MAX),
+        (cuda().with_tuning(Tuning::default().staged_maps(true)), usize::MAX),
         (cuda().with_tuning(chaos), 33 * single_pass_tile::<Op>() + 1),
     ]
 }

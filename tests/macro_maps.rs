@@ -84,9 +84,10 @@ fn the_cuda_source_declares_both_functions_with_their_bodies() {
 fn declared_maps_compile_with_the_single_pass_kernel() {
     use scan::cuda::{compile_mapped_with, DeviceBuffer, Tuning};
     type B = DeviceBuffer<f32>;
-    let t = Tuning::default();
-    compile_mapped_with::<LinearRecurrence<f32>, Ema, (B, B)>("sm_90", t).unwrap();
-    compile_mapped_with::<LinearRecurrence<f32>, GatedInput, (B, B, B)>("sm_90", t).unwrap();
-    compile_mapped_with::<Add<f64>, SumInF64, B>("sm_90", t).unwrap();
-    compile_mapped_with::<Add<u32>, WrapAround, DeviceBuffer<u32>>("sm_90", t).unwrap();
+    for t in [Tuning::default(), Tuning::default().staged_maps(true)] {
+        compile_mapped_with::<LinearRecurrence<f32>, Ema, (B, B)>("sm_90", t).unwrap();
+        compile_mapped_with::<LinearRecurrence<f32>, GatedInput, (B, B, B)>("sm_90", t).unwrap();
+        compile_mapped_with::<Add<f64>, SumInF64, B>("sm_90", t).unwrap();
+        compile_mapped_with::<Add<u32>, WrapAround, DeviceBuffer<u32>>("sm_90", t).unwrap();
+    }
 }

@@ -228,7 +228,7 @@ fn broken_source_is_reported_with_the_log() {
 /// from one, two and three arrays... as far as the built-ins read them: the
 /// recurrence from `a` and `b` arrays (f32 and f64) and from one array of
 /// pairs, bf16 and f16 widened into f32 sums and maxima, with the default
-/// policy and with the deterministic look-back.
+/// policy, the deterministic look-back and staged loads (`Tuning::staged_maps`).
 #[test]
 #[ignore = "needs libnvrtc"]
 fn fused_maps_modules_compile_to_sm_90_cubins() {
@@ -237,7 +237,7 @@ fn fused_maps_modules_compile_to_sm_90_cubins() {
     require_nvrtc();
     type Two<T> = (DeviceBuffer<T>, DeviceBuffer<T>);
     let mut failures = Vec::new();
-    for tuning in [Tuning::default(), Tuning::default().deterministic(true)] {
+    for tuning in [Tuning::default(), Tuning::default().deterministic(true), Tuning::default().staged_maps(true)] {
         let results = [
             (
                 "recurrence f32, a[] b[]",

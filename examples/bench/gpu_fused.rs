@@ -35,8 +35,17 @@ fn bad_h(a: &[f32], b: &[f32], h: &[f32]) -> Option<usize> {
     })
 }
 
-/// The fused recurrence over `2^log` items; `reps` timed calls.
+/// The fused recurrence over `2^log` items, with positions loaded item by
+/// item (the default) and staged as vectors (`Tuning::staged_maps`); `reps`
+/// timed calls each, interleaved with the copy.
 pub fn run(cuda: &Cuda, log: u32, reps: usize) -> Result<Vec<Row>, String> {
+    let staged = Cuda::new().map_err(|e| e.to_string())?.with_tuning(scan_cuda::Tuning::default().staged_maps(true));
+    let mut rows = one(cuda, log, reps, "GPU single-pass, fused maps")?;
+    rows.extend(one(&staged, log, reps, "GPU single-pass, fused maps, staged loads")?.into_iter().skip(1));
+    Ok(rows)
+}
+
+fn one(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row>, String> {
     let name = format!("linear recurrence f32 fused, a[] b[] -> h[] (12 B/item) 2^{log}");
     let n = 1usize << log;
     let mut rng = Rng::fresh(&name);
@@ -75,5 +84,5 @@ pub fn run(cuda: &Cuda, log: u32, reps: usize) -> Result<Vec<Row>, String> {
         vs_copy: gbps / copy,
         vs_sequential: f64::NAN,
     };
-    Ok(vec![row("GPU device copy", copy), row("GPU single-pass, fused maps", fused)])
+    Ok(vec![row("GPU device copy", copy), row(method, fused)])
 }

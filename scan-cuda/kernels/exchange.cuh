@@ -96,6 +96,32 @@ struct WarpExchange {
         }
     }
 
+    // A whole segment of lifted positions (maps.cuh, LiftedIn::FITS) whose
+    // arrays start at memory position `base`: staged into the slice as
+    // vectors, lifted in registers, written back as load_items would (memory
+    // order: for a whole segment, scan position p is memory position
+    // base + SEGMENT - 1 - p in reverse, so slot m holds memory position m
+    // either way, as with load_vectors).
+    template <class In>
+    static __device__ __forceinline__ void load_staged(const In& src, u64 base, Word* smem) {
+        unsigned char* raw = reinterpret_cast<unsigned char*>(smem);
+        src.template stage<SEGMENT>(base, raw);
+        __syncwarp();
+        const int lane = (int)lane_id();
+        Item x[ITEMS];
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) x[k] = src.template lift_staged<SEGMENT>(raw, k * 32 + lane);
+        __syncwarp();  // every lane has read the staged inputs
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int m = k * 32 + lane;
+            Word w[WORDS_PER_ITEM];
+            memcpy(w, &x[k], sizeof(Item));
+#pragma unroll
+            for (int j = 0; j < WORDS_PER_ITEM; ++j) smem[slot(m * WORDS_PER_ITEM + j)] = w[j];
+        }
+    }
+
     // Written as `dst(index(p), item)` (maps.cuh: an item array, or a
     // project into an output array).
     template <class Out, class Index>

@@ -290,6 +290,9 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         if constexpr (In::DIRECT) {
             loaded = heads.contiguous() && seg.vectors(src.p);
             if (loaded) Exchange::load_vectors(src.p + seg.base, buf);
+        } else if constexpr (In::template FITS<Exchange::SEGMENT>) {
+            loaded = heads.contiguous() && seg.whole && src.aligned(seg.base);
+            if (loaded) Exchange::load_staged(src, seg.base, buf);
         }
         if (!loaded) Exchange::load_items(src, index, seg.valid, buf);
     };

@@ -114,6 +114,12 @@ pub struct SinglePassPolicy {
     /// flags, offsets) are not covered. Off by default:
     /// [`Cuda::with_deterministic`](crate::Cuda::with_deterministic).
     pub deterministic: bool,
+    /// Fused maps (kernels/maps.cuh): whether a whole, aligned segment's
+    /// input arrays move as 16-byte vectors into the warp's slice, to be
+    /// lifted there, when they fit it (their bytes per position at most the
+    /// item's); otherwise positions load item by item. Off by default until
+    /// measured: [`Tuning::staged_maps`].
+    pub staged_maps: bool,
 }
 
 /// Look-back statuses per lane of a deterministic scan by default: groups of
@@ -209,6 +215,7 @@ impl SinglePassPolicy {
             // whose loads need the registers the store uses.
             early_loads: size.is_power_of_two() && size <= 16,
             deterministic: false,
+            staged_maps: false,
         };
         // Smaller GPUs: one stage, then shorter runs, until a block fits.
         while policy.shared_bytes(size) > shared_limit_per_block(arch) {
@@ -416,6 +423,7 @@ pub struct Tuning {
     stages: Option<u32>,
     early_loads: Option<bool>,
     deterministic: Option<bool>,
+    staged_maps: Option<bool>,
     selective: crate::selective::SelectiveKernelChoice,
     adversarial_seed: u32,
     host_chunk_bytes: Option<usize>,
@@ -473,6 +481,13 @@ impl Tuning {
     /// [`DETERMINISTIC_LOOKBACK`] statuses per lane.
     pub fn deterministic(mut self, deterministic: bool) -> Self {
         self.deterministic = Some(deterministic);
+        self
+    }
+
+    /// Whether fused maps stage whole segments of their input arrays as
+    /// vectors (see [`SinglePassPolicy::staged_maps`]).
+    pub fn staged_maps(mut self, staged: bool) -> Self {
+        self.staged_maps = Some(staged);
         self
     }
 
@@ -541,6 +556,7 @@ impl Tuning {
             stages: self.stages.unwrap_or(policy.stages),
             early_loads: self.early_loads.unwrap_or(policy.early_loads),
             deterministic: self.deterministic.unwrap_or(policy.deterministic),
+            staged_maps: self.staged_maps.unwrap_or(policy.staged_maps),
         }
     }
 
@@ -560,6 +576,7 @@ impl Tuning {
             || self.stages.is_some()
             || self.early_loads.is_some()
             || self.deterministic.is_some()
+            || self.staged_maps.is_some()
     }
 }
 

@@ -219,8 +219,9 @@ impl ModuleSource {
                             format!("{maps}::Output"),
                             format!("const {}* in1, const {}* in2", a(1), a(2)),
                             format!(
-                                "scan::LiftedIn<{maps}, {}, {}, {}, {}>{{src, in1, in2}}",
+                                "scan::LiftedIn<{maps}, {}, {}, {}, {}, {}>{{src, in1, in2}}",
                                 m.arrays.len(),
+                                p.staged_maps,
                                 a(0),
                                 a(1),
                                 a(2)
