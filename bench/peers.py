@@ -81,6 +81,37 @@ def torch_cases(logs, reps):
     return rows
 
 
+def torch_half(logs, reps):
+    """torch.cumsum on bf16, against examples/bench's bf16 sums (gpu_fused.rs):
+    the same inputs (frac(i x 0.618...) rounded to bf16), GB/s counting 4 B
+    per item, and the largest relative error against the exact prefix sums
+    from position 1024 on. Torch is asked for a bf16 result, as ours writes."""
+    import torch
+
+    rows = []
+    dev = torch.device("cuda")
+    for log in logs:
+        n = 1 << log
+        x = (torch.arange(n, device=dev, dtype=torch.float64) * 0.618033988749895).frac().to(torch.bfloat16)
+        out = torch.empty_like(x)
+        nbytes = 4 * n
+        copy = nbytes / (torch_ms(lambda: out.copy_(x), reps) * 1e-3) / 1e9
+        name = f"bf16 add, bf16 out (4 B/item) 2^{log}"
+        rows.append((name, "torch device copy", copy, 1.0))
+        exact = torch.cumsum(x.double(), 0)
+        for what, fn in [
+            ("torch.cumsum (bf16)", lambda: torch.cumsum(x, 0, out=out)),
+            ("torch.cumsum (dtype=float32) then .to(bf16)", lambda: out.copy_(torch.cumsum(x, 0, dtype=torch.float32))),
+        ]:
+            fn()
+            err = float(((out.double() - exact).abs() / exact)[1024:].max())
+            g = nbytes / (torch_ms(fn, reps) * 1e-3) / 1e9
+            rows.append((name, f"{what} (max relative error {err:.2e})", g, g / copy))
+        del x, out, exact
+        torch.cuda.empty_cache()
+    return rows
+
+
 def torch_latency():
     """torch.cumsum of 2^16 f32 items: one call between two events, median of 1000."""
     import torch
@@ -296,6 +327,7 @@ def main():
     p.add_argument("--sweep-out", default=os.path.join(os.environ.get("OUT", "."), "peers-sweep.csv"))
     p.add_argument("--rows-only", action="store_true", help="only the rows cases (torch.cumsum(dim=-1), Triton)")
     p.add_argument("--selective-only", action="store_true", help="only the selective scan (torch loop, jax)")
+    p.add_argument("--half-only", action="store_true", help="only torch.cumsum on bf16 (speed and error)")
     args = p.parse_args()
     logs = [int(v) for v in args.logs.split(",")]
     rows = []
@@ -305,6 +337,13 @@ def main():
     if args.selective_only:
         lines = ["| case | method | ms per call |", "|---|---|---:|"] + [f"| {c} | {m} | {t:.3f} |" for c, m, t, _ in selective_cases(args.reps)]
         text = "\n".join(lines) + "\n"
+        print(text)
+        with open(args.out, "w") as f:
+            f.write(text)
+        return
+    if args.half_only:
+        rows = torch_half(logs, args.reps)
+        text = "\n".join(["| case | method | GB/s | x copy |", "|---|---|---:|---:|"] + [f"| {c} | {m} | {g:.1f} | {r:.2f} |" for c, m, g, r in rows]) + "\n"
         print(text)
         with open(args.out, "w") as f:
             f.write(text)

@@ -7,7 +7,8 @@
 #   bash scan-cuda/gpu-check.sh host       # quickstart at 2^24 and 2^28 (no environment set up), bench --gpu-host-only
 #   bash scan-cuda/gpu-check.sh bench      # examples/bench --gpu, peers, plot
 #   bash scan-cuda/gpu-check.sh rows       # rows and segments: bench --gpu-rows-only, examples/compact, peers --rows-only
-#   bash scan-cuda/gpu-check.sh fused      # fused maps: bench --gpu-fused-only (the recurrence from a[], b[] to h[])
+#   bash scan-cuda/gpu-check.sh fused      # fused maps: bench --gpu-fused-only (the recurrence from a[], b[] to h[];
+#                                          # bf16 sums in f32), peers --half-only (torch.cumsum on bf16)
 #   bash scan-cuda/gpu-check.sh selective  # the selective scan: bench --gpu-selective-only, peers --selective-only
 #   bash scan-cuda/gpu-check.sh test:NAME  # one GPU test binary (e.g. test:gpu_rows)
 #   bash scan-cuda/gpu-check.sh policies   # examples/bench --gpu-policies-only (single-pass tuning sweep; POLICY_ITEMS=16,32 for some item sizes)
@@ -79,6 +80,8 @@ for what in "$@"; do
   fused)
     step 300 bench-fused $bin/examples/bench --gpu-fused-only --reps 15 --out "$out/bench-fused.md"
     cat "$out/bench-fused.md"
+    PYTHONUNBUFFERED=1 step 120 peers-half python3 bench/peers.py --half-only --reps 15 --out "$out/peers-half.md"
+    cat "$out/peers-half.md"
     ;;
   selective)
     step 300 bench-selective $bin/examples/bench --gpu-selective-only --reps 15 --out "$out/bench-selective.md"

@@ -18,12 +18,12 @@ use scan::ops::{Add, LinearRecurrence, Max};
 use scan::{CudaOp, Error, ScanSpec};
 use scan_cuda::{Algorithm, Cuda, DeviceBuffer, HostInputs, Tuning};
 use scan_testing::{boundary_sizes, Rng};
-use support::gpu::{cuda, max_len, poisoned, single_pass_tile};
+use support::gpu::{cuda, mapped_tile, max_len, poisoned};
 
-/// Sizes around one and two tiles, one look-back window (32 tiles) and two,
-/// and a large odd size.
+/// Sizes around one and two tiles of the fused-map kernels, one look-back
+/// window (32 tiles) and two, and a large odd size.
 fn sizes<Op: CudaOp>() -> Vec<usize> {
-    let tile = single_pass_tile::<Op>();
+    let tile = mapped_tile::<Op>();
     let mut sizes = boundary_sizes(tile);
     for t in [32 * tile, 64 * tile] {
         sizes.extend([t - 1, t, t + 1]);
@@ -78,7 +78,7 @@ fn executors<Op: CudaOp>() -> Vec<(Cuda, usize)> {
         (cuda(), usize::MAX),
         (cuda().with_tuning(Tuning::default().deterministic(true)), usize::MAX),
         (cuda().with_tuning(Tuning::default().staged_maps(true)), usize::MAX),
-        (cuda().with_tuning(chaos), 33 * single_pass_tile::<Op>() + 1),
+        (cuda().with_tuning(chaos), 33 * mapped_tile::<Op>() + 1),
     ]
 }
 
@@ -110,7 +110,7 @@ fn the_recurrence_from_a_and_b_arrays_matches_the_reference() {
 fn the_device_inputs_are_left_unchanged() {
     let cuda = cuda();
     let mut rng = Rng::fresh("fused inputs unchanged");
-    let n = 33 * single_pass_tile::<LinearRecurrence<f32>>() + 5;
+    let n = 33 * mapped_tile::<LinearRecurrence<f32>>() + 5;
     let a: Vec<f32> = (0..n).map(|_| rng.below(3) as f32 - 1.0).collect();
     let b: Vec<f32> = (0..n).map(|_| rng.below(9) as f32).collect();
     let (da, db) = (cuda.upload(&a).unwrap(), cuda.upload(&b).unwrap());

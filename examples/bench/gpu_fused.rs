@@ -5,9 +5,14 @@
 //! "linear recurrence f32 pairs" case of the main bench). Before timing,
 //! every h is checked against an f64 evaluation, from a poisoned output, and
 //! the inputs are checked unchanged.
+//!
+//! Also mixed precision (issue 9/11): bf16 in, f32 sums, bf16 out
+//! (`scan_core::maps::WidenNarrow`), 4 bytes per item, with the largest
+//! relative error against the exact prefix sums in the method column
+//! (bench/peers.py --half-only times torch.cumsum on the same data).
 
-use scan::maps::Recurrence;
-use scan::ops::LinearRecurrence;
+use scan::maps::{bf16, Recurrence, WidenNarrow};
+use scan::ops::{Add, LinearRecurrence};
 use scan::ScanSpec;
 use scan_cuda::{Cuda, DeviceBuffer};
 use scan_testing::{within, Rng};
@@ -42,7 +47,72 @@ pub fn run(cuda: &Cuda, log: u32, reps: usize) -> Result<Vec<Row>, String> {
     let staged = Cuda::new().map_err(|e| e.to_string())?.with_tuning(scan_cuda::Tuning::default().staged_maps(true));
     let mut rows = one(cuda, log, reps, "GPU single-pass, fused maps")?;
     rows.extend(one(&staged, log, reps, "GPU single-pass, fused maps, staged loads")?.into_iter().skip(1));
+    rows.extend(bf16_sums(cuda, log, reps, "GPU single-pass, fused maps")?);
+    rows.extend(bf16_sums(&staged, log, reps, "GPU single-pass, fused maps, staged loads")?.into_iter().skip(1));
     Ok(rows)
+}
+
+/// The inputs of the bf16 sums, as bench/peers.py builds them: the Weyl
+/// sequence frac(i x 0.618...) in [0, 1), rounded to bf16, so that every
+/// prefix sum is positive and its relative error means something.
+fn weyl_bf16(n: usize) -> Vec<bf16> {
+    (0..n).map(|i| bf16::from_f64((i as f64 * 0.618_033_988_749_895).fract())).collect()
+}
+
+/// The largest |got - exact| / exact over positions 1024 and up (the
+/// exact sums in f64, which holds them exactly: 8-bit mantissas, sums below
+/// 2^31).
+fn max_relative_error(x: &[bf16], got: &[bf16]) -> f64 {
+    let mut exact = 0.0f64;
+    let mut worst = 0.0f64;
+    for (i, (xi, gi)) in x.iter().zip(got).enumerate() {
+        exact += xi.to_f64();
+        if i >= 1024 {
+            worst = worst.max((gi.to_f64() - exact).abs() / exact);
+        }
+    }
+    worst
+}
+
+/// Inclusive sums of `2^log` bf16 items accumulated in f32 and written as
+/// bf16, against a copy of 4 bytes per item in the same run.
+fn bf16_sums(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row>, String> {
+    let name = format!("bf16 add, f32 sums, bf16 out (4 B/item) 2^{log}");
+    let n = 1usize << log;
+    let x = weyl_bf16(n);
+    let dx = cuda.upload(&x).map_err(err(&name))?;
+    let mut y: DeviceBuffer<bf16> = cuda.upload(&vec![bf16::NAN; n]).map_err(err(&name))?;
+    let spec = ScanSpec::inclusive();
+    let scan =
+        |y: &mut DeviceBuffer<bf16>| cuda.scan_mapped_device_into::<Add<f32>, WidenNarrow<bf16>, _>(&dx, y, spec);
+    scan(&mut y).map_err(err(&name))?;
+    let worst = max_relative_error(&x, &y.download().map_err(err(&name))?);
+    // bf16 rounds to 2^-9 relative; f32 sums add far less at these sizes.
+    if !(worst <= 2.0f64.powi(-7)) {
+        return Err(format!("{name}: relative error {worst:.3e}, above 2^-7"));
+    }
+    if dx.download().map_err(err(&name))? != x {
+        return Err(format!("{name}: the scan changed its input"));
+    }
+    drop(x);
+    let src: DeviceBuffer<u16> = cuda.alloc(n).map_err(err(&name))?;
+    let mut dst: DeviceBuffer<u16> = cuda.alloc(n).map_err(err(&name))?;
+    let (mut copy_ms, mut scan_ms) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    for _ in 0..reps {
+        copy_ms.push(cuda.time(|| dst.copy_from(&src)).map_err(err(&name))?.1);
+        scan_ms.push(cuda.time(|| scan(&mut y)).map_err(err(&name))?.1);
+    }
+    let bytes = 4.0 * n as f64;
+    let copy = bytes / f64::from(median(copy_ms)) / 1e6;
+    let gbps = bytes / f64::from(median(scan_ms)) / 1e6;
+    let row = |method: String, gbps: f64| Row {
+        case: name.clone(),
+        method,
+        gbps,
+        vs_copy: gbps / copy,
+        vs_sequential: f64::NAN,
+    };
+    Ok(vec![row("GPU device copy".to_string(), copy), row(format!("{method} (max relative error {worst:.2e})"), gbps)])
 }
 
 fn one(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row>, String> {

@@ -96,6 +96,24 @@ struct WarpExchange {
         }
     }
 
+    // The second half of an early item-wise load (maps.cuh,
+    // LiftedIn::fetch, a whole segment): lifts the fetched positions and
+    // writes them where load_items would (slot m holds memory position m,
+    // as with load_vectors).
+    template <class In, class Fetched>
+    static __device__ __forceinline__ void put_lifted(const In& src, const Fetched& f, Word* smem) {
+        const int lane = (int)lane_id();
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int m = k * 32 + lane;
+            const Item x = src.template lift_fetched<ITEMS>(f, k);
+            Word w[WORDS_PER_ITEM];
+            memcpy(w, &x, sizeof(Item));
+#pragma unroll
+            for (int j = 0; j < WORDS_PER_ITEM; ++j) smem[slot(m * WORDS_PER_ITEM + j)] = w[j];
+        }
+    }
+
     // A whole segment of lifted positions (maps.cuh, LiftedIn::FITS) whose
     // arrays start at memory position `base`: staged into the slice as
     // vectors, lifted in registers, written back as load_items would (memory
@@ -124,21 +142,26 @@ struct WarpExchange {
 
     // Written as `dst(index(p), item)` (maps.cuh: an item array, or a
     // project into an output array).
+    // Every item is read from the slice first (past `valid` too: the slice
+    // is the warp's own), so that the reads do not wait, one by one, behind
+    // the conditional stores.
     template <class Out, class Index>
     static __device__ __forceinline__ void store_items(Out dst, Index index, int valid, const Word* smem) {
         const int lane = (int)lane_id();
+        Item x[ITEMS];
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int m = k * 32 + lane;
+            Word w[WORDS_PER_ITEM];
+#pragma unroll
+            for (int j = 0; j < WORDS_PER_ITEM; ++j) w[j] = smem[slot(m * WORDS_PER_ITEM + j)];
+            memcpy(&x[k], w, sizeof(Item));
+        }
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
             const int m = k * 32 + lane;
             const int p = REVERSE ? SEGMENT - 1 - m : m;
-            if (p < valid) {
-                Word w[WORDS_PER_ITEM];
-#pragma unroll
-                for (int j = 0; j < WORDS_PER_ITEM; ++j) w[j] = smem[slot(m * WORDS_PER_ITEM + j)];
-                Item x;
-                memcpy(&x, w, sizeof(Item));
-                dst(index(p), x);
-            }
+            if (p < valid) dst(index(p), x[k]);
         }
     }
 

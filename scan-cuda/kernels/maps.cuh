@@ -19,6 +19,9 @@ namespace scan {
 template <class Item>
 struct ItemsIn {
     static constexpr bool DIRECT = true;  // the items themselves: vectors allowed
+    static constexpr bool FETCHES = false;  // early loads move vectors (exchange.cuh)
+    template <int ITEMS>
+    struct Fetched {};
     const Item* p;
     __device__ __forceinline__ Item operator()(u64 i) const { return p[i]; }
 };
@@ -39,6 +42,16 @@ template <class M, int N, bool STAGED, class A, class B = A, class C = A>
 struct LiftedIn {
     static_assert(N >= 1 && N <= 3, "one to three input arrays");
     static constexpr bool DIRECT = false;
+    // Early loads (single_pass.cuh): a whole segment's positions are
+    // fetched into registers, array by array, before the previous tile is
+    // stored, and lifted into the slice after it (WarpExchange::put_lifted).
+    static constexpr bool FETCHES = true;
+    template <int ITEMS>
+    struct Fetched {
+        A a[ITEMS];
+        B b[N >= 2 ? ITEMS : 1];
+        C c[N >= 3 ? ITEMS : 1];
+    };
     // The input bytes of one position.
     static constexpr int BYTES =
         (int)sizeof(A) + (N >= 2 ? (int)sizeof(B) : 0) + (N >= 3 ? (int)sizeof(C) : 0);
@@ -89,6 +102,29 @@ struct LiftedIn {
         } else {
             return M::lift(M::Input::make(x, reinterpret_cast<const B*>(raw + COUNT * sizeof(A))[m],
                                           reinterpret_cast<const C*>(raw + COUNT * (sizeof(A) + sizeof(B)))[m]));
+        }
+    }
+    // Memory positions base + k * 32 + lane, k < ITEMS, of each array
+    // (a whole segment, warp-striped: every load is coalesced).
+    template <int ITEMS>
+    __device__ __forceinline__ void fetch(u64 base, Fetched<ITEMS>& f) const {
+        const u64 at = base + lane_id();
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            f.a[k] = a[at + (u64)k * 32];
+            if constexpr (N >= 2) f.b[k] = b[at + (u64)k * 32];
+            if constexpr (N >= 3) f.c[k] = c[at + (u64)k * 32];
+        }
+    }
+    // The item of fetched position k.
+    template <int ITEMS>
+    __device__ __forceinline__ typename M::Item lift_fetched(const Fetched<ITEMS>& f, int k) const {
+        if constexpr (N == 1) {
+            return M::lift(f.a[k]);
+        } else if constexpr (N == 2) {
+            return M::lift(M::Input::make(f.a[k], f.b[k]));
+        } else {
+            return M::lift(M::Input::make(f.a[k], f.b[k], f.c[k]));
         }
     }
     __device__ __forceinline__ typename M::Item operator()(u64 i) const {

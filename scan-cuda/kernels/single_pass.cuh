@@ -35,7 +35,9 @@
 // at a time so that the registers stay free for them. On the H200 this took
 // f32 add from 0.83 to 0.85 of copy and the f32 recurrence from 0.83 to 0.88;
 // 32-byte items, whose loads need the store's registers, went from 0.57 to
-// 0.51 and keep the plain order. (Starting the next tile's loads a whole
+// 0.51 and keep the plain order. Fused maps (maps.cuh) fetch a whole
+// segment's inputs item by item into registers instead (LiftedIn::fetch)
+// and lift them into the slot after the store. (Starting the next tile's loads a whole
 // iteration ahead, with cp.async into a further slot, ran at 0.43 to 0.80:
 // a tile's aggregate then comes an iteration after its claim, and its
 // successors' look-backs wait that much longer.)
@@ -392,15 +394,21 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
                 break;
             }
             const Segment seg(tile, len);
-            bool vectors = false;
+            bool vectors = false, fetched = false;
             typename Exchange::Vec v[Exchange::VECTORS_PER_RUN];
+            typename In::template Fetched<ITEMS> f;  // fused maps: the inputs of a whole segment
             if constexpr (In::DIRECT) {
                 vectors = heads.contiguous() && seg.vectors(src.p);
                 if (vectors) Exchange::fetch_vectors(src.p + seg.base, v);
+            } else if constexpr (In::FETCHES) {
+                fetched = heads.contiguous() && seg.whole;
+                if (fetched) src.template fetch<ITEMS>(seg.base, f);
             }
             if (i >= STAGES) store(k);
             if (vectors) {
                 Exchange::put_vectors(v, slice(k));
+            } else if (fetched) {
+                if constexpr (In::FETCHES) Exchange::put_lifted(src, f, slice(k));
             } else {
                 load(k, tile);
             }

@@ -241,6 +241,16 @@ impl SinglePassPolicy {
         SinglePassPolicy { items_per_thread: self.items_per_thread.min(16), ..self }
     }
 
+    /// The policy of fused-map kernels (`Cuda::scan_mapped`) derived from a
+    /// plain scan's: runs of at most 16 items. Their early loads hold a
+    /// run's inputs in registers, one per array, and the lift and project
+    /// need more besides: bf16 sums in f32 (4-byte items, 32-item runs
+    /// under a 72-register bound) spilled 24 to 40 bytes per thread, and
+    /// none with 16 (NVRTC, sm_90).
+    pub fn for_maps(self) -> SinglePassPolicy {
+        SinglePassPolicy { items_per_thread: self.items_per_thread.min(16), ..self }
+    }
+
     /// Blocks of this shape that fit one SM's shared memory, at most
     /// `threads_per_sm / threads` and at least 1.
     fn resident_blocks(self, size: usize, arch: u32, threads_per_sm: u32) -> u32 {

@@ -104,6 +104,7 @@ impl ModuleSource {
         let blelloch = BlellochPolicy::for_item_size(size)?;
         let single_pass = match SinglePassPolicy::for_item(size, arch) {
             Ok(p) if family.is_segmented() => Ok(tuning.apply(p.for_segments()).validate(size, arch)?),
+            Ok(p) if family == Family::Mapped => Ok(tuning.apply(p.for_maps()).validate(size, arch)?),
             Ok(p) => Ok(tuning.apply(p).validate(size, arch)?),
             Err(why) if tuning.overrides_shape() => return Err(scan_core::Error::BadTuning(why)),
             Err(why) => Err(why),
@@ -206,9 +207,10 @@ impl ModuleSource {
                 // (exchange.cuh, scan_run_in_place_heads): with their runs
                 // rescanned in registers, f32 rows of 32 items spilled under
                 // early loads (0.65 of copy on the H200, 0.77 without). Mapped
-                // positions load item by item, after the store: nothing would
-                // be in flight during it, so they take the plain order.
-                let early = p.early_loads && mapped.is_none();
+                // kernels fetch a whole segment's inputs into registers
+                // instead of vectors (maps.cuh, LiftedIn::fetch); staged maps
+                // load through the slice, after the store.
+                let early = p.early_loads && !(mapped.is_some() && p.staged_maps);
                 let deterministic = p.deterministic && !segmented;
                 let (in_type, out_type, row_params, src, dst) = match mapped {
                     Some(m) => {

@@ -36,6 +36,12 @@ pub fn single_pass_tile<Op: CudaOp>() -> usize {
     SinglePassPolicy::for_item(std::mem::size_of::<Op::Item>(), 90).map_or(0, |p| p.tile())
 }
 
+/// The tile of `Op`'s fused-map kernels on the H200 (`SinglePassPolicy::for_maps`).
+#[allow(dead_code)]
+pub fn mapped_tile<Op: CudaOp>() -> usize {
+    SinglePassPolicy::for_item(std::mem::size_of::<Op::Item>(), 90).map_or(0, |p| p.for_maps().tile())
+}
+
 /// Sizes around every boundary of both GPU algorithms for `Op`: for the
 /// Blelloch tiling, around one tile, two tiles, `tile * min(tile, 64)`, and
 /// past `tile^2` (three driver levels) when that stays under ~256 MiB; for the
