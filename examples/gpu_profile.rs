@@ -1,20 +1,21 @@
 //! One GPU scan, run a few times, for profilers (Nsight Compute) to look at:
 //!
 //! ```text
-//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|f32-add-rows|selective] [log2 n] [single-pass|blelloch]
+//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|selective] [log2 n] [single-pass|blelloch]
 //! ncu --launch-skip 2 --launch-count 1 -k regex:single_pass target/release/examples/gpu_profile f32-add 28
 //! ```
 //!
 //! Inputs are pseudo-random (a Weyl sequence), the scan is inclusive, forward and out of
 //! place between device buffers, three times. `f32-add-rows` scans rows of
 //! 4096 items (2^n items in all) in one launch. `linrec-fused` is the f32
-//! recurrence through fused maps (a[], b[] -> h[]). `selective` runs the
+//! recurrence through fused maps (a[], b[] -> h[]), `bf16-fused` bf16 sums
+//! accumulated in f32 and written as bf16 (`WidenNarrow`). `selective` runs the
 //! selective scan of issue 8/11's benchmark (batch 8, dim 1536, L 4096, N 16,
 //! B and C varying, D, z, delta_bias, softplus; log2 n is ignored) three
 //! times.
 
 use scan::cuda::{Algorithm, Cuda};
-use scan::maps::Recurrence;
+use scan::maps::{bf16, Recurrence, WidenNarrow};
 use scan::ops::{Add, LinearRecurrence};
 use scan::selective::{Projection, SelectiveScan, SsmShape};
 use scan::{CudaOp, ScanSpec};
@@ -67,6 +68,17 @@ fn main() -> scan::Result<()> {
                     )
                 })?;
                 println!("{n} items in {ms:.3} ms: {:.0} GB/s", 12.0 * n as f64 / (f64::from(ms) * 1e-3) / 1e9);
+            }
+            Ok(())
+        }
+        "bf16-fused" => {
+            let x = cuda.upload(&(0..n).map(|i| bf16::from_f64(u(i))).collect::<Vec<_>>())?;
+            let mut y = cuda.alloc::<bf16>(n)?;
+            for _ in 0..3 {
+                let ((), ms) = cuda.time(|| {
+                    cuda.scan_mapped_device_into::<Add<f32>, WidenNarrow<bf16>, _>(&x, &mut y, ScanSpec::inclusive())
+                })?;
+                println!("{n} items in {ms:.3} ms: {:.0} GB/s", 4.0 * n as f64 / (f64::from(ms) * 1e-3) / 1e9);
             }
             Ok(())
         }

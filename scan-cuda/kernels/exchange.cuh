@@ -88,29 +88,117 @@ struct WarpExchange {
         for (int k = 0; k < ITEMS; ++k) {
             const int m = k * 32 + lane;  // memory order within the segment
             const int p = REVERSE ? SEGMENT - 1 - m : m;
-            const Item x = p < valid ? src(index(p)) : Op::identity();
+            put_item(smem, m, p < valid ? src(index(p)) : Op::identity());
+        }
+    }
+
+    // One item in the slice, at memory position m of the segment: one
+    // access for items of 8 or 16 bytes (their slots are aligned: items sit
+    // at multiples of their size, padding vectors are 16 bytes), else word
+    // by word. 8-byte items word by word met 2.4-way bank conflicts (ncu,
+    // H200, the fused recurrence); as one access, none.
+    static constexpr int ITEM_ACCESS =
+        (sizeof(Item) == 8 || sizeof(Item) == 16) && (PAD_WORDS * (int)sizeof(Word)) % (int)sizeof(Item) == 0
+            ? (int)sizeof(Item)
+            : 0;
+    static __device__ __forceinline__ void put_item(Word* smem, int m, const Item& x) {
+        if constexpr (ITEM_ACCESS != 0) {
+            Vector<Word, ITEM_ACCESS> v;
+            memcpy(v.w, &x, sizeof(Item));
+            *reinterpret_cast<Vector<Word, ITEM_ACCESS>*>(smem + slot(m * WORDS_PER_ITEM)) = v;
+        } else {
             Word w[WORDS_PER_ITEM];
             memcpy(w, &x, sizeof(Item));
 #pragma unroll
             for (int j = 0; j < WORDS_PER_ITEM; ++j) smem[slot(m * WORDS_PER_ITEM + j)] = w[j];
         }
     }
+    static __device__ __forceinline__ Item get_item(const Word* smem, int m) {
+        Item x;
+        if constexpr (ITEM_ACCESS != 0) {
+            const Vector<Word, ITEM_ACCESS> v = *reinterpret_cast<const Vector<Word, ITEM_ACCESS>*>(smem + slot(m * WORDS_PER_ITEM));
+            memcpy(&x, v.w, sizeof(Item));
+        } else {
+            Word w[WORDS_PER_ITEM];
+#pragma unroll
+            for (int j = 0; j < WORDS_PER_ITEM; ++j) w[j] = smem[slot(m * WORDS_PER_ITEM + j)];
+            memcpy(&x, w, sizeof(Item));
+        }
+        return x;
+    }
+    // V consecutive items from memory position m0 (a multiple of V, V
+    // dividing ITEMS: they lie in one run), as 16-byte vectors when their
+    // bytes allow (they then start 16-byte aligned), else item by item.
+    template <int V>
+    static constexpr bool GROUP_VECTORS = (V * (int)sizeof(Item)) % 16 == 0 && sizeof(Word) == 4;
+    template <int V>
+    static __device__ __forceinline__ void put_group(Word* smem, int m0, const Item (&x)[V]) {
+        if constexpr (GROUP_VECTORS<V>) {
+            typedef Vector<Word, 16> V16;
+            constexpr int COUNT = V * (int)sizeof(Item) / 16;
+            V16 v[COUNT];
+            memcpy(v, x, sizeof(v));
+            V16* to = reinterpret_cast<V16*>(smem + slot(m0 * WORDS_PER_ITEM));
+#pragma unroll
+            for (int c = 0; c < COUNT; ++c) to[c] = v[c];
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; ++e) put_item(smem, m0 + e, x[e]);
+        }
+    }
+    template <int V>
+    static __device__ __forceinline__ void get_group(const Word* smem, int m0, Item (&x)[V]) {
+        if constexpr (GROUP_VECTORS<V>) {
+            typedef Vector<Word, 16> V16;
+            constexpr int COUNT = V * (int)sizeof(Item) / 16;
+            V16 v[COUNT];
+            const V16* from = reinterpret_cast<const V16*>(smem + slot(m0 * WORDS_PER_ITEM));
+#pragma unroll
+            for (int c = 0; c < COUNT; ++c) v[c] = from[c];
+            memcpy(x, v, sizeof(v));
+        } else {
+#pragma unroll
+            for (int e = 0; e < V; ++e) x[e] = get_item(smem, m0 + e);
+        }
+    }
 
-    // The second half of an early item-wise load (maps.cuh,
-    // LiftedIn::fetch, a whole segment): lifts the fetched positions and
-    // writes them where load_items would (slot m holds memory position m,
-    // as with load_vectors).
+    // The second half of a whole segment's load through fused maps
+    // (maps.cuh, LiftedIn::fetch): lifts the fetched positions and writes
+    // them where load_items would (slot m holds memory position m, as with
+    // load_vectors), a group of V = In::VEC at a time.
     template <class In, class Fetched>
     static __device__ __forceinline__ void put_lifted(const In& src, const Fetched& f, Word* smem) {
-        const int lane = (int)lane_id();
+        constexpr int V = In::template VEC<ITEMS>;
 #pragma unroll
-        for (int k = 0; k < ITEMS; ++k) {
-            const int m = k * 32 + lane;
-            const Item x = src.template lift_fetched<ITEMS>(f, k);
-            Word w[WORDS_PER_ITEM];
-            memcpy(w, &x, sizeof(Item));
+        for (int q = 0; q < ITEMS / V; ++q) {
+            Item x[V];
 #pragma unroll
-            for (int j = 0; j < WORDS_PER_ITEM; ++j) smem[slot(m * WORDS_PER_ITEM + j)] = w[j];
+            for (int e = 0; e < V; ++e) x[e] = src.template lift_fetched<ITEMS>(f, q * V + e);
+            put_group<V>(smem, (q * 32 + (int)lane_id()) * V, x);
+        }
+    }
+
+    // A whole segment through a projection (maps.cuh, ProjectedOut) from
+    // memory position `base` (groups_aligned): a group of V = Out::VEC
+    // positions per lane and vector store.
+    template <class Out>
+    static __device__ __forceinline__ void store_projected(const Out& dst, u64 base, const Word* smem) {
+        constexpr int V = Out::template VEC<ITEMS>;
+        typedef typename Out::Output Output;
+        Item x[ITEMS];
+#pragma unroll
+        for (int q = 0; q < ITEMS / V; ++q) {
+            Item g[V];
+            get_group<V>(smem, (q * 32 + (int)lane_id()) * V, g);
+#pragma unroll
+            for (int e = 0; e < V; ++e) x[q * V + e] = g[e];
+        }
+#pragma unroll
+        for (int q = 0; q < ITEMS / V; ++q) {
+            Item g[V];
+#pragma unroll
+            for (int e = 0; e < V; ++e) g[e] = x[q * V + e];
+            dst.template put_group<V>(base + (u64)((q * 32 + (int)lane_id()) * V), g);
         }
     }
 
@@ -131,13 +219,7 @@ struct WarpExchange {
         for (int k = 0; k < ITEMS; ++k) x[k] = src.template lift_staged<SEGMENT>(raw, k * 32 + lane);
         __syncwarp();  // every lane has read the staged inputs
 #pragma unroll
-        for (int k = 0; k < ITEMS; ++k) {
-            const int m = k * 32 + lane;
-            Word w[WORDS_PER_ITEM];
-            memcpy(w, &x[k], sizeof(Item));
-#pragma unroll
-            for (int j = 0; j < WORDS_PER_ITEM; ++j) smem[slot(m * WORDS_PER_ITEM + j)] = w[j];
-        }
+        for (int k = 0; k < ITEMS; ++k) put_item(smem, k * 32 + lane, x[k]);
     }
 
     // Written as `dst(index(p), item)` (maps.cuh: an item array, or a
@@ -150,13 +232,7 @@ struct WarpExchange {
         const int lane = (int)lane_id();
         Item x[ITEMS];
 #pragma unroll
-        for (int k = 0; k < ITEMS; ++k) {
-            const int m = k * 32 + lane;
-            Word w[WORDS_PER_ITEM];
-#pragma unroll
-            for (int j = 0; j < WORDS_PER_ITEM; ++j) w[j] = smem[slot(m * WORDS_PER_ITEM + j)];
-            memcpy(&x[k], w, sizeof(Item));
-        }
+        for (int k = 0; k < ITEMS; ++k) x[k] = get_item(smem, k * 32 + lane);
 #pragma unroll
         for (int k = 0; k < ITEMS; ++k) {
             const int m = k * 32 + lane;

@@ -6,8 +6,13 @@
 // three input arrays, item i of each (LiftedIn), and each result is
 // projected into an array of outputs (ProjectedOut), so that nothing in
 // between is stored: the linear recurrence reads a[] and b[] and writes h[]
-// alone, 12 bytes per f32 item where the pairs scan moves 16 each way. The
-// maps' positions move item by item, still coalesced: consecutive lanes
+// alone, 12 bytes per f32 item where the pairs scan moves 16 each way.
+//
+// A whole, aligned segment moves in groups of VEC consecutive positions per
+// lane (group g = q * 32 + lane holds positions g * VEC ..), each array read
+// and the output written as one vector per group: 16 bytes for the widest
+// array (the recurrence: VEC 4, a float4 of a[] and one of b[]; bf16: VEC
+// 8). Other segments move item by item, still coalesced: consecutive lanes
 // touch consecutive positions of every array.
 //
 // A maps struct M (CudaMaps::cuda_source) declares Input (what lift reads
@@ -15,6 +20,31 @@
 // Item (the operator's), Output, and `lift` / `project`.
 
 namespace scan {
+
+// Positions per group for arrays whose widest element is MAX bytes: 16 bytes'
+// worth, as long as it divides a run of ITEMS (else halved), and 1 when an
+// element size is not a power of two (no vector of it).
+template <int ITEMS, int MAX, bool POW2>
+struct GroupOf {
+    __host__ __device__ static constexpr int fit(int v) { return v <= 1 ? 1 : ITEMS % v == 0 ? v : fit(v / 2); }
+    static constexpr int VALUE = POW2 && MAX <= 16 ? fit(16 / MAX) : 1;
+};
+
+__host__ __device__ constexpr bool is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// V consecutive elements of one array, from index `at` (V * sizeof(X)
+// aligned when V > 1): one vector load.
+template <int V, class X>
+__device__ __forceinline__ void read_group(const X* p, u64 at, X* out) {
+    if constexpr (V == 1) {
+        out[0] = p[at];
+    } else {
+        typedef Vector<X, V * (int)sizeof(X)> Vec;
+        const Vec v = *reinterpret_cast<const Vec*>(p + at);
+#pragma unroll
+        for (int e = 0; e < V; ++e) out[e] = v.w[e];
+    }
+}
 
 template <class Item>
 struct ItemsIn {
@@ -42,10 +72,15 @@ template <class M, int N, bool STAGED, class A, class B = A, class C = A>
 struct LiftedIn {
     static_assert(N >= 1 && N <= 3, "one to three input arrays");
     static constexpr bool DIRECT = false;
-    // Early loads (single_pass.cuh): a whole segment's positions are
-    // fetched into registers, array by array, before the previous tile is
-    // stored, and lifted into the slice after it (WarpExchange::put_lifted).
+    // A whole segment's positions are fetched into registers, a group of
+    // VEC per vector load (early loads: before the previous tile's store,
+    // single_pass.cuh), and lifted into the slice (WarpExchange::put_lifted).
     static constexpr bool FETCHES = true;
+    static constexpr int WIDEST = (int)(sizeof(A) > sizeof(B) ? (sizeof(A) > sizeof(C) ? sizeof(A) : sizeof(C))
+                                                              : (sizeof(B) > sizeof(C) ? sizeof(B) : sizeof(C)));
+    template <int ITEMS>
+    static constexpr int VEC =
+        GroupOf<ITEMS, WIDEST, is_pow2(sizeof(A)) && is_pow2(sizeof(B)) && is_pow2(sizeof(C))>::VALUE;
     template <int ITEMS>
     struct Fetched {
         A a[ITEMS];
@@ -104,19 +139,29 @@ struct LiftedIn {
                                           reinterpret_cast<const C*>(raw + COUNT * (sizeof(A) + sizeof(B)))[m]));
         }
     }
-    // Memory positions base + k * 32 + lane, k < ITEMS, of each array
-    // (a whole segment, warp-striped: every load is coalesced).
+    // Whether positions from `base` start a group of VEC<ITEMS> in every array.
+    template <int ITEMS>
+    __device__ __forceinline__ bool groups_aligned(u64 base) const {
+        constexpr int V = VEC<ITEMS>;
+        bool ok = ((u64)(a + base) % (V * sizeof(A))) == 0;
+        if constexpr (N >= 2) ok = ok && ((u64)(b + base) % (V * sizeof(B))) == 0;
+        if constexpr (N >= 3) ok = ok && ((u64)(c + base) % (V * sizeof(C))) == 0;
+        return ok;
+    }
+    // The segment from `base` (whole, groups_aligned): element q * V + e of
+    // each array holds position (q * 32 + lane) * V + e, V = VEC<ITEMS>.
     template <int ITEMS>
     __device__ __forceinline__ void fetch(u64 base, Fetched<ITEMS>& f) const {
-        const u64 at = base + lane_id();
+        constexpr int V = VEC<ITEMS>;
 #pragma unroll
-        for (int k = 0; k < ITEMS; ++k) {
-            f.a[k] = a[at + (u64)k * 32];
-            if constexpr (N >= 2) f.b[k] = b[at + (u64)k * 32];
-            if constexpr (N >= 3) f.c[k] = c[at + (u64)k * 32];
+        for (int q = 0; q < ITEMS / V; ++q) {
+            const u64 at = base + (u64)(q * 32 + (int)lane_id()) * V;
+            read_group<V>(a, at, f.a + q * V);
+            if constexpr (N >= 2) read_group<V>(b, at, f.b + q * V);
+            if constexpr (N >= 3) read_group<V>(c, at, f.c + q * V);
         }
     }
-    // The item of fetched position k.
+    // The item of fetched element k.
     template <int ITEMS>
     __device__ __forceinline__ typename M::Item lift_fetched(const Fetched<ITEMS>& f, int k) const {
         if constexpr (N == 1) {
@@ -138,12 +183,32 @@ struct LiftedIn {
     }
 };
 
-// Writes M::project of each result.
+// Writes M::project of each result; a whole, aligned segment a group of
+// VEC consecutive positions per vector store (WarpExchange::store_projected).
 template <class M>
 struct ProjectedOut {
+    typedef typename M::Output Output;
     static constexpr bool DIRECT = false;
-    typename M::Output* p;
+    template <int ITEMS>
+    static constexpr int VEC = GroupOf<ITEMS, (int)sizeof(Output), is_pow2(sizeof(Output))>::VALUE;
+    Output* p;
     __device__ __forceinline__ void operator()(u64 i, const typename M::Item& x) const { p[i] = M::project(x); }
+    template <int ITEMS>
+    __device__ __forceinline__ bool groups_aligned(u64 base) const {
+        return ((u64)(p + base) % (VEC<ITEMS> * sizeof(Output))) == 0;
+    }
+    // Positions at .. at + V - 1 (V * sizeof(Output) aligned when V > 1).
+    template <int V>
+    __device__ __forceinline__ void put_group(u64 at, const typename M::Item (&x)[V]) const {
+        if constexpr (V == 1) {
+            p[at] = M::project(x[0]);
+        } else {
+            Vector<Output, V * (int)sizeof(Output)> v;
+#pragma unroll
+            for (int e = 0; e < V; ++e) v.w[e] = M::project(x[e]);
+            *reinterpret_cast<Vector<Output, V * (int)sizeof(Output)>*>(p + at) = v;
+        }
+    }
 };
 
 }  // namespace scan

@@ -277,6 +277,9 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         if constexpr (Out::DIRECT) {
             stored = heads.contiguous() && seg.vectors(dst.p);
             if (stored) Exchange::store_vectors(dst.p + seg.base, buf);
+        } else {
+            stored = heads.contiguous() && seg.whole && dst.template groups_aligned<ITEMS>(seg.base);
+            if (stored) Exchange::store_projected(dst, seg.base, buf);
         }
         if (!stored) Exchange::store_items(dst, index, seg.valid, buf);
         __syncwarp();  // before the slice is loaded again
@@ -295,6 +298,13 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         } else if constexpr (In::template FITS<Exchange::SEGMENT>) {
             loaded = heads.contiguous() && seg.whole && src.aligned(seg.base);
             if (loaded) Exchange::load_staged(src, seg.base, buf);
+        } else if constexpr (In::FETCHES) {
+            loaded = heads.contiguous() && seg.whole && src.template groups_aligned<ITEMS>(seg.base);
+            if (loaded) {
+                typename In::template Fetched<ITEMS> f;
+                src.template fetch<ITEMS>(seg.base, f);
+                Exchange::put_lifted(src, f, buf);
+            }
         }
         if (!loaded) Exchange::load_items(src, index, seg.valid, buf);
     };
@@ -401,7 +411,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
                 vectors = heads.contiguous() && seg.vectors(src.p);
                 if (vectors) Exchange::fetch_vectors(src.p + seg.base, v);
             } else if constexpr (In::FETCHES) {
-                fetched = heads.contiguous() && seg.whole;
+                fetched = heads.contiguous() && seg.whole && src.template groups_aligned<ITEMS>(seg.base);
                 if (fetched) src.template fetch<ITEMS>(seg.base, f);
             }
             if (i >= STAGES) store(k);
