@@ -73,7 +73,7 @@ fn main() -> scan::Result<()> {
         }
         "bf16-fused" => {
             let x = cuda.upload(&(0..n).map(|i| bf16::from_f64(u(i))).collect::<Vec<_>>())?;
-            let mut y = cuda.alloc::<bf16>(n)?;
+            let mut y = cuda.upload(&vec![bf16::ZERO; n])?;
             for _ in 0..3 {
                 let ((), ms) = cuda.time(|| {
                     cuda.scan_mapped_device_into::<Add<f32>, WidenNarrow<bf16>, _>(&x, &mut y, ScanSpec::inclusive())
