@@ -8,7 +8,8 @@
 #   bash scan-cuda/gpu-check.sh bench      # examples/bench --gpu, peers, plot
 #   bash scan-cuda/gpu-check.sh rows       # rows and segments: bench --gpu-rows-only, examples/compact, peers --rows-only
 #   bash scan-cuda/gpu-check.sh fused      # fused maps: bench --gpu-fused-only (the recurrence from a[], b[] to h[];
-#                                          # bf16 sums in f32), peers --half-only (torch.cumsum on bf16)
+#                                          # bf16 sums in f32), peers --half-only (torch.cumsum on bf16);
+#                                          # SCAN_BENCH_FUSED_SWEEP=1 adds tile shapes at 2^28
 #   bash scan-cuda/gpu-check.sh selective  # the selective scan: bench --gpu-selective-only, peers --selective-only
 #   bash scan-cuda/gpu-check.sh test:NAME  # one GPU test binary (e.g. test:gpu_rows)
 #   bash scan-cuda/gpu-check.sh policies   # examples/bench --gpu-policies-only (single-pass tuning sweep; POLICY_ITEMS=16,32 for some item sizes)
@@ -138,8 +139,26 @@ rows = list(csv.reader(sys.stdin))
 for name, unit, value in zip(rows[0], rows[1], rows[2]):
     if "issue_stalled" in name and name.endswith("per_issue_active.ratio"):
         print("STALL", name, value, unit)' >>"$out/ncu-$c.txt"
+      # Per SASS instruction (the source page): the 15 with the most excess
+      # shared-memory wavefronts (bank conflicts), with their stall samples.
+      ncu --import "$out/$c.ncu-rep" --page source --csv --print-source sass 2>/dev/null | python3 -c '
+import csv, sys
+rows = list(csv.reader(sys.stdin))
+head = next((i for i, r in enumerate(rows) if any("Source" == c or "Address" == c for c in r)), None)
+if head is None:
+    sys.exit(0)
+cols = rows[head]
+pick = lambda words: next((i for i, c in enumerate(cols) if all(w in c for w in words)), None)
+src, ex, samp = pick(["Source"]), pick(["Shared", "Excessive"]), pick(["Warp Stall Sampling (All"])
+if src is None or ex is None:
+    print("SHARED no source-level columns:", cols[:12]); sys.exit(0)
+num = lambda r, i: float((r[i] or "0").replace(",", "")) if i is not None and i < len(r) else 0.0
+body = [r for r in rows[head + 1:] if len(r) > max(src, ex)]
+for r in sorted(body, key=lambda r: -num(r, ex))[:15]:
+    print("SHARED excess %10.0f  stalls %8.0f  %s" % (num(r, ex), num(r, samp), r[src].strip()))' >>"$out/ncu-$c.txt"
       echo "-- $c"
       grep -E "Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Block Limit" "$out/ncu-$c.txt" | head -12
+      grep -E "^SHARED" "$out/ncu-$c.txt" | head -15
       grep -E "^STALL" "$out/ncu-$c.txt" | sort -k3 -g -r | head -8
     done
     ;;

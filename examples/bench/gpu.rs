@@ -71,6 +71,9 @@ pub fn run(args: &Args) -> Result<Report, String> {
         for log in [24, 28] {
             rows.extend(crate::gpu_fused::run(cuda, log, args.reps)?);
         }
+        if std::env::var_os("SCAN_BENCH_FUSED_SWEEP").is_some() {
+            rows.extend(crate::gpu_fused::sweep(28, args.reps)?);
+        }
         let about = format!("GPU: {cuda}: fused maps only, single-pass, one call between two CUDA events");
         return Ok(Report { about, rows, notes });
     }

@@ -52,6 +52,38 @@ pub fn run(cuda: &Cuda, log: u32, reps: usize) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// Tile shapes for the fused kernels at 2^`log` (`SCAN_BENCH_FUSED_SWEEP=1`
+/// with `--gpu-fused-only`): (threads, items per thread, blocks per SM,
+/// stages) for the recurrence (8-byte items) and for the bf16 sums (4-byte
+/// items). A shape that does not fit is a row saying so, not a failure.
+pub fn sweep(log: u32, reps: usize) -> Result<Vec<Row>, String> {
+    type Shape = (u32, u32, u32, u32);
+    let recurrence: [Shape; 5] = [(256, 16, 2, 2), (256, 16, 1, 4), (128, 16, 4, 2), (256, 8, 2, 3), (256, 8, 3, 2)];
+    let sums: [Shape; 5] = [(256, 16, 3, 2), (256, 16, 3, 3), (256, 16, 2, 4), (512, 16, 1, 3), (256, 8, 4, 4)];
+    let mut rows = Vec::new();
+    let executor = |(threads, items, blocks, stages): Shape| -> Result<(Cuda, String), String> {
+        let tuning =
+            scan_cuda::Tuning::default().threads(threads).items_per_thread(items).blocks_per_sm(blocks).stages(stages);
+        let cuda = Cuda::new().map_err(|e| e.to_string())?.with_tuning(tuning);
+        Ok((cuda, format!("fused maps, {threads} x {items}, {blocks} blocks/SM, {stages} stages")))
+    };
+    for shape in recurrence {
+        let (cuda, method) = executor(shape)?;
+        match one(&cuda, log, reps, &method) {
+            Ok(r) => rows.extend(r.into_iter().skip(1)),
+            Err(e) => eprintln!("{method}: {e}"),
+        }
+    }
+    for shape in sums {
+        let (cuda, method) = executor(shape)?;
+        match bf16_sums(&cuda, log, reps, &method) {
+            Ok(r) => rows.extend(r.into_iter().skip(1)),
+            Err(e) => eprintln!("{method}: {e}"),
+        }
+    }
+    Ok(rows)
+}
+
 /// The inputs of the bf16 sums, as bench/peers.py builds them: the Weyl
 /// sequence frac(i x 0.618...) in [0, 1), rounded to bf16, so that every
 /// prefix sum is positive and its relative error means something.
