@@ -21,7 +21,6 @@ use crate::discover;
 use crate::kernels::{Family, Stage};
 use crate::module::{lock, Module};
 use crate::nvrtc;
-use crate::policy::SinglePassPolicy;
 use crate::policy::{Algorithm, Tuning};
 use crate::selective::SelectiveKernel;
 use crate::single_pass::{Carry, Segments, SinglePass};
@@ -552,15 +551,13 @@ impl Cuda {
         let module = self.module::<Op>()?;
         let size = std::mem::size_of::<Op::Item>() as u64;
         match module.plan(self.algorithm) {
-            Ok(policy) if rows == 1 => {
-                self.single_pass(&module, policy).launch(src.unwrap_or(dst), dst, len, Segments::Whole, spec)
+            Ok(_) if rows == 1 => {
+                self.single_pass(&module)?.launch(src.unwrap_or(dst), dst, len, Segments::Whole, spec)
             }
-            Ok(policy) => {
+            Ok(_) => {
                 let rows_module = self.module_of::<Op>(Family::Rows)?;
                 let segments = Segments::Rows { row_len: row_len as u64, stride: stride as u64 };
-                // The rows kernels' own shape (SinglePassPolicy::for_segments).
-                let policy = rows_module.plan(self.algorithm).unwrap_or(policy);
-                self.single_pass(&rows_module, policy).launch(src.unwrap_or(dst), dst, len, segments, spec)
+                self.single_pass(&rows_module)?.launch(src.unwrap_or(dst), dst, len, segments, spec)
             }
             // A fallback was reported once, when the module was built.
             Err(_) => {
@@ -579,10 +576,21 @@ impl Cuda {
         }
     }
 
-    /// The single-pass scan of `module` on this executor's stream.
-    pub(crate) fn single_pass<'a>(&'a self, module: &'a Module, policy: SinglePassPolicy) -> SinglePass<'a> {
+    /// The single-pass scan of `module` on this executor's stream, in the
+    /// tile shape the module was built for (each family has its own:
+    /// `SinglePassPolicy::for_segments`, `for_maps`). Callers check first
+    /// that the executor runs single-pass scans of this operator
+    /// (`Module::plan` of its plain module); a module without single-pass
+    /// kernels here is an internal error, never a launch in the wrong shape.
+    pub(crate) fn single_pass<'a>(&'a self, module: &'a Module) -> Result<SinglePass<'a>> {
+        let policy = module.plan(self.algorithm).map_err(|why| {
+            Error::Other(format!(
+                "internal: a single-pass launch of a module without single-pass kernels ({})",
+                why.unwrap_or("the executor runs Blelloch's algorithm")
+            ))
+        })?;
         let chaos = self.tuning.adversarial_seed();
-        SinglePass { stream: &self.stream, module, policy, chaos, carry: Carry::default() }
+        Ok(SinglePass { stream: &self.stream, module, policy, chaos, carry: Carry::default() })
     }
 
     /// The kernels `slot` holds, or, the first time, the module compiled

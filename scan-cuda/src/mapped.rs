@@ -226,18 +226,15 @@ impl Cuda {
         let id = (TypeId::of::<(Op, M, I::Key)>(), Family::Mapped);
         let module =
             self.module_keyed(id, || ModuleSource::mapped_of::<Op, M>(self.capability(), self.tuning(), &arrays))?;
-        let policy = match module.plan(self.algorithm()) {
-            Ok(policy) => policy,
-            Err(why) => {
-                return Err(Error::Unsupported(format!(
-                    "fused maps run inside the single-pass kernel, and this scan cannot use it: {}",
-                    why.unwrap_or("the executor runs Blelloch's algorithm")
-                )))
-            }
-        };
+        if let Err(why) = module.plan(self.algorithm()) {
+            return Err(Error::Unsupported(format!(
+                "fused maps run inside the single-pass kernel, and this scan cannot use it: {}",
+                why.unwrap_or("the executor runs Blelloch's algorithm")
+            )));
+        }
         let [in0, in1, in2] = inputs.addresses(self.stream());
         let dst = output.device_ptr_mut(self.stream());
-        self.single_pass(&module, policy).launch(in0, dst, n, Segments::Mapped { in1, in2 }, spec)
+        self.single_pass(&module)?.launch(in0, dst, n, Segments::Mapped { in1, in2 }, spec)
     }
 }
 

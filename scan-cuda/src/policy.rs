@@ -232,13 +232,16 @@ impl SinglePassPolicy {
     }
 
     /// The policy of the segmented kernels (rows, flags, offsets) derived
-    /// from a plain scan's: runs of at most 16 items. They keep a head
-    /// beside each value, and longer runs leave too few registers for the
-    /// early loads: f32 rows of 65536 x 4096 on the H200 ran at 0.81 of copy
-    /// with 16 items and early loads, 0.78 with 32 items without them and
-    /// 0.71 with them (one run, bench/gpu-h200-results.md).
+    /// from a plain scan's: the same runs, but runs of more than 16 items
+    /// without early loads. The segmented kernels keep a head beside each
+    /// value, and long runs leave too few registers for loads in flight.
+    /// Every f32 case of the rows benchmark on the H200 (2026-12-02, one
+    /// run): 32 items without early loads 0.74-0.79 of copy (offsets 0.76,
+    /// flags 0.70), with them 0.68-0.72 (flags 0.61), 16 items with them
+    /// 0.69-0.79 (offsets 0.69, flags 0.66); the f32 recurrence's rows (16
+    /// items) gained from early loads, 0.90 -> 0.96 (bench/gpu-h200-results.md).
     pub fn for_segments(self) -> SinglePassPolicy {
-        SinglePassPolicy { items_per_thread: self.items_per_thread.min(16), ..self }
+        SinglePassPolicy { early_loads: self.early_loads && self.items_per_thread <= 16, ..self }
     }
 
     /// The policy of fused-map kernels (`Cuda::scan_mapped`) derived from a

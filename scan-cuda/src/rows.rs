@@ -355,23 +355,15 @@ impl Cuda {
         spec: ScanSpec,
     ) -> Result<()> {
         match self.module::<Op>()?.plan(self.algorithm()) {
-            Ok(policy) => {
+            Ok(_) => {
                 // Words of 64 bits, one spare: BitHeads reads a word past
                 // the one holding the last item (kernels/heads.cuh).
                 let bits = self.heads_from_starts::<Op, u32>(starts, len, 2 * (len / 64 + 2), Stage::SegmentBits)?;
                 let (bits_ptr, sync) = bits.device_ptr(self.stream());
                 drop(sync);
                 let module = self.module_of::<Op>(Family::Offsets)?;
-                // The segmented kernels' own shape (SinglePassPolicy::for_segments).
-                let policy = module.plan(self.algorithm()).unwrap_or(policy);
                 // `bits` is freed in stream order, after the scan.
-                self.single_pass(&module, policy).launch(
-                    src.unwrap_or(dst),
-                    dst,
-                    len,
-                    Segments::Bits { bits: bits_ptr },
-                    spec,
-                )
+                self.single_pass(&module)?.launch(src.unwrap_or(dst), dst, len, Segments::Bits { bits: bits_ptr }, spec)
             }
             Err(_) => {
                 let flags = self.heads_from_starts::<Op, u8>(starts, len, len, Stage::SegmentFlags)?;
@@ -445,11 +437,9 @@ impl Cuda {
         let module = self.module::<Op>()?;
         let flags_ptr = flags.ptr(self.stream());
         match module.plan(self.algorithm()) {
-            Ok(policy) => {
+            Ok(_) => {
                 let module = self.module_of::<Op>(Family::Flags)?;
-                // The segmented kernels' own shape (SinglePassPolicy::for_segments).
-                let policy = module.plan(self.algorithm()).unwrap_or(policy);
-                self.single_pass(&module, policy).launch(
+                self.single_pass(&module)?.launch(
                     src.unwrap_or(dst),
                     dst,
                     len,
