@@ -68,7 +68,12 @@ pub fn run(args: &Args) -> Result<Report, String> {
     }
     if args.gpu_fused_only {
         let mut rows = Vec::new();
-        for log in [24, 28] {
+        // SCAN_BENCH_FUSED_LOGS=28 (say) for one size: device time is short.
+        let logs: Vec<u32> = std::env::var("SCAN_BENCH_FUSED_LOGS")
+            .ok()
+            .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
+            .unwrap_or_else(|| vec![24, 28]);
+        for log in logs {
             rows.extend(crate::gpu_fused::run(cuda, log, args.reps)?);
         }
         if std::env::var_os("SCAN_BENCH_FUSED_SWEEP").is_some() {

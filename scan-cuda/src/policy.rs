@@ -249,9 +249,14 @@ impl SinglePassPolicy {
     /// run's inputs in registers, one per array, and the lift and project
     /// need more besides: bf16 sums in f32 (4-byte items, 32-item runs
     /// under a 72-register bound) spilled 24 to 40 bytes per thread, and
-    /// none with 16 (NVRTC, sm_90).
+    /// none with 16 (NVRTC, sm_90). Where the runs shrink, a stage is added
+    /// (in the same shared memory): plain f32 sums with 16-item runs ran at
+    /// 0.75 of copy with 2 stages and 0.85 with 3, as with 32 and 2 (H200).
     pub fn for_maps(self) -> SinglePassPolicy {
-        SinglePassPolicy { items_per_thread: self.items_per_thread.min(16), ..self }
+        if self.items_per_thread <= 16 {
+            return self;
+        }
+        SinglePassPolicy { items_per_thread: 16, stages: (self.stages + 1).min(4), ..self }
     }
 
     /// Blocks of this shape that fit one SM's shared memory, at most
@@ -626,6 +631,19 @@ mod tests {
             assert!(p.items_per_thread as usize * size <= 256 || p.items_per_thread == 1, "size {size}: {p:?}");
             let segments = p.for_segments();
             segments.validate(size, 90).unwrap_or_else(|e| panic!("segments, size {size}: {segments:?}: {e}"));
+            // The fused-map shape keeps the blocks per SM in their shared memory.
+            let maps = p.for_maps();
+            maps.validate(size, 90).unwrap_or_else(|e| panic!("maps, size {size}: {maps:?}: {e}"));
+            assert!(maps.items_per_thread <= 16 && maps.blocks_per_sm == p.blocks_per_sm, "size {size}: {maps:?}");
+            assert!(
+                maps.blocks_per_sm as usize * (maps.shared_bytes(size) + 1024) <= shared_per_sm(90),
+                "maps, size {size}: {maps:?}"
+            );
+            if p.items_per_thread > 16 {
+                assert_eq!(maps.stages, (p.stages + 1).min(4), "size {size}: a stage for the shorter runs");
+            } else {
+                assert_eq!(maps, p, "size {size}: runs of 16 or fewer keep the plain shape");
+            }
         }
     }
 
