@@ -263,29 +263,10 @@ struct WarpExchange {
     // thread_scan (thread.cuh) of this lane's run where it lies in the
     // slice, a vector at a time: the same result as read_run, thread_scan,
     // write_run, with a vector's worth of registers instead of a run's.
+    // (The segmented form below with no heads: the constant folds away.)
     template <bool INCLUSIVE>
     static __device__ __forceinline__ void scan_run_in_place(Word* smem, Item prefix) {
-        static_assert(WHOLE_ITEMS_PER_VECTOR, "vectors of whole items");
-        constexpr int PER_VECTOR = VECTOR_BYTES / (int)sizeof(Item);
-        const int lane = (int)lane_id();
-        Word* mine = smem + (REVERSE ? 31 - lane : lane) * STRIDE;
-#pragma unroll
-        for (int s = 0; s < VECTORS_PER_RUN; ++s) {
-            // Scan order: a reverse scan walks the run from its end.
-            Vec* p = reinterpret_cast<Vec*>(mine + (REVERSE ? VECTORS_PER_RUN - 1 - s : s) * WORDS_PER_VECTOR);
-            Vec v = *p;
-            Item items[PER_VECTOR];
-            memcpy(items, v.w, sizeof(items));
-#pragma unroll
-            for (int t = 0; t < PER_VECTOR; ++t) {
-                Item& x = items[REVERSE ? PER_VECTOR - 1 - t : t];
-                const Item next = Op::combine(prefix, x);
-                x = INCLUSIVE ? next : prefix;
-                prefix = next;
-            }
-            memcpy(v.w, items, sizeof(items));
-            *p = v;
-        }
+        scan_run_in_place_heads<INCLUSIVE>(smem, prefix, 0);
     }
 
     // The same for a segmented scan (thread_scan_heads, heads.cuh): bit i

@@ -8,17 +8,23 @@
 
 namespace scan {
 
-__device__ __forceinline__ void segment_flags(const u64* starts, u64 count, u64 len, unsigned char* flags,
-                                              u64* first_bad) {
+// Every start checked, grid-striding; `mark(s)` for each good start s < len.
+template <class Mark>
+__device__ __forceinline__ void check_starts(const u64* starts, u64 count, u64 len, u64* first_bad, Mark mark) {
     const u64 step = (u64)gridDim.x * blockDim.x;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
         const u64 s = starts[i];
         if (s > len || (i > 0 && starts[i - 1] > s)) {
             atomicMin(first_bad, i);
         } else if (s < len) {
-            flags[s] = 1;
+            mark(s);
         }
     }
+}
+
+__device__ __forceinline__ void segment_flags(const u64* starts, u64 count, u64 len, unsigned char* flags,
+                                              u64* first_bad) {
+    check_starts(starts, count, len, first_bad, [=](u64 s) { flags[s] = 1; });
 }
 
 // The same check, the starts set as bits (BitHeads): bit s of `bits`, 32-bit
@@ -27,15 +33,7 @@ __device__ __forceinline__ void segment_flags(const u64* starts, u64 count, u64 
 // sets its bit once.
 __device__ __forceinline__ void segment_bits(const u64* starts, u64 count, u64 len, unsigned* bits,
                                              u64* first_bad) {
-    const u64 step = (u64)gridDim.x * blockDim.x;
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
-        const u64 s = starts[i];
-        if (s > len || (i > 0 && starts[i - 1] > s)) {
-            atomicMin(first_bad, i);
-        } else if (s < len) {
-            atomicOr(bits + s / 32, 1u << (s % 32));
-        }
-    }
+    check_starts(starts, count, len, first_bad, [=](u64 s) { atomicOr(bits + s / 32, 1u << (s % 32)); });
 }
 
 }  // namespace scan
