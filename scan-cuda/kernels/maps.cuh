@@ -10,10 +10,12 @@
 //
 // A whole, aligned segment moves in groups of VEC consecutive positions per
 // lane (group g = q * 32 + lane holds positions g * VEC ..), each array read
-// and the output written as one vector per group: 16 bytes for the widest
-// array (the recurrence: VEC 4, a float4 of a[] and one of b[]; bf16: VEC
-// 8). Other segments move item by item, still coalesced: consecutive lanes
-// touch consecutive positions of every array.
+// as one vector per group: 16 bytes of the widest input array (the
+// recurrence: VEC 4, a float4 of a[] and one of b[]; bf16: VEC 8). The
+// output has a VEC of its own, 16 bytes of outputs (bf16 sums: read 8 bf16
+// at a time, write 8 bf16; the recurrence: write a float4 of h). Other
+// segments move item by item, still coalesced: consecutive lanes touch
+// consecutive positions of every array.
 //
 // A maps struct M (CudaMaps::cuda_source) declares Input (what lift reads
 // at one position: one array's type, or a tuple with `make` for several),

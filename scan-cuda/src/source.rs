@@ -206,10 +206,10 @@ impl ModuleSource {
                 // Segmented kernels rescan in shared memory too
                 // (exchange.cuh, scan_run_in_place_heads): with their runs
                 // rescanned in registers, f32 rows of 32 items spilled under
-                // early loads (0.65 of copy on the H200, 0.77 without). Mapped
-                // kernels fetch a whole segment's inputs into registers
-                // instead of vectors (maps.cuh, LiftedIn::fetch); staged maps
-                // load through the slice, after the store.
+                // early loads (0.65 of copy on the H200, 0.77 without).
+                // Mapped kernels fetch their input arrays' vectors
+                // (maps.cuh, LiftedIn::fetch) where plain ones fetch the
+                // items'; staged maps load through the slice, after the store.
                 let early = p.early_loads && !(mapped.is_some() && p.staged_maps);
                 let deterministic = p.deterministic && !segmented;
                 let (in_type, out_type, row_params, src, dst) = match mapped {
