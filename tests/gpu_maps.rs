@@ -21,10 +21,14 @@ use scan_testing::{boundary_sizes, Rng};
 use support::gpu::{cuda, mapped_tile, max_len, poisoned};
 
 /// Sizes around one and two tiles of the fused-map kernels, one look-back
-/// window (32 tiles) and two, and a large odd size.
+/// window (32 tiles) and two, and a large odd size; and sizes 2, 4 and 6
+/// past a multiple of 8, so that a reverse scan's whole segments start at
+/// every alignment (their groups of positions move as vectors only when
+/// aligned, else item by item).
 fn sizes<Op: CudaOp>() -> Vec<usize> {
     let tile = mapped_tile::<Op>();
     let mut sizes = boundary_sizes(tile);
+    sizes.extend([3 * tile + 2, 3 * tile + 4, 3 * tile + 6]);
     for t in [32 * tile, 64 * tile] {
         sizes.extend([t - 1, t, t + 1]);
     }
@@ -129,6 +133,9 @@ fn half_precision_inputs_accumulate_in_f32() {
         for n in sizes::<Add<f32>>().into_iter().filter(|&n| n <= largest) {
             let x: Vec<bf16> = (0..n).map(|_| bf16::from_f32(rng.below(5) as f32 - 2.0)).collect();
             check::<Add<f32>, Widen<bf16>, _>(&cuda, "bf16 -> f32 sums", n, &x[..]);
+            // Small integers: every f32 sum is exact, whatever the grouping,
+            // and so is its bf16 rounding.
+            check::<Add<f32>, WidenNarrow<bf16>, _>(&cuda, "bf16 -> f32 sums -> bf16", n, &x[..]);
             let y: Vec<f16> = (0..n).map(|_| f16::from_f64(rng.range_f64(-6e4, 6e4))).collect();
             check::<Max<f32>, WidenNarrow<f16>, _>(&cuda, "f16 maxima", n, &y[..]);
         }

@@ -78,16 +78,23 @@ fn the_cuda_source_declares_both_functions_with_their_bodies() {
     assert!(wrap.code.contains("scan_add(x, 4294967295u)"), "{}", wrap.code);
 }
 
-/// The generated maps compile with the single-pass kernel (sm_90 CUBINs).
+/// The generated maps compile with the single-pass kernel (sm_90 CUBINs),
+/// whose kernels keep to their registers (no stack frame, no spills).
 #[test]
 #[ignore = "needs libnvrtc"]
 fn declared_maps_compile_with_the_single_pass_kernel() {
-    use scan::cuda::{compile_mapped_with, DeviceBuffer, Tuning};
+    use scan::cuda::{ptxas_report_mapped as report, DeviceBuffer, Tuning};
     type B = DeviceBuffer<f32>;
     for t in [Tuning::default(), Tuning::default().staged_maps(true)] {
-        compile_mapped_with::<LinearRecurrence<f32>, Ema, (B, B)>("sm_90", t).unwrap();
-        compile_mapped_with::<LinearRecurrence<f32>, GatedInput, (B, B, B)>("sm_90", t).unwrap();
-        compile_mapped_with::<Add<f64>, SumInF64, B>("sm_90", t).unwrap();
-        compile_mapped_with::<Add<u32>, WrapAround, DeviceBuffer<u32>>("sm_90", t).unwrap();
+        let reports = [
+            ("Ema", report::<LinearRecurrence<f32>, Ema, (B, B)>("sm_90", t).unwrap()),
+            ("GatedInput", report::<LinearRecurrence<f32>, GatedInput, (B, B, B)>("sm_90", t).unwrap()),
+            ("SumInF64", report::<Add<f64>, SumInF64, B>("sm_90", t).unwrap()),
+            ("WrapAround", report::<Add<u32>, WrapAround, DeviceBuffer<u32>>("sm_90", t).unwrap()),
+        ];
+        for (what, report) in reports {
+            let spills = scan_testing::kernels_that_spill(&report, "single_pass_mapped");
+            assert!(spills.is_empty(), "{what} ({t:?}): {spills:?}");
+        }
     }
 }

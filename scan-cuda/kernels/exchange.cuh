@@ -224,20 +224,32 @@ struct WarpExchange {
 
     // Written as `dst(index(p), item)` (maps.cuh: an item array, or a
     // project into an output array).
-    // Every item is read from the slice first (past `valid` too: the slice
-    // is the warp's own), so that the reads do not wait, one by one, behind
-    // the conditional stores.
+    // Projections (maps.cuh) read every item from the slice first (past
+    // `valid` too: the slice is the warp's own), so that the reads do not
+    // wait, one by one, behind the conditional stores; item arrays, whose
+    // whole segments take store_vectors, read each item just before its
+    // store (holding a run's items cost the f32 recurrence's rows kernel an
+    // 8-byte spill).
     template <class Out, class Index>
     static __device__ __forceinline__ void store_items(Out dst, Index index, int valid, const Word* smem) {
         const int lane = (int)lane_id();
-        Item x[ITEMS];
+        if constexpr (Out::DIRECT) {
 #pragma unroll
-        for (int k = 0; k < ITEMS; ++k) x[k] = get_item(smem, k * 32 + lane);
+            for (int k = 0; k < ITEMS; ++k) {
+                const int m = k * 32 + lane;
+                const int p = REVERSE ? SEGMENT - 1 - m : m;
+                if (p < valid) dst(index(p), get_item(smem, m));
+            }
+        } else {
+            Item x[ITEMS];
 #pragma unroll
-        for (int k = 0; k < ITEMS; ++k) {
-            const int m = k * 32 + lane;
-            const int p = REVERSE ? SEGMENT - 1 - m : m;
-            if (p < valid) dst(index(p), x[k]);
+            for (int k = 0; k < ITEMS; ++k) x[k] = get_item(smem, k * 32 + lane);
+#pragma unroll
+            for (int k = 0; k < ITEMS; ++k) {
+                const int m = k * 32 + lane;
+                const int p = REVERSE ? SEGMENT - 1 - m : m;
+                if (p < valid) dst(index(p), x[k]);
+            }
         }
     }
 

@@ -52,6 +52,7 @@ template <class Item>
 struct ItemsIn {
     static constexpr bool DIRECT = true;  // the items themselves: vectors allowed
     static constexpr bool FETCHES = false;  // early loads move vectors (exchange.cuh)
+    static constexpr bool FETCHES_EARLY = false;
     template <int ITEMS>
     struct Fetched {};
     const Item* p;
@@ -75,8 +76,8 @@ struct LiftedIn {
     static_assert(N >= 1 && N <= 3, "one to three input arrays");
     static constexpr bool DIRECT = false;
     // A whole segment's positions are fetched into registers, a group of
-    // VEC per vector load (early loads: before the previous tile's store,
-    // single_pass.cuh), and lifted into the slice (WarpExchange::put_lifted).
+    // VEC per vector load, and lifted into the slice
+    // (WarpExchange::put_lifted).
     static constexpr bool FETCHES = true;
     static constexpr int WIDEST = (int)(sizeof(A) > sizeof(B) ? (sizeof(A) > sizeof(C) ? sizeof(A) : sizeof(C))
                                                               : (sizeof(B) > sizeof(C) ? sizeof(B) : sizeof(C)));
@@ -92,6 +93,12 @@ struct LiftedIn {
     // The input bytes of one position.
     static constexpr int BYTES =
         (int)sizeof(A) + (N >= 2 ? (int)sizeof(B) : 0) + (N >= 3 ? (int)sizeof(C) : 0);
+    // Early loads (single_pass.cuh: before the previous tile's store) hold
+    // the fetched inputs in registers across the store, as plain kernels
+    // hold their items: only when the inputs take no more bytes than the
+    // items. (Three f32 arrays into 8-byte items spilled 24-40 bytes per
+    // thread at the 96-register bound.)
+    static constexpr bool FETCHES_EARLY = BYTES <= (int)sizeof(typename M::Item);
     // Whether a segment of COUNT positions can be staged in a slice of
     // COUNT items: it fits, and each array moves as whole vectors.
     template <int COUNT>
@@ -132,19 +139,15 @@ struct LiftedIn {
     template <int COUNT>
     __device__ __forceinline__ typename M::Item lift_staged(const unsigned char* raw, int m) const {
         const A x = reinterpret_cast<const A*>(raw)[m];
-        if constexpr (N == 1) {
-            return M::lift(x);
-        } else if constexpr (N == 2) {
-            return M::lift(M::Input::make(x, reinterpret_cast<const B*>(raw + COUNT * sizeof(A))[m]));
-        } else {
-            return M::lift(M::Input::make(x, reinterpret_cast<const B*>(raw + COUNT * sizeof(A))[m],
-                                          reinterpret_cast<const C*>(raw + COUNT * (sizeof(A) + sizeof(B)))[m]));
-        }
+        const B y = N >= 2 ? reinterpret_cast<const B*>(raw + COUNT * sizeof(A))[m] : B{};
+        const C z = N >= 3 ? reinterpret_cast<const C*>(raw + COUNT * (sizeof(A) + sizeof(B)))[m] : C{};
+        return lift_values(x, y, z);
     }
     // Whether positions from `base` start a group of VEC<ITEMS> in every array.
     template <int ITEMS>
     __device__ __forceinline__ bool groups_aligned(u64 base) const {
         constexpr int V = VEC<ITEMS>;
+        if constexpr (V == 1) return true;  // element loads (e.g. 12-byte elements)
         bool ok = ((u64)(a + base) % (V * sizeof(A))) == 0;
         if constexpr (N >= 2) ok = ok && ((u64)(b + base) % (V * sizeof(B))) == 0;
         if constexpr (N >= 3) ok = ok && ((u64)(c + base) % (V * sizeof(C))) == 0;
@@ -166,22 +169,20 @@ struct LiftedIn {
     // The item of fetched element k.
     template <int ITEMS>
     __device__ __forceinline__ typename M::Item lift_fetched(const Fetched<ITEMS>& f, int k) const {
+        return lift_values(f.a[k], f.b[N >= 2 ? k : 0], f.c[N >= 3 ? k : 0]);
+    }
+    // M::lift of one position's values (those of arrays past N unused).
+    static __device__ __forceinline__ typename M::Item lift_values(const A& x, const B& y, const C& z) {
         if constexpr (N == 1) {
-            return M::lift(f.a[k]);
+            return M::lift(x);
         } else if constexpr (N == 2) {
-            return M::lift(M::Input::make(f.a[k], f.b[k]));
+            return M::lift(M::Input::make(x, y));
         } else {
-            return M::lift(M::Input::make(f.a[k], f.b[k], f.c[k]));
+            return M::lift(M::Input::make(x, y, z));
         }
     }
     __device__ __forceinline__ typename M::Item operator()(u64 i) const {
-        if constexpr (N == 1) {
-            return M::lift(a[i]);
-        } else if constexpr (N == 2) {
-            return M::lift(M::Input::make(a[i], b[i]));
-        } else {
-            return M::lift(M::Input::make(a[i], b[i], c[i]));
-        }
+        return lift_values(a[i], N >= 2 ? b[i] : B{}, N >= 3 ? c[i] : C{});
     }
 };
 
@@ -197,6 +198,7 @@ struct ProjectedOut {
     __device__ __forceinline__ void operator()(u64 i, const typename M::Item& x) const { p[i] = M::project(x); }
     template <int ITEMS>
     __device__ __forceinline__ bool groups_aligned(u64 base) const {
+        if constexpr (VEC<ITEMS> == 1) return true;
         return ((u64)(p + base) % (VEC<ITEMS> * sizeof(Output))) == 0;
     }
     // Positions at .. at + V - 1 (V * sizeof(Output) aligned when V > 1).

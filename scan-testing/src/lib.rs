@@ -36,3 +36,56 @@ pub fn boundary_sizes(tile: usize) -> Vec<usize> {
 pub fn within(got: f64, want: f64, bound: f64) -> bool {
     (got - want).abs() <= bound
 }
+
+/// The kernels of a ptxas report (`scan_cuda::ptxas_report_mapped`, NVRTC's
+/// `--ptxas-options=-v` log) whose name starts with `prefix` and that use
+/// a stack frame or spill registers, as "name: N bytes stack frame, ...".
+/// Empty when every such kernel keeps to its registers.
+pub fn kernels_that_spill(report: &str, prefix: &str) -> Vec<String> {
+    let mut current = None;
+    let mut found = Vec::new();
+    for line in report.lines() {
+        if let Some(name) = line.split("Function properties for ").nth(1) {
+            current = Some(name.trim().to_string());
+        } else if line.contains("bytes stack frame") {
+            // "ptxas         .     40 bytes stack frame, 54 bytes spill stores, ..."
+            let numbers: Vec<u64> = line
+                .split(',')
+                .filter_map(|part| {
+                    let words: Vec<&str> = part.split_whitespace().collect();
+                    let at = words.iter().position(|&w| w == "bytes")?;
+                    words.get(at.checked_sub(1)?)?.parse().ok()
+                })
+                .collect();
+            if let Some(name) = current.take().filter(|n| n.starts_with(prefix)) {
+                if numbers.iter().any(|&n| n > 0) {
+                    found.push(format!("{name}: {}", line.trim()));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kernels_that_spill;
+
+    #[test]
+    fn spills_are_read_from_a_ptxas_report() {
+        // As NVRTC 12.9 prints it.
+        let report = "ptxas info    : Function properties for single_pass_mapped_forward_inclusive\n\
+                      ptxas         .     24 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+                      ptxas info    : Function properties for single_pass_mapped_reverse_inclusive\n\
+                      ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+                      ptxas info    : Function properties for single_pass_mapped_reverse_exclusive\n\
+                      ptxas         .     40 bytes stack frame, 54 bytes spill stores, 92 bytes spill loads\n\
+                      ptxas info    : Function properties for blelloch_scan_tile\n\
+                      ptxas         .     8 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n";
+        let spills = kernels_that_spill(report, "single_pass_mapped");
+        assert_eq!(spills.len(), 2, "{spills:?}");
+        assert!(spills[0].starts_with("single_pass_mapped_forward_inclusive: ptxas"), "{spills:?}");
+        assert!(spills[1].contains("54 bytes spill stores"), "{spills:?}");
+        assert!(kernels_that_spill("", "single_pass").is_empty());
+    }
+}
