@@ -83,7 +83,7 @@ def torch_cases(logs, reps):
 
 def torch_half(logs, reps):
     """torch.cumsum on bf16, against examples/bench's bf16 sums (gpu_fused.rs):
-    the same inputs (frac(i x 0.618...) rounded to bf16), GB/s counting 4 B
+    the same inputs (frac(i x 0.618...) rounded to f32, then bf16), GB/s counting 4 B
     per item, and the largest relative error against the exact prefix sums
     from position 1024 on. Torch is asked for a bf16 result, as ours writes."""
     import torch

@@ -152,7 +152,11 @@ pick = lambda words: next((i for i, c in enumerate(cols) if all(w in c for w in 
 src, ex, samp = pick(["Source"]), pick(["Shared", "Excessive"]), pick(["Warp Stall Sampling (All"])
 if src is None or ex is None:
     print("SHARED no source-level columns:", cols[:12]); sys.exit(0)
-num = lambda r, i: float((r[i] or "0").replace(",", "")) if i is not None and i < len(r) else 0.0
+def num(r, i):
+    try:
+        return float(r[i].replace(",", "")) if i is not None and i < len(r) and r[i] else 0.0
+    except ValueError:
+        return 0.0
 body = [r for r in rows[head + 1:] if len(r) > max(src, ex)]
 for r in sorted(body, key=lambda r: -num(r, ex))[:15]:
     print("SHARED excess %10.0f  stalls %8.0f  %s" % (num(r, ex), num(r, samp), r[src].strip()))' >>"$out/ncu-$c.txt"
