@@ -93,6 +93,7 @@ fn declared_maps_compile_with_the_single_pass_kernel() {
             ("WrapAround", report::<Add<u32>, WrapAround, DeviceBuffer<u32>>("sm_90", t).unwrap()),
         ];
         for (what, report) in reports {
+            assert!(report.contains("Function properties for single_pass_mapped"), "{what}: no ptxas report");
             let spills = scan_testing::kernels_that_spill(&report, "single_pass_mapped");
             assert!(spills.is_empty(), "{what} ({t:?}): {spills:?}");
         }

@@ -253,6 +253,9 @@ fn fused_maps_modules_compile_to_sm_90_cubins() {
         ];
         for (what, r) in results {
             match r {
+                Ok(report) if !report.contains("Function properties for single_pass_mapped") => {
+                    failures.push(format!("{what} ({tuning:?}): no ptxas report of the fused kernels"))
+                }
                 Ok(report) => {
                     let spills = scan_testing::kernels_that_spill(&report, "single_pass_mapped");
                     failures.extend(spills.into_iter().map(|s| format!("{what} ({tuning:?}): {s}")));

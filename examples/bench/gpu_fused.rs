@@ -60,7 +60,15 @@ pub fn run(cuda: &Cuda, log: u32, reps: usize) -> Result<Vec<Row>, String> {
 pub fn sweep(log: u32, reps: usize) -> Result<Vec<Row>, String> {
     type Shape = (u32, u32, u32, u32);
     let recurrence: [Shape; 5] = [(256, 16, 2, 2), (256, 16, 1, 4), (128, 16, 4, 2), (256, 8, 2, 3), (256, 8, 3, 2)];
-    let sums: [Shape; 5] = [(256, 16, 3, 2), (256, 16, 3, 3), (256, 16, 2, 4), (512, 16, 1, 3), (256, 8, 4, 4)];
+    let sums: [Shape; 7] = [
+        (256, 32, 3, 2),
+        (256, 32, 2, 3),
+        (256, 16, 3, 2),
+        (256, 16, 3, 3),
+        (256, 16, 2, 4),
+        (512, 16, 1, 3),
+        (256, 8, 4, 4),
+    ];
     let mut rows = Vec::new();
     let executor = |(threads, items, blocks, stages): Shape| -> Result<(Cuda, String), String> {
         let tuning =

@@ -119,7 +119,8 @@ pub struct SinglePassPolicy {
     /// lifted there, when they fit it (their bytes per position at most the
     /// item's), after the previous tile's store (no early loads for these
     /// kernels). Off by default: the default fetches each array into
-    /// registers a vector per group of positions before that store, and ran
+    /// registers a vector per group of positions before that store (after
+    /// it when the inputs take more bytes than the items), and ran
     /// faster on the H200 (the fused recurrence 0.84 of copy against 0.73,
     /// bf16 sums 0.44 against 0.43): [`Tuning::staged_maps`].
     pub staged_maps: bool,
@@ -235,24 +236,29 @@ impl SinglePassPolicy {
     }
 
     /// The policy of the segmented kernels (rows, flags, offsets) derived
-    /// from a plain scan's: the same runs, but runs of more than 16 items
-    /// without early loads. The segmented kernels keep a head beside each
-    /// value, and long runs leave too few registers for loads in flight.
-    /// Every f32 case of the rows benchmark on the H200 (2026-12-02, one
-    /// run): 32 items without early loads 0.74-0.79 of copy (offsets 0.76,
-    /// flags 0.70), with them 0.68-0.72 (flags 0.61), 16 items with them
-    /// 0.69-0.79 (offsets 0.69, flags 0.66); the f32 recurrence's rows (16
-    /// items) gained from early loads, 0.90 -> 0.96 (bench/gpu-h200-results.md).
+    /// from a plain scan's: runs of at most 16 items. They keep a head
+    /// beside each value, and longer runs leave too few registers for the
+    /// early loads: f32 rows of 65536 x 4096 on the H200 ran at 0.81 of copy
+    /// with 16 items and early loads, 0.78 with 32 items without them and
+    /// 0.71 with them (one run, bench/gpu-h200-results.md). Every f32 case
+    /// measured again on 2026-12-02: 32 items without early loads were
+    /// better on some (rows 256 x 2^20 0.74 against 0.69, offsets 0.76
+    /// against 0.69), but the same shape spills 8 to 250 bytes per thread
+    /// for 4-byte items whose operator is longer than an add (the bf16
+    /// recurrence) and for 2-byte items at 32 (NVRTC, sm_90), and the
+    /// policy sees only the item size.
     pub fn for_segments(self) -> SinglePassPolicy {
-        SinglePassPolicy { early_loads: self.early_loads && self.items_per_thread <= 16, ..self }
+        SinglePassPolicy { items_per_thread: self.items_per_thread.min(16), ..self }
     }
 
     /// The policy of fused-map kernels (`Cuda::scan_mapped`) derived from a
     /// plain scan's: runs of at most 16 items. Their early loads hold a
     /// run's inputs in registers, one per array, and the lift and project
     /// need more besides: bf16 sums in f32 (4-byte items, 32-item runs
-    /// under a 72-register bound) spilled 24 to 40 bytes per thread, and
-    /// none with 16 (NVRTC, sm_90). Where the runs shrink, a stage is added
+    /// under a 72-register bound) spilled 24 to 40 bytes per thread while
+    /// inputs were fetched item by item, none with 16 (NVRTC, sm_90; with
+    /// the vector groups 32 no longer spills: `SCAN_BENCH_FUSED_SWEEP`
+    /// times both). Where the runs shrink, a stage is added
     /// (in the same shared memory): plain f32 sums with 16-item runs ran at
     /// 0.75 of copy with 2 stages and 0.85 with 3, as with 32 and 2 (H200).
     /// A [`Tuning`] that sets the items per thread or the stages applies to
@@ -492,7 +498,9 @@ impl Tuning {
     }
 
     /// Whether to issue a tile's loads before the store of the previous one
-    /// (see [`SinglePassPolicy::early_loads`]).
+    /// (see [`SinglePassPolicy::early_loads`]). Fused maps whose input
+    /// arrays take more bytes per position than the items load after the
+    /// store whatever this says (kernels/maps.cuh, `FETCHES_EARLY`).
     pub fn early_loads(mut self, early: bool) -> Self {
         self.early_loads = Some(early);
         self

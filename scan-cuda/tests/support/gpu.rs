@@ -203,8 +203,8 @@ pub fn small_int(rng: &mut Rng) -> f64 {
 }
 
 /// The tile of `Op`'s rows, flags and offsets kernels on an sm_90 GPU
-/// (`SinglePassPolicy::for_segments`: the plain scan's tile today, kept
-/// apart so that the sizes follow if the two shapes part again).
+/// (`SinglePassPolicy::for_segments`: shorter than the plain scan's for
+/// items of 4 bytes or less).
 pub fn segmented_tile<Op: CudaOp>() -> usize {
     SinglePassPolicy::for_item(std::mem::size_of::<Op::Item>(), 90).map_or(0, |p| p.for_segments().tile())
 }
