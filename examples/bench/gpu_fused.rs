@@ -139,16 +139,7 @@ fn bf16_sums(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row
         return Err(format!("{name}: the scan changed its input"));
     }
     drop(x);
-    let src: DeviceBuffer<u16> = cuda.alloc(n).map_err(err(&name))?;
-    let mut dst: DeviceBuffer<u16> = cuda.alloc(n).map_err(err(&name))?;
-    let (mut copy_ms, mut scan_ms) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
-    for _ in 0..reps {
-        copy_ms.push(cuda.time(|| dst.copy_from(&src)).map_err(err(&name))?.1);
-        scan_ms.push(cuda.time(|| scan(&mut y)).map_err(err(&name))?.1);
-    }
-    let bytes = 4.0 * n as f64;
-    let copy = bytes / f64::from(median(copy_ms)) / 1e6;
-    let gbps = bytes / f64::from(median(scan_ms)) / 1e6;
+    let (copy, gbps) = against_copy(cuda, 4 * n, reps, || scan(&mut y)).map_err(err(&name))?;
     let row = |method: String, gbps: f64| Row {
         case: name.clone(),
         method,
@@ -157,6 +148,26 @@ fn bf16_sums(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row
         vs_sequential: f64::NAN,
     };
     Ok(vec![row("GPU device copy".to_string(), copy), row(format!("{method} (max relative error {worst:.2e})"), gbps)])
+}
+
+/// GB/s of a copy of `bytes` (read and written: bytes / 2 each way) and of
+/// `scan` counting the same bytes, each the median of `reps` calls between
+/// two events, copy and scan interleaved.
+fn against_copy(
+    cuda: &Cuda,
+    bytes: usize,
+    reps: usize,
+    mut scan: impl FnMut() -> scan::Result<()>,
+) -> scan::Result<(f64, f64)> {
+    let src: DeviceBuffer<u8> = cuda.alloc(bytes / 2)?;
+    let mut dst: DeviceBuffer<u8> = cuda.alloc(bytes / 2)?;
+    let (mut copy_ms, mut scan_ms) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    for _ in 0..reps {
+        copy_ms.push(cuda.time(|| dst.copy_from(&src))?.1);
+        scan_ms.push(cuda.time(&mut scan)?.1);
+    }
+    let gbps = |ms: Vec<f32>| bytes as f64 / f64::from(median(ms)) / 1e6;
+    Ok((gbps(copy_ms), gbps(scan_ms)))
 }
 
 fn one(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row>, String> {
@@ -180,17 +191,7 @@ fn one(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row>, Str
         return Err(format!("{name}: the fused scan changed an input"));
     }
     drop((a, b));
-    // The copy moves the same bytes: 12 n in all, as 6 n read and written.
-    let src: DeviceBuffer<u16> = cuda.alloc(3 * n).map_err(err(&name))?;
-    let mut dst: DeviceBuffer<u16> = cuda.alloc(3 * n).map_err(err(&name))?;
-    let (mut copy_ms, mut scan_ms) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
-    for _ in 0..reps {
-        copy_ms.push(cuda.time(|| dst.copy_from(&src)).map_err(err(&name))?.1);
-        scan_ms.push(cuda.time(|| scan(&mut h)).map_err(err(&name))?.1);
-    }
-    let bytes = 12.0 * n as f64;
-    let copy = bytes / f64::from(median(copy_ms)) / 1e6;
-    let fused = bytes / f64::from(median(scan_ms)) / 1e6;
+    let (copy, fused) = against_copy(cuda, 12 * n, reps, || scan(&mut h)).map_err(err(&name))?;
     let row = |method: &str, gbps: f64| Row {
         case: name.clone(),
         method: method.to_string(),
