@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 use std::sync::{Mutex, OnceLock};
 
 use scan_core::maps::CudaMaps;
+use scan_core::selective::backward::SsmGrads;
 use scan_core::selective::{SelectiveScan, SsmInput, SsmOutput};
 use scan_core::{CudaOp, CudaSource, Error, Result, Scan, ScanOp, ScanSpec};
 use scan_cpu::Cpu;
@@ -282,6 +283,38 @@ impl Device {
                 None => cuda.selective_scan(&args.widened().args()),
             },
             Backend::Cpu(cpu) => cpu.selective_scan(args),
+        }
+    }
+
+    /// The backward pass of [`Device::selective_scan`] (mamba_ssm's
+    /// `selective_scan_bwd`; `scan::selective::backward` has the formulas):
+    /// given `dout` = dL/d`out`, the gradients of every argument, the
+    /// optional ones where the argument is given. On a GPU,
+    /// `Cuda::selective_scan_backward` (three launches, states recomputed,
+    /// every sum in a fixed order: bitwise the same from run to run) for a
+    /// state size N up to `scan::cuda::SELECTIVE_BACKWARD_MAX_STATE`, and the
+    /// CPU's backward past it; on the CPU, `Cpu::selective_scan_backward`
+    /// (in f64). Errors: the argument checks of the forward, and
+    /// [`Error::WrongShape`](crate::Error::WrongShape) for `dout`.
+    ///
+    /// ```
+    /// use scan::selective::{Projection, SelectiveScan, SsmShape};
+    /// # fn main() -> scan::Result<()> {
+    /// // One step, N = 1: out = C dt B u with dt = 0.5, B = C = 1: dL/du = 0.5.
+    /// let shape = SsmShape { batch: 1, dim: 1, len: 1, state: 1 };
+    /// let one = Projection::Fixed(&[1.0]);
+    /// let args = SelectiveScan::new(shape, &[2.0], &[0.5], &[-1.0], one, one);
+    /// let g = scan::Device::cpu().selective_scan_backward(&args, &[1.0])?;
+    /// assert_eq!(g.du, [0.5]);
+    /// # Ok(()) }
+    /// ```
+    pub fn selective_scan_backward(&self, args: &SelectiveScan<'_>, dout: &[f32]) -> Result<SsmGrads> {
+        match &self.backend {
+            Backend::Cuda(cuda) if args.shape.state <= scan_cuda::SELECTIVE_BACKWARD_MAX_STATE => {
+                cuda.selective_scan_backward(args, dout)
+            }
+            Backend::Cuda(_) => Cpu::new().selective_scan_backward(args, dout),
+            Backend::Cpu(cpu) => cpu.selective_scan_backward(args, dout),
         }
     }
 

@@ -24,9 +24,10 @@ use support::gpu::{cuda, mapped_tile, max_len, poisoned};
 /// window (32 tiles) and two, and a large odd size; and sizes 2, 4 and 6
 /// past a multiple of 8, so that a reverse scan's whole segments start at
 /// every alignment (their groups of positions move as vectors only when
-/// aligned, else item by item).
-fn sizes<Op: CudaOp>() -> Vec<usize> {
-    let tile = mapped_tile::<Op>();
+/// aligned, else item by item). `input_bytes`: what the maps read per
+/// position (the tile depends on it).
+fn sizes<Op: CudaOp>(input_bytes: usize) -> Vec<usize> {
+    let tile = mapped_tile::<Op>(input_bytes);
     let mut sizes = boundary_sizes(tile);
     sizes.extend([3 * tile + 2, 3 * tile + 4, 3 * tile + 6]);
     for t in [32 * tile, 64 * tile] {
@@ -76,22 +77,22 @@ fn assert_same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str
 /// shared memory), and an adversarial schedule (blocks claim out of order
 /// and publish late, so the look-back meets every mix of statuses) on sizes
 /// up to 33 tiles.
-fn executors<Op: CudaOp>() -> Vec<(Cuda, usize)> {
+fn executors<Op: CudaOp>(input_bytes: usize) -> Vec<(Cuda, usize)> {
     let chaos = Tuning::default().adversarial_schedule(0x5eed);
     vec![
         (cuda(), usize::MAX),
         (cuda().with_tuning(Tuning::default().deterministic(true)), usize::MAX),
         (cuda().with_tuning(Tuning::default().staged_maps(true)), usize::MAX),
-        (cuda().with_tuning(chaos), 33 * mapped_tile::<Op>() + 1),
+        (cuda().with_tuning(chaos), 33 * mapped_tile::<Op>(input_bytes) + 1),
     ]
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_recurrence_from_a_and_b_arrays_matches_the_reference() {
-    for (cuda, largest) in executors::<LinearRecurrence<f32>>() {
+    for (cuda, largest) in executors::<LinearRecurrence<f32>>(8) {
         let mut rng = Rng::fresh("fused recurrence");
-        for n in sizes::<LinearRecurrence<f32>>().into_iter().filter(|&n| n <= largest) {
+        for n in sizes::<LinearRecurrence<f32>>(8).into_iter().filter(|&n| n <= largest) {
             // a in {-1, 0, 1} and small integer b: every h is an exact
             // integer, so any grouping gives the reference's bits.
             let a: Vec<f32> = (0..n).map(|_| rng.below(3) as f32 - 1.0).collect();
@@ -101,7 +102,7 @@ fn the_recurrence_from_a_and_b_arrays_matches_the_reference() {
             let ab: Vec<(f32, f32)> = a.iter().copied().zip(b.iter().copied()).collect();
             check::<LinearRecurrence<f32>, Recurrence, _>(&cuda, "recurrence from pairs", n, &ab[..]);
         }
-        for n in sizes::<LinearRecurrence<f64>>().into_iter().filter(|&n| n <= largest) {
+        for n in sizes::<LinearRecurrence<f64>>(16).into_iter().filter(|&n| n <= largest) {
             let a: Vec<f64> = (0..n).map(|_| rng.below(3) as f64 - 1.0).collect();
             let b: Vec<f64> = (0..n).map(|_| rng.below(201) as f64 - 100.0).collect();
             check::<LinearRecurrence<f64>, Recurrence, _>(&cuda, "recurrence f64", n, (&a[..], &b[..]));
@@ -114,7 +115,7 @@ fn the_recurrence_from_a_and_b_arrays_matches_the_reference() {
 fn the_device_inputs_are_left_unchanged() {
     let cuda = cuda();
     let mut rng = Rng::fresh("fused inputs unchanged");
-    let n = 33 * mapped_tile::<LinearRecurrence<f32>>() + 5;
+    let n = 33 * mapped_tile::<LinearRecurrence<f32>>(8) + 5;
     let a: Vec<f32> = (0..n).map(|_| rng.below(3) as f32 - 1.0).collect();
     let b: Vec<f32> = (0..n).map(|_| rng.below(9) as f32).collect();
     let (da, db) = (cuda.upload(&a).unwrap(), cuda.upload(&b).unwrap());
@@ -128,9 +129,9 @@ fn the_device_inputs_are_left_unchanged() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn half_precision_inputs_accumulate_in_f32() {
-    for (cuda, largest) in executors::<Add<f32>>() {
+    for (cuda, largest) in executors::<Add<f32>>(2) {
         let mut rng = Rng::fresh("fused widen");
-        for n in sizes::<Add<f32>>().into_iter().filter(|&n| n <= largest) {
+        for n in sizes::<Add<f32>>(2).into_iter().filter(|&n| n <= largest) {
             let x: Vec<bf16> = (0..n).map(|_| bf16::from_f32(rng.below(5) as f32 - 2.0)).collect();
             check::<Add<f32>, Widen<bf16>, _>(&cuda, "bf16 -> f32 sums", n, &x[..]);
             // Small integers: every f32 sum is exact, whatever the grouping,
@@ -153,9 +154,9 @@ fn half_precision_inputs_accumulate_in_f32() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn declared_maps_match_the_reference() {
-    for (cuda, largest) in executors::<LinearRecurrence<f32>>() {
+    for (cuda, largest) in executors::<LinearRecurrence<f32>>(8) {
         let mut rng = Rng::fresh("declared maps");
-        for n in sizes::<LinearRecurrence<f32>>().into_iter().filter(|&n| n <= largest) {
+        for n in sizes::<LinearRecurrence<f32>>(8).into_iter().filter(|&n| n <= largest) {
             let alpha: Vec<f32> = (0..n).map(|_| rng.below(2) as f32).collect();
             let x: Vec<f32> = (0..n).map(|_| rng.below(17) as f32 - 8.0).collect();
             check::<LinearRecurrence<f32>, Ema, _>(&cuda, "ema", n, (&alpha[..], &x[..]));
@@ -163,12 +164,12 @@ fn declared_maps_match_the_reference() {
             let g: Vec<f32> = (0..n).map(|_| rng.below(2) as f32).collect();
             check::<LinearRecurrence<f32>, GatedInput, _>(&cuda, "gated input", n, (&a[..], &x[..], &g[..]));
         }
-        for n in sizes::<Add<f64>>().into_iter().filter(|&n| n <= largest) {
+        for n in sizes::<Add<f64>>(4).into_iter().filter(|&n| n <= largest) {
             let x: Vec<f32> = (0..n).map(|_| rng.below(17) as f32 - 8.0).collect();
             check::<Add<f64>, SumInF64, _>(&cuda, "f32 summed in f64", n, &x[..]);
         }
         // Integer arithmetic wraps in the translation, on both sides.
-        for n in sizes::<Add<u32>>().into_iter().filter(|&n| n <= largest) {
+        for n in sizes::<Add<u32>>(4).into_iter().filter(|&n| n <= largest) {
             let x: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32).collect();
             check::<Add<u32>, WrapAround, _>(&cuda, "u32 wrapping lift", n, &x[..]);
         }

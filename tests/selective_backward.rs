@@ -3,7 +3,10 @@
 //! differences of the f64 forward reference, for every argument and every
 //! optional argument present and absent (B and C varying with groups, and
 //! fixed); `Cpu::selective_scan_backward` against the reference on one and
-//! several threads; a wrong `dout` shape is an error naming it.
+//! several threads; a wrong `dout` shape is an error naming it. On the GPU
+//! (`#[ignore]`d: they need one): `Cuda::selective_scan_backward` against
+//! the reference within mamba_ssm's tolerances on many shapes, bitwise the
+//! same from run to run, and its errors.
 
 use scan::selective::backward::{reference_backward, SsmGrads};
 use scan::selective::{reference, Projection, SelectiveScan, SsmShape};
@@ -174,5 +177,157 @@ fn a_wrong_dout_shape_is_an_error_naming_it() {
     let mut rng = Rng::fresh("selective backward shape");
     let o = owned(&mut rng, SsmShape { batch: 1, dim: 2, len: 3, state: 1 }, 1, 0);
     let err = Cpu::new().selective_scan_backward(&args(&o, 0), &[0.0; 5]).unwrap_err();
+    assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == "dout"), "{err}");
+}
+
+/// mamba_ssm's f32 tolerances: |got - want| <= atol + rtol |want|.
+fn within_mamba_tolerance(got: &[f32], want: &[f32]) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{} values, want {}", got.len(), want.len()));
+    }
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        // NaN fails too: only a number within the tolerance passes.
+        let within = (g - w).abs() <= 2e-3 + 6e-4 * w.abs();
+        if !within {
+            return Err(format!("[{i}] = {g}, want {w}"));
+        }
+    }
+    Ok(())
+}
+
+/// Every gradient of `got` against `want`, the optional ones present in both
+/// or absent in both.
+fn grads_close(got: &SsmGrads, want: &SsmGrads) -> Result<(), String> {
+    let pairs = [
+        ("du", Some(&got.du), Some(&want.du)),
+        ("ddelta", Some(&got.ddelta), Some(&want.ddelta)),
+        ("dA", Some(&got.da), Some(&want.da)),
+        ("dB", Some(&got.db), Some(&want.db)),
+        ("dC", Some(&got.dc), Some(&want.dc)),
+        ("dD", got.dd.as_ref(), want.dd.as_ref()),
+        ("dz", got.dz.as_ref(), want.dz.as_ref()),
+        ("d delta_bias", got.ddelta_bias.as_ref(), want.ddelta_bias.as_ref()),
+        ("d initial_state", got.dinitial_state.as_ref(), want.dinitial_state.as_ref()),
+    ];
+    for (name, g, w) in pairs {
+        match (g, w) {
+            (Some(g), Some(w)) => within_mamba_tolerance(g, w).map_err(|e| format!("{name}{e}"))?,
+            (None, None) => {}
+            _ => return Err(format!("{name}: present on one side only")),
+        }
+    }
+    Ok(())
+}
+
+fn gpu() -> scan::cuda::Cuda {
+    scan::cuda::Cuda::new().expect("a CUDA GPU (these tests are #[ignore]d without one)")
+}
+
+/// The GPU backward against the f64 reference within mamba_ssm's f32
+/// tolerances: N in {1, 4, 16, 64} (every lane shape's neighbours), L around
+/// a 16-step checkpoint, a 256-step block range and a 2048-step chunk of the
+/// carries kernel, channel counts around a block's chunk of channels (32 at
+/// N = 16), groups of B and C that differ (3 and 2: blocks of one channel),
+/// fixed projections, and every option.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_matches_the_reference_within_mamba_tolerances() {
+    let cuda = gpu();
+    let mut rng = Rng::fresh("selective backward gpu");
+    let mut cases = Vec::new();
+    for state in [1, 4, 16, 64] {
+        for len in [1, 2, 7, 15, 16, 17, 255, 256, 257] {
+            cases.push((1, 2, len, state, 1));
+        }
+    }
+    for state in [16, 5] {
+        for len in [2047, 2048, 2049, 4097] {
+            cases.push((2, 6, len, state, 2));
+        }
+    }
+    cases.extend([(1, 33, 300, 16, 1), (2, 64, 129, 16, 1), (1, 96, 40, 4, 3), (3, 6, 100, 16, 6), (1, 129, 33, 1, 1)]);
+    let mut failures = Vec::new();
+    for (batch, dim, len, state, groups) in cases {
+        for options in [0u32, 1, 2, 4, 8, 15, 16, 32, 63] {
+            let shape = SsmShape { batch, dim, len, state };
+            let o = owned(&mut rng, shape, groups, options);
+            let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
+            let a = args(&o, options);
+            let want = reference_backward(&a, &w).unwrap();
+            let got = cuda.selective_scan_backward(&a, &w).unwrap_or_else(|e| panic!("{shape:?}: {e}"));
+            if let Err(e) = grads_close(&got, &want) {
+                failures.push(format!("{shape:?}, groups {groups}, options {options:#b}: {e}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Groups of B and C that differ (B in 2 groups, C in 3, dim 6: a block's
+/// channels share both, so blocks hold one channel each), and a long row
+/// (L = 2^17, as the 8/11 tests; B in 2 groups, C in 1).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_takes_different_groupings_of_b_and_c_and_long_rows() {
+    let cuda = gpu();
+    let mut rng = Rng::fresh("selective backward gpu groups");
+    for (dim, len, c_groups) in [(6, 300, 3), (2, 1 << 17, 1)] {
+        let (batch, state) = (2, 16);
+        let shape = SsmShape { batch, dim, len, state };
+        let o = owned(&mut rng, shape, 2, 15);
+        let c = rng.vec(batch * c_groups * state * len, |r| r.range_f64(-1.0, 1.0) as f32);
+        let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
+        let b = Projection::Varying { data: &o.b, groups: 2 };
+        let a = SelectiveScan::new(shape, &o.u, &o.delta, &o.a, b, Projection::Varying { data: &c, groups: c_groups })
+            .d(&o.d)
+            .z(&o.z)
+            .delta_bias(&o.bias)
+            .delta_softplus(true)
+            .initial_state(&o.init);
+        let want = reference_backward(&a, &w).unwrap();
+        let got = cuda.selective_scan_backward(&a, &w).unwrap();
+        grads_close(&got, &want).unwrap_or_else(|e| panic!("{shape:?}, C in {c_groups} groups: {e}"));
+    }
+}
+
+/// Every sum in a fixed order: two runs give the same bits, and the GPU
+/// matches the CPU's backward within mamba_ssm's tolerances.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_backward_is_bitwise_the_same_from_run_to_run() {
+    let cuda = gpu();
+    let mut rng = Rng::fresh("selective backward gpu determinism");
+    let shape = SsmShape { batch: 2, dim: 64, len: 4097, state: 16 };
+    for options in [15u32, 63] {
+        let o = owned(&mut rng, shape, 1, options);
+        let w = rng.vec(2 * 64 * 4097, |r| r.range_f64(-1.0, 1.0) as f32);
+        let a = args(&o, options);
+        let first = cuda.selective_scan_backward(&a, &w).unwrap();
+        for run in 0..3 {
+            let again = cuda.selective_scan_backward(&a, &w).unwrap();
+            assert!(again == first, "options {options:#b}, run {run}: the gradients changed");
+        }
+        let cpu = Cpu::new().selective_scan_backward(&a, &w).unwrap();
+        grads_close(&first, &cpu).unwrap_or_else(|e| panic!("against the CPU, options {options:#b}: {e}"));
+    }
+}
+
+/// N past the GPU kernels' 64 is an error naming the limit from `Cuda`, and
+/// `Device` runs the CPU's backward for it; a wrong `dout` is an error on
+/// the GPU too.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn large_states_go_to_the_cpu_and_bad_calls_are_errors_on_the_gpu() {
+    let cuda = gpu();
+    let mut rng = Rng::fresh("selective backward gpu errors");
+    let shape = SsmShape { batch: 1, dim: 2, len: 20, state: 65 };
+    let o = owned(&mut rng, shape, 1, 15);
+    let w = rng.vec(40, |r| r.range_f64(-1.0, 1.0) as f32);
+    let a = args(&o, 15);
+    let err = cuda.selective_scan_backward(&a, &w).unwrap_err();
+    assert!(matches!(&err, Error::Unsupported(why) if why.contains("64")), "{err}");
+    let device = scan::Device::cuda().expect("a CUDA GPU");
+    assert_eq!(device.selective_scan_backward(&a, &w).unwrap(), Cpu::new().selective_scan_backward(&a, &w).unwrap());
+    let err = cuda.selective_scan_backward(&args(&o, 0), &[0.0; 5]).unwrap_err();
     assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == "dout"), "{err}");
 }

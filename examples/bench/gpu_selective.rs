@@ -6,7 +6,10 @@
 //! over the same-run device copy rate) and the exp bound (N exps per step, at
 //! 16 per SM per clock, the SFU rate of sm_80/sm_90). Before timing, the
 //! result is checked against the CPU's (itself tested against the f64
-//! reference) within mamba_ssm's f32 tolerances.
+//! reference) within mamba_ssm's f32 tolerances. Then the backward pass
+//! (`Cuda::run_selective_backward`, scratch allocation included) for a
+//! random dL/dout, timed the same way, with its ratio to the forward (9/11's
+//! bar: at most 3x) and its largest difference from the CPU's f64 backward.
 
 use scan::selective::{Projection, SelectiveScan, SsmShape};
 use scan::Cpu;
@@ -19,6 +22,11 @@ use crate::Row;
 fn median(mut v: Vec<f32>) -> f32 {
     v.sort_by(f32::total_cmp);
     v[v.len() / 2]
+}
+
+/// Bytes per second of a copy of `bytes` (read and written) in `ms`.
+fn copy_rate_of(bytes: usize, ms: f64) -> f64 {
+    bytes as f64 / (ms * 1e-3)
 }
 
 /// Runs the case; returns the rows and a note with the bounds.
@@ -64,8 +72,34 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
         scan_ms.push(cuda.time(|| cuda.run_selective(&mut on_device)).map_err(e)?.1);
     }
     let (copy_ms, scan_ms) = (f64::from(median(copy_ms)), f64::from(median(scan_ms)));
+
+    // The backward: checked once against the CPU's (f64), then timed.
+    let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
+    let dout = cuda.upload(&w).map_err(e)?;
+    let grads = cuda.run_selective_backward(&on_device, &dout).map_err(e)?.download().map_err(e)?;
+    let cpu_grads = Cpu::new().selective_scan_backward(&args, &w).map_err(e)?;
+    let pairs = [
+        ("du", &grads.du, &cpu_grads.du),
+        ("ddelta", &grads.ddelta, &cpu_grads.ddelta),
+        ("dA", &grads.da, &cpu_grads.da),
+        ("dB", &grads.db, &cpu_grads.db),
+        ("dC", &grads.dc, &cpu_grads.dc),
+    ];
+    let mut outside = Vec::new();
+    for (name, got, want) in pairs {
+        let bad = got.iter().zip(want.iter()).filter(|(g, w)| !close(**g, **w)).count();
+        let worst = got.iter().zip(want.iter()).map(|(g, w)| (g - w).abs() / (1.0 + w.abs())).fold(0.0f32, f32::max);
+        outside.push(format!("{name}: {bad} of {} outside, largest |diff| / (1 + |cpu|) {worst:.2e}", got.len()));
+    }
+    let mut backward_ms = Vec::new();
+    for _ in 0..reps {
+        backward_ms.push(cuda.time(|| cuda.run_selective_backward(&on_device, &dout).map(drop)).map_err(e)?.1);
+    }
+    let backward_ms = f64::from(median(backward_ms));
+    let backward_bytes = 4 * (7 * batch * dim * len + 4 * batch * state * len);
+    let backward_floor_ms = backward_bytes as f64 / copy_rate_of(floor_bytes, copy_ms) * 1e3;
     // The copy moved floor_bytes (half read, half written).
-    let copy_rate = floor_bytes as f64 / (copy_ms * 1e-3);
+    let copy_rate = copy_rate_of(floor_bytes, copy_ms);
     let floor_ms = floor_bytes as f64 / copy_rate * 1e3;
     let attribute = |a| cuda.context().attribute(a).map_err(|x| format!("device attribute: {x}"));
     let sms = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as f64;
@@ -80,11 +114,18 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
          | GPU selective scan (one run_selective, median of {reps}) | {scan_ms:.3} |\n\
          | memory floor: {:.1} MB of u, delta, z, B, C in + out, at the same-run copy rate ({:.0} GB/s) | {floor_ms:.3} |\n\
          | exp bound: {exps:.3e} exps at 16 per SM per clock ({sms} SMs, {:.0} MHz) | {exp_ms:.3} |\n\
-         | time / floor | {:.2} |\n",
+         | time / floor | {:.2} |\n\
+         | GPU backward (one run_selective_backward with its scratch allocations, median of {reps}) | {backward_ms:.3} |\n\
+         | backward / forward (bar: at most 3) | {:.2} |\n\
+         | backward memory floor: {:.1} MB of u, delta, z, dout, B, C in, du, ddelta, dz, dB, dC out | {backward_floor_ms:.3} |\n\n\
+         Backward against the CPU's f64 backward (mamba_ssm's f32 tolerances): {}.\n",
         floor_bytes as f64 / 1e6,
         copy_rate / 1e9,
         khz / 1e3,
         scan_ms / floor_ms,
+        backward_ms / scan_ms,
+        backward_bytes as f64 / 1e6,
+        outside.join("; "),
     );
     let rows = vec![
         Row {

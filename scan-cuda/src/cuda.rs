@@ -23,6 +23,7 @@ use crate::module::{lock, Module};
 use crate::nvrtc;
 use crate::policy::{Algorithm, Tuning};
 use crate::selective::SelectiveKernel;
+use crate::selective_backward::SelectiveBackwardKernels;
 use crate::single_pass::{Carry, Segments, SinglePass};
 use crate::source::ModuleSource;
 use crate::span::Span;
@@ -132,6 +133,9 @@ pub struct Cuda {
     pub(crate) staging: Mutex<Option<Staging>>,
     /// The selective-scan kernel, loaded at the first (selective.rs).
     pub(crate) selective: Mutex<Option<Arc<SelectiveKernel>>>,
+    /// The selective scan's backward kernels, loaded at the first
+    /// (selective_backward.rs).
+    pub(crate) selective_backward: Mutex<Option<Arc<SelectiveBackwardKernels>>>,
     /// The compaction kernels, loaded at the first use (compact.rs).
     pub(crate) compact: Mutex<Option<Arc<CompactKernels>>>,
 }
@@ -211,6 +215,7 @@ impl Cuda {
             stats: Mutex::new(CompileStats::default()),
             staging: Mutex::new(None),
             selective: Mutex::new(None),
+            selective_backward: Mutex::new(None),
             compact: Mutex::new(None),
         })
     }

@@ -65,6 +65,7 @@ mod pinned;
 mod policy;
 mod rows;
 mod selective;
+mod selective_backward;
 mod single_pass;
 mod source;
 mod span;
@@ -87,6 +88,9 @@ pub use policy::{
     SINGLE_PASS_MAX_ITEM_BYTES,
 };
 pub use selective::{compile_selective_for_arch, DeviceProjection, DeviceSelectiveScan, SelectiveKernelChoice};
+pub use selective_backward::{
+    compile_selective_backward_for_arch, ptxas_report_selective_backward, DeviceSsmGrads, SELECTIVE_BACKWARD_MAX_STATE,
+};
 
 /// The cudarc this crate is built with, for scanning your own `CudaSlice`s.
 pub use cudarc;

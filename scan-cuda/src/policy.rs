@@ -252,22 +252,27 @@ impl SinglePassPolicy {
     }
 
     /// The policy of fused-map kernels (`Cuda::scan_mapped`) derived from a
-    /// plain scan's: runs of at most 16 items. Their early loads hold a
-    /// run's inputs in registers, one per array, and the lift and project
-    /// need more besides: bf16 sums in f32 (4-byte items, 32-item runs
-    /// under a 72-register bound) spilled 24 to 40 bytes per thread while
-    /// inputs were fetched item by item, none with 16 (NVRTC, sm_90; with
-    /// the vector groups 32 no longer spills: `SCAN_BENCH_FUSED_SWEEP`
-    /// times both). Where the runs shrink, a stage is added
-    /// (in the same shared memory): plain f32 sums with 16-item runs ran at
-    /// 0.75 of copy with 2 stages and 0.85 with 3, as with 32 and 2 (H200).
-    /// A [`Tuning`] that sets the items per thread or the stages applies to
-    /// the plain policy instead, so that what it sets is what runs.
-    pub fn for_maps(self) -> SinglePassPolicy {
-        if self.items_per_thread <= 16 {
+    /// plain scan's, for maps that read `input_bytes` per position into
+    /// items of `item_bytes`: runs of at most 32 items when the inputs are
+    /// narrower than the items, else 16. Their early loads hold a run's
+    /// inputs in registers beside the items, and the lift and project need
+    /// more besides. bf16 sums in f32 (2 bytes in, 4-byte items) run at
+    /// 0.62 of copy with the plain 4-byte shape (256 x 32, 2 stages) against
+    /// 0.51 with 16-item runs and 3 stages (H200, 2^28, one call,
+    /// bench/gpu-h200-results.md), and spill nothing; a u32 lift into u32
+    /// sums spilled 14 bytes per thread at 32 (NVRTC, sm_90; the NVRTC tests
+    /// check every built-in and declared map for spills). Where the runs
+    /// shrink, a stage is added (in the same shared memory): plain f32 sums
+    /// with 16-item runs ran at 0.75 of copy with 2 stages and 0.85 with 3,
+    /// as with 32 and 2 (H200). A [`Tuning`] that sets the items per thread
+    /// or the stages applies to the plain policy instead, so that what it
+    /// sets is what runs.
+    pub fn for_maps(self, input_bytes: usize, item_bytes: usize) -> SinglePassPolicy {
+        let longest = if input_bytes < item_bytes { 32 } else { 16 };
+        if self.items_per_thread <= longest {
             return self;
         }
-        SinglePassPolicy { items_per_thread: 16, stages: (self.stages + 1).min(4), ..self }
+        SinglePassPolicy { items_per_thread: longest, stages: (self.stages + 1).min(4), ..self }
     }
 
     /// Blocks of this shape that fit one SM's shared memory, at most
@@ -653,16 +658,20 @@ mod tests {
             segments.validate(size, 90).unwrap_or_else(|e| panic!("segments, size {size}: {segments:?}: {e}"));
             // The fused-map shape: its extra stage fits the shared memory of
             // the blocks per SM it keeps.
-            let maps = p.for_maps();
-            maps.validate(size, 90).unwrap_or_else(|e| panic!("maps, size {size}: {maps:?}: {e}"));
-            assert!(
-                maps.blocks_per_sm as usize * (maps.shared_bytes(size) + 1024) <= shared_per_sm(90),
-                "maps, size {size}: {maps:?}"
-            );
-            if p.items_per_thread > 16 {
-                assert_eq!(maps.stages, (p.stages + 1).min(4), "size {size}: a stage for the shorter runs");
-            } else {
-                assert_eq!(maps, p, "size {size}: runs of 16 or fewer keep the plain shape");
+            // Inputs as wide as the items, and half as wide.
+            for (input, longest) in [(size, 16), (size / 2, 32)] {
+                let maps = p.for_maps(input, size);
+                maps.validate(size, 90).unwrap_or_else(|e| panic!("maps, size {size}: {maps:?}: {e}"));
+                assert!(
+                    maps.blocks_per_sm as usize * (maps.shared_bytes(size) + 1024) <= shared_per_sm(90),
+                    "maps, size {size}: {maps:?}"
+                );
+                if p.items_per_thread > longest {
+                    assert_eq!(maps.items_per_thread, longest, "size {size}, {input}-byte inputs");
+                    assert_eq!(maps.stages, (p.stages + 1).min(4), "size {size}: a stage for the shorter runs");
+                } else {
+                    assert_eq!(maps, p, "size {size}, {input}-byte inputs: short runs keep the plain shape");
+                }
             }
         }
     }

@@ -269,7 +269,7 @@ impl DeviceSelectiveScan {
     /// The same checks as [`SelectiveScan::validate`], on the device
     /// buffers' lengths (the fields are public and may have changed), and
     /// the results' lengths.
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         let len = |b: &Option<DeviceBuffer<f32>>| b.as_ref().map(DeviceBuffer::len);
         self.shape.check(&SsmLengths {
             u: self.u.len(),

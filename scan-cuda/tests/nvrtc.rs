@@ -127,6 +127,22 @@ fn the_selective_scan_kernel_builds() {
     }
 }
 
+/// The selective scan's backward kernels, for both architectures; on sm_90
+/// (the H200) ptxas reports no spill in any of them (a spill in the
+/// gradient kernel's loop over a run's steps costs more than the loop).
+#[test]
+#[ignore = "needs libnvrtc"]
+fn the_selective_backward_kernels_build_without_spills() {
+    for arch in ARCHS {
+        let cubin = scan_cuda::compile_selective_backward_for_arch(arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert!(cubin.starts_with(b"\x7fELF"), "{arch}: not an ELF cubin");
+    }
+    let report = scan_cuda::ptxas_report_selective_backward("sm_90").unwrap();
+    assert!(report.contains("Function properties for selective_backward_grads_16_1"), "{report}");
+    let spills = scan_testing::kernels_that_spill(&report, "selective_backward");
+    assert!(spills.is_empty(), "{}", spills.join("\n"));
+}
+
 /// Needs no NVRTC: the source is assembled on the host.
 #[test]
 fn the_module_source_holds_the_operator_both_kernels_and_layout_checks() {

@@ -36,10 +36,12 @@ pub fn single_pass_tile<Op: CudaOp>() -> usize {
     SinglePassPolicy::for_item(std::mem::size_of::<Op::Item>(), 90).map_or(0, |p| p.tile())
 }
 
-/// The tile of `Op`'s fused-map kernels on the H200 (`SinglePassPolicy::for_maps`).
+/// The tile of `Op`'s fused-map kernels on the H200 for maps that read
+/// `input_bytes` per position (`SinglePassPolicy::for_maps`).
 #[allow(dead_code)]
-pub fn mapped_tile<Op: CudaOp>() -> usize {
-    SinglePassPolicy::for_item(std::mem::size_of::<Op::Item>(), 90).map_or(0, |p| p.for_maps().tile())
+pub fn mapped_tile<Op: CudaOp>(input_bytes: usize) -> usize {
+    let size = std::mem::size_of::<Op::Item>();
+    SinglePassPolicy::for_item(size, 90).map_or(0, |p| p.for_maps(input_bytes, size).tile())
 }
 
 /// Sizes around every boundary of both GPU algorithms for `Op`: for the

@@ -1,0 +1,493 @@
+// The selective scan's backward pass (scan_core::selective::backward has the
+// definition and the f64 reference), f32, run-to-run deterministic: every
+// sum is taken in an order fixed by the shapes alone, with no atomics.
+// Three kernels (scan-cuda/src/selective_backward.rs launches them):
+//
+//   1. selective_backward_carries, a block per (batch, channel) row, as the
+//      forward's chunked block scan: for every run of SSM_RUN steps and every
+//      state index n, the state x before the run (a forward block scan) and
+//      the reverse carry G entering the run from after it (a reverse block
+//      scan of g_t = dy_t C_t + a_{t+1} g_{t+1}, as G_t = a_t g_t). These
+//      checkpoints are (rows, L / SSM_RUN, N): 1/16 of the (batch, dim, L, N)
+//      states, which are never stored.
+//   2. selective_backward_grads, a block per (batch, chunk of channels that
+//      share their B and C, range of runs), a group of S lanes per channel
+//      and one lane per state index: each run is recomputed from its
+//      checkpoints (forward, then backward over its SSM_RUN steps in
+//      registers), the sums over n (du, ddelta, y for dz) are butterflies
+//      across the lanes, and the sums over the channels (dB and dC of varying
+//      projections) are taken in shared memory, slot by slot, then written
+//      as one partial per chunk. Per-channel sums over time (dA, dD,
+//      d delta_bias, dB and dC of fixed projections) are partials per range.
+//   3. selective_backward_sum_parts adds the partials in index order.
+
+namespace scan {
+
+// Steps per checkpoint (and per thread's run in the carries kernel).
+constexpr int SSM_RUN = 16;
+
+// dt_t for a run: delta + bias, softplus when asked, 0 past the row's end
+// (a = 1, the identity of the recurrence); returns the run's sum.
+template <int ITEMS>
+__device__ __forceinline__ float ssm_dt_run(bool whole, const float* delta_row, u64 t0, u64 len, float bias,
+                                            bool softplus, float (&dt)[ITEMS]) {
+    ssm_load_run(whole, delta_row, t0, len, dt);
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < ITEMS; ++i) {
+        float v = dt[i] + bias;
+        if (softplus) v = ssm_softplus(v);
+        if (!whole && t0 + i >= len) v = 0.0f;
+        dt[i] = v;
+        sum += v;
+    }
+    return sum;
+}
+
+__device__ __forceinline__ float ssm_sigmoid(float x) {
+    constexpr float LOG2E = 1.4426950408889634f;
+    return ssm_reciprocal(1.0f + ssm_exp2(-x * LOG2E));
+}
+
+// Kernel 1. Block per row; THREADS threads, each a run of SSM_RUN steps of a
+// chunk of THREADS * SSM_RUN. For each state index n in turn, one block scan
+// of LinearRecurrence composites (as selective_scan_chunked):
+//   forward, chunks in order: x before each run -> xs[row][run][n];
+//   reverse, chunks from the last, thread i taking the run THREADS - 1 - i
+//   of the chunk so that thread order is reverse time: the composite of a
+//   run maps the carry G entering it from after to the one leaving it at
+//   its start (G <- a_t (G + dy_t C_t), t descending), and the carry
+//   entering each run -> gs[row][run][n]; the carry leaving step 0 is dL/dx0.
+// The carried values cross chunks in shared memory, two buffers read and
+// written alternately (as in the forward kernel).
+template <int THREADS>
+__device__ __forceinline__ void selective_backward_carries(const float* u, const float* delta, const float* A,
+                                                           SsmProjection B, SsmProjection C, const float* z,
+                                                           const float* delta_bias, const float* x0,
+                                                           const float* dout, float* xs, float* gs, float* dx0,
+                                                           u64 dim, u64 len, u64 state, bool softplus) {
+    constexpr int ITEMS = SSM_RUN;
+    typedef SsmRecurrences<1> Op;
+    typedef BlockScan<Op, THREADS> Scan;
+    typedef typename Op::Item Pair;
+    constexpr u64 CHUNK = (u64)THREADS * ITEMS;
+    constexpr float LOG2E = 1.4426950408889634f;
+    __shared__ typename Scan::Shared scan_shared[2];
+    extern __shared__ float shared_floats[];
+    float* carried = shared_floats;             // [2][state]
+    float* a_log2 = shared_floats + 2 * state;  // [state]: A log2(e)
+
+    const u64 row = blockIdx.x;
+    const u64 b = row / dim, d = row % dim;
+    const u64 runs = (len + ITEMS - 1) / ITEMS;
+    const float bias = delta_bias != nullptr ? delta_bias[d] : 0.0f;
+    for (u64 j = threadIdx.x; j < state; j += THREADS) {
+        carried[j] = x0 != nullptr ? x0[row * state + j] : 0.0f;
+        a_log2[j] = A[d * state + j] * LOG2E;
+    }
+    const bool vary_b = B.groups != 0, vary_c = C.groups != 0;
+    const float* b_rows = vary_b ? B.row(b, d, dim, 0, state, len) : B.data + d * state;
+    const float* c_rows = vary_c ? C.row(b, d, dim, 0, state, len) : C.data + d * state;
+    const bool aligned = len % 4 == 0 && ssm_aligned(u) && ssm_aligned(delta) && ssm_aligned(dout) &&
+                         (z == nullptr || ssm_aligned(z)) && ssm_aligned(B.data) && ssm_aligned(C.data);
+    const float* u_row = u + row * len;
+    const float* delta_row = delta + row * len;
+    __syncthreads();
+    unsigned parity = 0, turn = 0;
+
+    auto forward = [&](const u64 start, const bool whole) {
+        const u64 t0 = start + (u64)threadIdx.x * ITEMS;
+        float dt[ITEMS], dtu[ITEMS];
+        const float dt_sum = ssm_dt_run(whole, delta_row, t0, len, bias, softplus, dt);
+        ssm_load_run(whole, u_row, t0, len, dtu);
+#pragma unroll
+        for (int i = 0; i < ITEMS; ++i) dtu[i] *= dt[i];
+        const float* from = carried + parity * state;
+        float* to = carried + (parity ^ 1u) * state;
+        for (u64 n = 0; n < state; ++n) {
+            float bb[ITEMS];
+            if (vary_b) {
+                ssm_load_run(whole, b_rows + n * len, t0, len, bb);
+            } else {
+                ssm_fill(b_rows[n], bb);
+            }
+            const float a2 = a_log2[n];
+            Pair run;
+            run.a[0] = ssm_exp2(dt_sum * a2);
+            run.b[0] = dtu[0] * bb[0];
+#pragma unroll
+            for (int i = 1; i < ITEMS; ++i) run.b[0] = fmaf(ssm_exp2(dt[i] * a2), run.b[0], dtu[i] * bb[i]);
+            Pair total;
+            const Pair before = Scan::exclusive(run, total, scan_shared[turn]);
+            turn ^= 1u;
+            const float x = from[n];
+            if (t0 < len) xs[(row * runs + t0 / ITEMS) * state + n] = fmaf(before.a[0], x, before.b[0]);
+            if (threadIdx.x == 0) to[n] = fmaf(total.a[0], x, total.b[0]);
+        }
+        parity ^= 1u;
+    };
+
+    auto reverse = [&](const u64 start, const bool whole) {
+        const u64 t0 = start + (u64)(THREADS - 1 - threadIdx.x) * ITEMS;
+        float dt[ITEMS], dy[ITEMS];
+        const float dt_sum = ssm_dt_run(whole, delta_row, t0, len, bias, softplus, dt);
+        ssm_load_run(whole, dout + row * len, t0, len, dy);
+        if (z != nullptr) {
+            float zz[ITEMS];
+            ssm_load_run(whole, z + row * len, t0, len, zz);
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) dy[i] *= ssm_silu(zz[i]);
+        }
+        const float* from = carried + parity * state;
+        float* to = carried + (parity ^ 1u) * state;
+        for (u64 n = 0; n < state; ++n) {
+            float cc[ITEMS];
+            if (vary_c) {
+                ssm_load_run(whole, c_rows + n * len, t0, len, cc);
+            } else {
+                ssm_fill(c_rows[n], cc);
+            }
+            const float a2 = a_log2[n];
+            Pair run;
+            run.a[0] = ssm_exp2(dt_sum * a2);
+            float g = 0.0f;
+#pragma unroll
+            for (int i = ITEMS - 1; i >= 0; --i) g = ssm_exp2(dt[i] * a2) * fmaf(dy[i], cc[i], g);
+            run.b[0] = g;
+            Pair total;
+            const Pair before = Scan::exclusive(run, total, scan_shared[turn]);
+            turn ^= 1u;
+            const float carry = from[n];
+            if (t0 < len) gs[(row * runs + t0 / ITEMS) * state + n] = fmaf(before.a[0], carry, before.b[0]);
+            if (threadIdx.x == 0) to[n] = fmaf(total.a[0], carry, total.b[0]);
+        }
+        parity ^= 1u;
+    };
+
+    for (u64 start = 0; start < len; start += CHUNK) {
+        // Two calls, so that each inlined copy sees a constant `whole`.
+        if (aligned && start + CHUNK <= len) {
+            forward(start, true);
+        } else {
+            forward(start, false);
+        }
+    }
+    // Every thread has read the forward's carried states (the last block
+    // scan's barrier came after); the reverse starts from G = 0.
+    __syncthreads();
+    for (u64 j = threadIdx.x; j < state; j += THREADS) carried[parity * state + j] = 0.0f;
+    __syncthreads();
+    if (len > 0) {
+        for (u64 start = (len - 1) / CHUNK * CHUNK;; start -= CHUNK) {
+            if (aligned && start + CHUNK <= len) {
+                reverse(start, true);
+            } else {
+                reverse(start, false);
+            }
+            if (start == 0) break;
+        }
+    }
+    if (dx0 != nullptr) {
+        __syncthreads();
+        for (u64 j = threadIdx.x; j < state; j += THREADS) dx0[row * state + j] = carried[parity * state + j];
+    }
+}
+
+// The sums over the S lanes of a group (a power of two up to 32) of
+// v[0 .. SSM_RUN): afterwards lane i of the group holds in v[m] the sum for
+// step i + m S (m < SSM_RUN / S; for S = 32, lanes 0 to 15 hold step i in
+// v[0]). Butterflies: each stage sends half the values to the partner lane
+// and keeps the other half, so S - 1 shuffles per S values; the order of
+// the additions depends on the lane only, never on timing.
+template <int S>
+__device__ __forceinline__ void ssm_group_sums(float (&v)[SSM_RUN], unsigned i) {
+    constexpr int W = S < SSM_RUN ? S : SSM_RUN;  // lanes that end up owning steps
+#pragma unroll
+    for (int m = S / 2; m >= SSM_RUN; m /= 2) {
+#pragma unroll
+        for (int j = 0; j < SSM_RUN; ++j) v[j] += __shfl_xor_sync(0xffffffffu, v[j], m);
+    }
+#pragma unroll
+    for (int q = 0; q < SSM_RUN / W; ++q) {
+#pragma unroll
+        for (int stage = 1; stage < W; stage *= 2) {
+            const int m = W / (2 * stage);
+#pragma unroll
+            for (int j = 0; j < m; ++j) {
+                const bool upper = (i & (unsigned)m) != 0;
+                float& lo = v[q * W + j];
+                float& hi = v[q * W + j + m];
+                const float send = upper ? lo : hi;
+                const float keep = upper ? hi : lo;
+                lo = keep + __shfl_xor_sync(0xffffffffu, send, m);
+            }
+        }
+    }
+#pragma unroll
+    for (int q = 1; q < SSM_RUN / W; ++q) v[q] = v[q * W];
+}
+
+// Kernel 2. blockIdx.y = batch b; blockIdx.x = chunk * ranges + range. A
+// chunk is CPT * SLOTS consecutive channels inside a span of channels that
+// share their group of B and of C (the host passes span); a range is
+// `range_runs` consecutive runs. Thread (slot, i): lanes i of a group of S
+// own state indices n = i + k S (k < PER_LANE) of channel
+// first + j SLOTS + slot, for j < CPT in turn.
+//
+// Per run, per channel: the group's lanes load the run's steps (dt, dt u,
+// dy, u) into shared memory (one float4 per step, read as broadcasts);
+// per state index: x from the checkpoint forward over the run (a_t and x_t
+// kept in registers), y_t's part C_t x_t, dC's dy_t x_t; then g backward
+// from the carry: dB's g dt u, du's g dt B, ddt's g (x_{t-1} a_t A + B u),
+// dA's g x_{t-1} a_t dt; then the group sums over n. Sums over channels of
+// varying dB and dC: each thread adds into its own cells of shared memory
+// ([t][slot][n]), and after the run's channels the block adds the slots in
+// order.
+template <int S, int PER_LANE, int WARPS, int CPT>
+__device__ __forceinline__ void selective_backward_grads(
+    const float* u, const float* delta, const float* A, SsmProjection B, SsmProjection C, const float* D,
+    const float* z, const float* delta_bias, const float* dout, const float* xs, const float* gs, float* du,
+    float* ddelta, float* dz, float* part_b, float* part_c, float* part_a, float* part_d, float* part_bias,
+    u64 dim, u64 len, u64 state, u64 span, u64 range_runs, bool softplus) {
+    constexpr int RUN = SSM_RUN, THREADS = 32 * WARPS, SLOTS = THREADS / S;
+    constexpr int OWN = S >= RUN ? 1 : RUN / S;  // steps whose sums a lane finishes
+    constexpr int CELLS = PER_LANE * S;          // state cells per slot
+    constexpr u64 CHANNELS = (u64)CPT * SLOTS;
+    constexpr float LOG2E = 1.4426950408889634f;
+    static_assert(S >= 1 && S <= 32 && (S & (S - 1)) == 0, "S is a power of two up to 32");
+    extern __shared__ float4 shared_steps[];  // [SLOTS][RUN]
+    float* sum_b = reinterpret_cast<float*>(shared_steps + SLOTS * RUN);  // [RUN][SLOTS][CELLS]
+    float* sum_c = sum_b + RUN * SLOTS * CELLS;
+    // Per thread, channel j and state k: sums over the range's steps, each
+    // thread its own cells ([j][k][thread]; dD and d delta_bias [j][thread]),
+    // in shared memory rather than registers, so that the channel loop
+    // need not be unrolled.
+    float* acc_a = sum_c + RUN * SLOTS * CELLS;
+    float* acc_bf = acc_a + CPT * PER_LANE * THREADS;
+    float* acc_cf = acc_bf + CPT * PER_LANE * THREADS;
+    float* acc_d = acc_cf + CPT * PER_LANE * THREADS;
+    float* acc_bias = acc_d + CPT * THREADS;
+    // The run's B and C of varying projections, shared by the block's
+    // channels (they share a group): [n][RUN + 1] (padded: lanes read
+    // consecutive n at one step without bank conflicts).
+    constexpr int ROW = RUN + 1;
+    float* run_b = acc_bias + CPT * THREADS;
+    float* run_c = run_b + state * ROW;
+
+    const unsigned slot = threadIdx.x / S, i = threadIdx.x % S;
+    const u64 b = blockIdx.y;
+    const u64 runs = (len + RUN - 1) / RUN, ranges = (runs + range_runs - 1) / range_runs;
+    const u64 range = blockIdx.x % ranges, chunk = blockIdx.x / ranges;
+    const u64 chunks_per_span = (span + CHANNELS - 1) / CHANNELS;
+    const u64 span_start = chunk / chunks_per_span * span;
+    const u64 first = span_start + chunk % chunks_per_span * CHANNELS, end = span_start + span;
+    const u64 chunks = dim / span * chunks_per_span;
+    const bool vary_b = B.groups != 0, vary_c = C.groups != 0;
+    float4* steps = shared_steps + slot * RUN;
+    // State 0's rows of varying B and C for this block's channels.
+    const float* b_rows = vary_b ? B.row(b, first, dim, 0, state, len) : nullptr;
+    const float* c_rows = vary_c ? C.row(b, first, dim, 0, state, len) : nullptr;
+
+    for (int j = 0; j < CPT; ++j) {
+        acc_d[j * THREADS + threadIdx.x] = acc_bias[j * THREADS + threadIdx.x] = 0.0f;
+        for (int k = 0; k < PER_LANE; ++k) {
+            const unsigned cell = (j * PER_LANE + k) * THREADS + threadIdx.x;
+            acc_a[cell] = acc_bf[cell] = acc_cf[cell] = 0.0f;
+        }
+    }
+    const u64 run_end = min(runs, (range + 1) * range_runs);
+    for (u64 r = range * range_runs; r < run_end; ++r) {
+        const u64 t0 = r * RUN;
+        for (u64 e = threadIdx.x; e < (u64)RUN * state; e += THREADS) {
+            const u64 n = e / RUN, t = e % RUN;
+            const bool in = t0 + t < len;
+            if (vary_b) run_b[n * ROW + t] = in ? b_rows[n * len + t0 + t] : 0.0f;
+            if (vary_c) run_c[n * ROW + t] = in ? c_rows[n * len + t0 + t] : 0.0f;
+        }
+        __syncthreads();  // the run's B and C are in place
+#pragma unroll
+        for (int t = 0; t < RUN; ++t) {
+#pragma unroll
+            for (int k = 0; k < PER_LANE; ++k) {
+                const unsigned cell = (t * SLOTS + slot) * CELLS + k * S + i;
+                sum_b[cell] = 0.0f;
+                sum_c[cell] = 0.0f;
+            }
+        }
+#pragma unroll 1
+        for (int j = 0; j < CPT; ++j) {
+            const u64 d = first + (u64)j * SLOTS + slot;
+            const bool live = d < end;
+            const u64 row = b * dim + d;
+            const float skip = live && D != nullptr ? D[d] : 0.0f;
+            const float bias = live && delta_bias != nullptr ? delta_bias[d] : 0.0f;
+            __syncwarp();  // the slot's steps of the last channel are read
+#pragma unroll
+            for (int m = 0; m < OWN; ++m) {
+                const u64 t = i + (u64)m * S;
+                if (t < RUN) {
+                    float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                    if (live && t0 + t < len) {
+                        const u64 at = row * len + t0 + t;
+                        float dt = delta[at] + bias;
+                        if (softplus) dt = ssm_softplus(dt);
+                        float dy = dout[at];
+                        if (z != nullptr) dy *= ssm_silu(z[at]);
+                        s = make_float4(dt, dt * u[at], dy, u[at]);
+                    }
+                    steps[t] = s;
+                }
+            }
+            __syncwarp();
+            float y_own[OWN], du_own[OWN], ddt_own[OWN];
+#pragma unroll
+            for (int m = 0; m < OWN; ++m) y_own[m] = du_own[m] = ddt_own[m] = 0.0f;
+#pragma unroll 1
+            for (int k = 0; k < PER_LANE; ++k) {
+                const u64 n = i + (u64)k * S;
+                const bool mine = live && n < state;
+                const float a_n = mine ? A[d * state + n] : 0.0f, a2 = a_n * LOG2E;
+                const u64 at = (row * runs + r) * state + n;
+                const float x_start = mine ? xs[at] : 0.0f;
+                float carry = mine ? gs[at] : 0.0f;
+                // B_t[n] and C_t[n]: the run's shared rows, or the fixed
+                // values (0 for a lane without a state).
+                const float b_fixed = mine && !vary_b ? B.fixed(d, n, state) : 0.0f;
+                const float c_fixed = mine && !vary_c ? C.fixed(d, n, state) : 0.0f;
+                const u64 own = n < state ? n * ROW : 0;
+                auto bv = [&](int t) { return vary_b && mine ? run_b[own + t] : b_fixed; };
+                auto cv = [&](int t) { return vary_c && mine ? run_c[own + t] : c_fixed; };
+                float av[RUN], xv[RUN], part[RUN];
+                float x = x_start, dcf = 0.0f, dbf = 0.0f, da = 0.0f;
+#pragma unroll
+                for (int t = 0; t < RUN; ++t) {
+                    const float4 s = steps[t];
+                    av[t] = ssm_exp2(s.x * a2);
+                    x = fmaf(av[t], x, s.y * bv(t));
+                    xv[t] = x;
+                    part[t] = cv(t) * x;
+                    if (vary_c) {
+                        sum_c[(t * SLOTS + slot) * CELLS + k * S + i] += s.z * x;
+                    } else {
+                        dcf = fmaf(s.z, x, dcf);
+                    }
+                }
+                ssm_group_sums<S>(part, i);
+#pragma unroll
+                for (int m = 0; m < OWN; ++m) y_own[m] += part[m];
+                float ddt[RUN];
+#pragma unroll
+                for (int t = RUN - 1; t >= 0; --t) {
+                    const float4 s = steps[t];
+                    const float g = fmaf(s.z, cv(t), carry);
+                    if (vary_b) {
+                        sum_b[(t * SLOTS + slot) * CELLS + k * S + i] += g * s.y;
+                    } else {
+                        dbf = fmaf(g, s.y, dbf);
+                    }
+                    const float gb = g * bv(t);
+                    part[t] = gb * s.x;
+                    const float gxa = g * (t > 0 ? xv[t - 1] : x_start) * av[t];
+                    ddt[t] = fmaf(gxa, a_n, gb * s.w);
+                    da = fmaf(gxa, s.x, da);
+                    carry = g * av[t];
+                }
+                const unsigned cell = (j * PER_LANE + k) * THREADS + threadIdx.x;
+                acc_a[cell] += da;
+                acc_bf[cell] += dbf;
+                acc_cf[cell] += dcf;
+                ssm_group_sums<S>(part, i);
+                ssm_group_sums<S>(ddt, i);
+#pragma unroll
+                for (int m = 0; m < OWN; ++m) {
+                    du_own[m] += part[m];
+                    ddt_own[m] += ddt[m];
+                }
+            }
+            // This lane's steps: i + m S.
+            float dd = 0.0f, dbias = 0.0f;
+#pragma unroll
+            for (int m = 0; m < OWN; ++m) {
+                const u64 t = i + (u64)m * S;
+                if (t < RUN && live && t0 + t < len) {
+                    const float4 s = steps[t];
+                    const u64 at = row * len + t0 + t;
+                    if (z != nullptr) {
+                        const float zz = z[at], sig = ssm_sigmoid(zz);
+                        const float y = fmaf(skip, s.w, y_own[m]);
+                        dz[at] = dout[at] * y * sig * fmaf(zz, 1.0f - sig, 1.0f);
+                    }
+                    du[at] = fmaf(s.z, skip, du_own[m]);
+                    float dd_t = ddt_own[m];
+                    if (softplus) dd_t *= ssm_sigmoid(delta[at] + bias);
+                    ddelta[at] = dd_t;
+                    dd = fmaf(s.z, s.w, dd);
+                    dbias += dd_t;
+                }
+            }
+            acc_d[j * THREADS + threadIdx.x] += dd;
+            acc_bias[j * THREADS + threadIdx.x] += dbias;
+        }
+        // The run's shared B and C are read, and the slots' sums written.
+        __syncthreads();
+        if (vary_b || vary_c) {
+            // The slots' sums, added in slot order: one partial per chunk.
+            for (u64 e = threadIdx.x; e < (u64)RUN * state; e += THREADS) {
+                const u64 t = e / state, n = e % state;
+                if (t0 + t >= len) continue;
+                float sb = 0.0f, sc = 0.0f;
+                for (int s = 0; s < SLOTS; ++s) {
+                    sb += sum_b[(t * SLOTS + s) * CELLS + n];
+                    sc += sum_c[(t * SLOTS + s) * CELLS + n];
+                }
+                const u64 out = ((b * chunks + chunk) * state + n) * len + t0 + t;
+                if (vary_b) part_b[out] = sb;
+                if (vary_c) part_c[out] = sc;
+            }
+        }
+        __syncthreads();  // read before the next run overwrites them
+    }
+    // Per channel: partials of this (batch, range), [b][range][d][n] and
+    // [b][range][d].
+    const u64 part_row = blockIdx.y * ranges + range;
+    for (int j = 0; j < CPT; ++j) {
+        const u64 d = first + (u64)j * SLOTS + slot;
+        const bool live = d < end;
+        for (int k = 0; k < PER_LANE; ++k) {
+            const u64 n = i + (u64)k * S;
+            if (live && n < state) {
+                const unsigned cell = (j * PER_LANE + k) * THREADS + threadIdx.x;
+                const u64 at = (part_row * dim + d) * state + n;
+                part_a[at] = acc_a[cell];
+                if (!vary_b) part_b[at] = acc_bf[cell];
+                if (!vary_c) part_c[at] = acc_cf[cell];
+            }
+        }
+        // The group's lanes hold parts of dD and d delta_bias: a butterfly
+        // gives every lane the same sum.
+        float dd = acc_d[j * THREADS + threadIdx.x], dbias = acc_bias[j * THREADS + threadIdx.x];
+#pragma unroll
+        for (int m = 1; m < S; m *= 2) {
+            dd += __shfl_xor_sync(0xffffffffu, dd, m);
+            dbias += __shfl_xor_sync(0xffffffffu, dbias, m);
+        }
+        if (live && i == 0) {
+            part_d[part_row * dim + d] = dd;
+            part_bias[part_row * dim + d] = dbias;
+        }
+    }
+}
+
+// Kernel 3. out[o][e] = sum over p < parts of in[(o parts + p) inner + e], p
+// ascending, for o < outers and e < inner: one thread per output.
+__device__ __forceinline__ void selective_backward_sum_parts(const float* in, float* out, u64 outers, u64 parts,
+                                                             u64 inner) {
+    const u64 id = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (id >= outers * inner) return;
+    const u64 o = id / inner, e = id % inner;
+    float sum = 0.0f;
+    for (u64 p = 0; p < parts; ++p) sum += in[(o * parts + p) * inner + e];
+    out[id] = sum;
+}
+
+}  // namespace scan

@@ -1,0 +1,456 @@
+//! The selective scan's backward pass on the GPU
+//! (kernels/selective_backward.cuh): three kernels, every sum in an order
+//! fixed by the shapes, so that the gradients are bitwise the same from run
+//! to run. The forward states are recomputed, never stored: the carries
+//! kernel keeps one state and one reverse carry per 16 steps of each (row,
+//! state index), 1/16 of the (batch, dim, L, N) tensor.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
+use scan_core::selective::backward::{check_dout, SsmGrads};
+use scan_core::selective::{SelectiveScan, SsmShape};
+use scan_core::{Error, Result};
+
+use crate::blelloch::grid;
+use crate::buffer::{driver_error, DeviceBuffer};
+use crate::cuda::Cuda;
+use crate::kernels::{keyed, lookup};
+use crate::selective::{DeviceProjection, DeviceSelectiveScan};
+use crate::source::kernel_files;
+
+/// The templates the kernels build on, then the kernels.
+const SOURCES: [(&str, &str); 5] = [
+    ("util.cuh", include_str!("../kernels/util.cuh")),
+    ("warp.cuh", include_str!("../kernels/warp.cuh")),
+    ("block.cuh", include_str!("../kernels/block.cuh")),
+    ("selective.cuh", include_str!("../kernels/selective.cuh")),
+    ("selective_backward.cuh", include_str!("../kernels/selective_backward.cuh")),
+];
+
+/// Steps per checkpoint (`SSM_RUN` in the kernels).
+const RUN: usize = 16;
+
+/// Threads per block of the carries kernel (a chunk of 2048 steps, as the
+/// forward's one-channel block scan).
+const CARRY_THREADS: u32 = 128;
+
+/// Warps per block of the gradient kernel, and channels per thread.
+const GRAD_WARPS: u32 = 4;
+const GRAD_CHANNELS_PER_THREAD: u32 = 4;
+
+/// Runs (of 16 steps) per gradient block: the per-channel sums (dA, dD,
+/// d delta_bias, fixed dB and dC) leave one partial per range.
+const RANGE_RUNS: usize = 16;
+
+/// The gradient kernels: (lanes per channel S, state indices per lane), as
+/// the forward's lane-group kernel; N up to 64.
+const GRAD_SHAPES: [(u32, u32); 7] = [(1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (32, 1), (32, 2)];
+
+/// The `__launch_bounds__` of the gradient kernel of lanes per channel
+/// `s`: threads, and for all but S = 16 at least 2 blocks per SM (a register
+/// budget of 255). Under ptxas' own choice N = 16 (Mamba's) fits 107
+/// registers with no spill (asking for 3 or 4 blocks per SM spilled 8 and
+/// 24 bytes), and the others spilled 16 to 64 bytes, none at 2 blocks
+/// (NVRTC 12.9, sm_90).
+fn grad_bounds(s: u32) -> String {
+    let threads = 32 * GRAD_WARPS;
+    if s == 16 {
+        threads.to_string()
+    } else {
+        format!("{threads}, 2")
+    }
+}
+
+/// The dynamic shared memory of a gradient block (selective_backward.cuh's
+/// layout): the slots' steps (a float4 each), the slots' sums of dB and dC
+/// per step and state, each thread's per-channel sums (dA, fixed dB and
+/// dC; dD, d delta_bias), and the run's B and C rows (padded).
+fn grad_shared_bytes((s, per_lane): (u32, u32), state: usize) -> usize {
+    let threads = (32 * GRAD_WARPS) as usize;
+    let slots = threads / s as usize;
+    let cpt = GRAD_CHANNELS_PER_THREAD as usize;
+    let floats =
+        2 * RUN * slots * (per_lane * s) as usize + (3 * per_lane as usize + 2) * cpt * threads + 2 * state * (RUN + 1);
+    slots * RUN * 16 + floats * 4
+}
+
+/// The largest state size the GPU backward takes.
+pub const SELECTIVE_BACKWARD_MAX_STATE: usize = 64;
+
+/// Threads per block of the partial sums.
+const SUM_THREADS: u32 = 256;
+
+fn grads_kernel_name((s, per_lane): (u32, u32)) -> String {
+    format!("selective_backward_grads_{s}_{per_lane}")
+}
+
+fn source() -> String {
+    let mut code = kernel_files(&SOURCES);
+    code.push_str(&format!(
+        "extern \"C\" __global__ void __launch_bounds__({CARRY_THREADS}) selective_backward_carries(\n\
+         \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
+         \x20   const float* C, unsigned long long c_groups, const float* z, const float* delta_bias, const float* x0,\n\
+         \x20   const float* dout, float* xs, float* gs, float* dx0, unsigned long long dim, unsigned long long len,\n\
+         \x20   unsigned long long state, int softplus) {{\n\
+         \x20 scan::selective_backward_carries<{CARRY_THREADS}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
+         \x20     scan::SsmProjection{{C, c_groups}}, z, delta_bias, x0, dout, xs, gs, dx0, dim, len, state, softplus != 0);\n\
+         }}\n"
+    ));
+    for shape in GRAD_SHAPES {
+        let (s, per_lane) = shape;
+        let name = grads_kernel_name(shape);
+        let bounds = grad_bounds(s);
+        code.push_str(&format!(
+            "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}(\n\
+             \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
+             \x20   const float* C, unsigned long long c_groups, const float* D, const float* z,\n\
+             \x20   const float* delta_bias, const float* dout, const float* xs, const float* gs, float* du,\n\
+             \x20   float* ddelta, float* dz, float* part_b, float* part_c, float* part_a, float* part_d,\n\
+             \x20   float* part_bias, unsigned long long dim, unsigned long long len, unsigned long long state,\n\
+             \x20   unsigned long long span, unsigned long long range_runs, int softplus) {{\n\
+             \x20 scan::selective_backward_grads<{s}, {per_lane}, {GRAD_WARPS}, {GRAD_CHANNELS_PER_THREAD}>(u, delta,\n\
+             \x20     A, scan::SsmProjection{{B, b_groups}}, scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, dout,\n\
+             \x20     xs, gs, du, ddelta, dz, part_b, part_c, part_a, part_d, part_bias, dim, len, state, span,\n\
+             \x20     range_runs, softplus != 0);\n\
+             }}\n"
+        ));
+    }
+    code.push_str(
+        "extern \"C\" __global__ void selective_backward_sum_parts(const float* in, float* out,\n\
+         \x20   unsigned long long outers, unsigned long long parts, unsigned long long inner) {\n\
+         \x20 scan::selective_backward_sum_parts(in, out, outers, parts, inner);\n\
+         }\n",
+    );
+    code
+}
+
+/// Compiles the selective-scan backward kernels for `arch` (e.g.
+/// `"sm_90"`) with NVRTC and returns the CUBIN; needs libnvrtc, no GPU.
+pub fn compile_selective_backward_for_arch(arch: &str) -> Result<Vec<u8>> {
+    crate::nvrtc::compile_cubin(&source(), "selective_backward", arch)
+}
+
+/// ptxas' report (registers, spills) of the backward kernels for `arch`.
+pub fn ptxas_report_selective_backward(arch: &str) -> Result<String> {
+    crate::nvrtc::ptxas_report(&source(), "selective_backward", arch)
+}
+
+/// The loaded kernels (the module must outlive the functions).
+pub(crate) struct SelectiveBackwardKernels {
+    _module: Arc<CudaModule>,
+    carries: CudaFunction,
+    grads: Vec<((u32, u32), CudaFunction)>,
+    sum_parts: CudaFunction,
+}
+
+/// The gradient kernel's shape for `state`, if the GPU backward takes it.
+fn grad_shape(state: usize) -> Option<(u32, u32)> {
+    if state == 0 || state > SELECTIVE_BACKWARD_MAX_STATE {
+        return None;
+    }
+    let s = state.next_power_of_two().min(32) as u32;
+    let per_lane = state.div_ceil(s as usize) as u32;
+    GRAD_SHAPES.into_iter().find(|&shape| shape == (s, per_lane.next_power_of_two()))
+}
+
+/// The gradient kernel for `state`, or why the GPU backward does not take it.
+fn supported(state: usize) -> Result<(u32, u32)> {
+    grad_shape(state).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "the GPU selective-scan backward takes a state size N of 1 to {SELECTIVE_BACKWARD_MAX_STATE}; this one \
+             has N = {state} (Cpu::selective_scan_backward takes any)"
+        ))
+    })
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The gradients of a selective scan on the device, made by
+/// [`Cuda::run_selective_backward`]; [`DeviceSsmGrads::download`] copies
+/// them to the host as [`SsmGrads`] (the optional ones where the forward's
+/// argument was given).
+#[derive(Debug)]
+pub struct DeviceSsmGrads {
+    /// dL/du, (batch, dim, L).
+    pub du: DeviceBuffer<f32>,
+    /// dL/ddelta, (batch, dim, L).
+    pub ddelta: DeviceBuffer<f32>,
+    /// dL/dA, (dim, N).
+    pub da: DeviceBuffer<f32>,
+    /// dL/dB, shaped like B.
+    pub db: DeviceBuffer<f32>,
+    /// dL/dC, shaped like C.
+    pub dc: DeviceBuffer<f32>,
+    /// dL/dD, (dim), when D was given.
+    pub dd: Option<DeviceBuffer<f32>>,
+    /// dL/dz, (batch, dim, L), when z was given.
+    pub dz: Option<DeviceBuffer<f32>>,
+    /// dL/d(delta_bias), (dim), when delta_bias was given.
+    pub ddelta_bias: Option<DeviceBuffer<f32>>,
+    /// dL/d(initial state), (batch, dim, N), when it was given.
+    pub dinitial_state: Option<DeviceBuffer<f32>>,
+}
+
+impl DeviceSsmGrads {
+    /// Copies every gradient to the host (waits for the device).
+    pub fn download(&self) -> Result<SsmGrads> {
+        let optional = |b: &Option<DeviceBuffer<f32>>| b.as_ref().map(DeviceBuffer::download).transpose();
+        Ok(SsmGrads {
+            du: self.du.download()?,
+            ddelta: self.ddelta.download()?,
+            da: self.da.download()?,
+            db: self.db.download()?,
+            dc: self.dc.download()?,
+            dd: optional(&self.dd)?,
+            dz: optional(&self.dz)?,
+            ddelta_bias: optional(&self.ddelta_bias)?,
+            dinitial_state: optional(&self.dinitial_state)?,
+        })
+    }
+}
+
+impl Cuda {
+    /// The backward pass of [`Cuda::selective_scan`], with mamba_ssm's
+    /// semantics (`selective_scan_bwd`; [`scan_core::selective::backward`]
+    /// has the formulas and the f64 reference): given dL/d`out` (`dout`,
+    /// shaped like `out`), the gradients with respect to every argument,
+    /// from and to host slices ([`Cuda::run_selective_backward`] keeps them
+    /// on the device). The forward states are recomputed, and every sum
+    /// (over channels for dB and dC, over batch and time for dA, dD and
+    /// d delta_bias) is taken in a fixed order without atomics: the
+    /// gradients are bitwise the same from run to run on the same GPU and
+    /// build.
+    ///
+    /// Errors: the argument checks of [`Cuda::selective_scan`];
+    /// [`Error::WrongShape`] for `dout`; [`Error::Unsupported`] for a state
+    /// size N above [`SELECTIVE_BACKWARD_MAX_STATE`] (`scan::Device` then
+    /// runs the CPU's backward).
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::selective::{SelectiveScan, SsmShape};
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// // One step, N = 1: out = C dt B u with dt = 0.5, B = C = 1: dL/du = 0.5.
+    /// let shape = SsmShape { batch: 1, dim: 1, len: 1, state: 1 };
+    /// let one = Projection::Fixed(&[1.0]);
+    /// let args = SelectiveScan::new(shape, &[2.0], &[0.5], &[-1.0], one, one);
+    /// let g = cuda.selective_scan_backward(&args, &[1.0])?;
+    /// assert_eq!(g.du, [0.5]);
+    /// # Ok(()) }
+    /// ```
+    pub fn selective_scan_backward(&self, args: &SelectiveScan<'_>, dout: &[f32]) -> Result<SsmGrads> {
+        check_dout(args, dout)?;
+        supported(args.shape.state)?;
+        let on_device = self.upload_selective(args)?;
+        let dout = self.upload(dout)?;
+        self.run_selective_backward(&on_device, &dout)?.download()
+    }
+
+    /// The backward pass of the selective scan `s` (its arguments; `out`
+    /// and the last state are not read) for `dout` = dL/d`out` on the
+    /// device: three kernels queued on the stream, then the partial sums
+    /// (see [`Cuda::selective_scan_backward`]). Scratch of 2 x (batch x dim
+    /// x ceil(L / 16) x N) floats (the checkpoints) and the partials are
+    /// allocated per call.
+    pub fn run_selective_backward(&self, s: &DeviceSelectiveScan, dout: &DeviceBuffer<f32>) -> Result<DeviceSsmGrads> {
+        s.validate()?;
+        let SsmShape { batch, dim, len, state } = s.shape;
+        let rows = batch * dim;
+        Error::check_lengths(rows * len, dout.len())?;
+        let shape = supported(state)?;
+        if batch > 65535 {
+            return Err(Error::TooLarge { what: format!("a batch of {batch} (the GPU backward takes 65535)") });
+        }
+        let runs = len.div_ceil(RUN);
+        let ranges = runs.div_ceil(RANGE_RUNS);
+        // Channels of a block share their group of B and of C.
+        let per_group = |p: &DeviceProjection| p.groups.map_or(dim, |g| dim / g);
+        let span = gcd(per_group(&s.b), per_group(&s.c));
+        let slots = (32 * GRAD_WARPS / shape.0) as usize;
+        let channels = slots * GRAD_CHANNELS_PER_THREAD as usize;
+        let chunks = if rows == 0 { 0 } else { dim / span * span.div_ceil(channels) };
+        let part_len = |p: &DeviceProjection| match p.groups {
+            Some(_) => batch * chunks * state * len,
+            None => batch * ranges * dim * state,
+        };
+        let (has_d, has_z) = (s.d.is_some(), s.z.is_some());
+        let (has_bias, has_x0) = (s.delta_bias.is_some(), s.initial_state.is_some());
+        let mut xs: DeviceBuffer<f32> = self.alloc_unwritten(rows * runs * state)?;
+        let mut gs: DeviceBuffer<f32> = self.alloc_unwritten(rows * runs * state)?;
+        // Zero-filled: with no step (L = 0) the kernels write nothing.
+        let mut dx0: DeviceBuffer<f32> = self.alloc(if has_x0 { rows * state } else { 0 })?;
+        let mut du: DeviceBuffer<f32> = self.alloc_unwritten(rows * len)?;
+        let mut ddelta: DeviceBuffer<f32> = self.alloc_unwritten(rows * len)?;
+        let mut dz: DeviceBuffer<f32> = self.alloc_unwritten(if has_z { rows * len } else { 0 })?;
+        let mut part_b: DeviceBuffer<f32> = self.alloc_unwritten(part_len(&s.b))?;
+        let mut part_c: DeviceBuffer<f32> = self.alloc_unwritten(part_len(&s.c))?;
+        let mut part_a: DeviceBuffer<f32> = self.alloc_unwritten(batch * ranges * dim * state)?;
+        let mut part_d: DeviceBuffer<f32> = self.alloc_unwritten(batch * ranges * dim)?;
+        let mut part_bias: DeviceBuffer<f32> = self.alloc_unwritten(batch * ranges * dim)?;
+        let kernels = self.selective_backward_kernels()?;
+        let stream = self.stream();
+
+        if rows > 0 && len > 0 {
+            let ptr = |x: &DeviceBuffer<f32>| x.device_ptr(stream);
+            let opt = |x: &Option<DeviceBuffer<f32>>| x.as_ref().map_or(0, ptr);
+            let (u, delta, a, b, c) = (ptr(&s.u), ptr(&s.delta), ptr(&s.a), ptr(&s.b.data), ptr(&s.c.data));
+            let (d, z, bias, x0, dout) = (opt(&s.d), opt(&s.z), opt(&s.delta_bias), opt(&s.initial_state), ptr(dout));
+            let (b_groups, c_groups) = (s.b.groups.unwrap_or(0) as u64, s.c.groups.unwrap_or(0) as u64);
+            let softplus = i32::from(s.delta_softplus);
+            let (dim64, len64, state64) = (dim as u64, len as u64, state as u64);
+            let (xs_ptr, gs_ptr) = (xs.device_ptr_mut(stream), gs.device_ptr_mut(stream));
+            let dx0_ptr = if has_x0 { dx0.device_ptr_mut(stream) } else { 0 };
+            let (du_ptr, ddelta_ptr) = (du.device_ptr_mut(stream), ddelta.device_ptr_mut(stream));
+            let dz_ptr = if has_z { dz.device_ptr_mut(stream) } else { 0 };
+            let (pb, pc) = (part_b.device_ptr_mut(stream), part_c.device_ptr_mut(stream));
+            let (pa, pd, pbias) =
+                (part_a.device_ptr_mut(stream), part_d.device_ptr_mut(stream), part_bias.device_ptr_mut(stream));
+
+            // 1. The checkpoints.
+            let mut launch = stream.launch_builder(&kernels.carries);
+            launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&c).arg(&c_groups);
+            launch.arg(&z).arg(&bias).arg(&x0).arg(&dout).arg(&xs_ptr).arg(&gs_ptr).arg(&dx0_ptr);
+            launch.arg(&dim64).arg(&len64).arg(&state64).arg(&softplus);
+            let cfg = LaunchConfig {
+                grid_dim: (grid(rows)?, 1, 1),
+                block_dim: (CARRY_THREADS, 1, 1),
+                shared_mem_bytes: (3 * state * 4) as u32,
+            };
+            // SAFETY: every pointer addresses a live device buffer of the
+            // length the shape gives (checked by `validate` and above) or is
+            // 0 for an absent option; xs and gs hold rows x runs x N floats,
+            // dx0 rows x N when the initial state is given; a block reads
+            // and writes only its row. Shared memory: 3 N floats (N <= 64).
+            unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the selective backward (carries)", e))?;
+
+            // 2. The gradients and partials.
+            let function = keyed(&kernels.grads, &shape, "a selective backward gradient")?;
+            let shared = grad_shared_bytes(shape, state);
+            if shared > 48 * 1024 {
+                function
+                    .set_attribute(
+                        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        shared as i32,
+                    )
+                    .map_err(|e| driver_error("opting in to shared memory", e))?;
+            }
+            let (span64, range_runs) = (span as u64, RANGE_RUNS as u64);
+            let mut launch = stream.launch_builder(function);
+            launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&c).arg(&c_groups);
+            launch.arg(&d).arg(&z).arg(&bias).arg(&dout).arg(&xs_ptr).arg(&gs_ptr);
+            launch.arg(&du_ptr).arg(&ddelta_ptr).arg(&dz_ptr).arg(&pb).arg(&pc).arg(&pa).arg(&pd).arg(&pbias);
+            launch.arg(&dim64).arg(&len64).arg(&state64).arg(&span64).arg(&range_runs).arg(&softplus);
+            let cfg = LaunchConfig {
+                grid_dim: (grid(chunks * ranges)?, batch as u32, 1),
+                block_dim: (32 * GRAD_WARPS, 1, 1),
+                shared_mem_bytes: shared as u32,
+            };
+            // SAFETY: as above; the partials hold, for a varying projection,
+            // batch x chunks x N x L floats (one per chunk of channels, step
+            // and state index), else batch x ranges x dim x N; part_a the
+            // latter, part_d and part_bias batch x ranges x dim. Shared
+            // memory: what `grad_shared_bytes` counts (under 64 KiB, opted in
+            // past 48).
+            unsafe { launch.launch(cfg) }
+                .map_err(|e| driver_error("launch of the selective backward (gradients)", e))?;
+        }
+
+        // 3. The partial sums, in index order (zeros where there are none).
+        let sum = |parts: &DeviceBuffer<f32>, outers: usize, count: usize, inner: usize| -> Result<DeviceBuffer<f32>> {
+            let total = outers * inner;
+            if count == 0 {
+                return self.alloc(total);
+            }
+            let mut out: DeviceBuffer<f32> = self.alloc_unwritten(total)?;
+            if total == 0 {
+                return Ok(out);
+            }
+            let (in_ptr, out_ptr) = (parts.device_ptr(stream), out.device_ptr_mut(stream));
+            let (outers, count, inner) = (outers as u64, count as u64, inner as u64);
+            let mut launch = stream.launch_builder(&kernels.sum_parts);
+            launch.arg(&in_ptr).arg(&out_ptr).arg(&outers).arg(&count).arg(&inner);
+            let cfg = LaunchConfig {
+                grid_dim: (grid(total.div_ceil(SUM_THREADS as usize))?, 1, 1),
+                block_dim: (SUM_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: `parts` holds outers x count x inner floats (the
+            // layouts above) and `out` outers x inner.
+            unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the selective backward (sums)", e))?;
+            Ok(out)
+        };
+        let per_range = batch * ranges;
+        let projection = |p: &DeviceProjection, parts: &DeviceBuffer<f32>| match p.groups {
+            Some(groups) => sum(parts, batch * groups, chunks / groups, state * len),
+            None => sum(parts, 1, per_range, dim * state),
+        };
+        Ok(DeviceSsmGrads {
+            db: projection(&s.b, &part_b)?,
+            dc: projection(&s.c, &part_c)?,
+            da: sum(&part_a, 1, per_range, dim * state)?,
+            dd: if has_d { Some(sum(&part_d, 1, per_range, dim)?) } else { None },
+            ddelta_bias: if has_bias { Some(sum(&part_bias, 1, per_range, dim)?) } else { None },
+            dz: has_z.then_some(dz),
+            dinitial_state: has_x0.then_some(dx0),
+            du,
+            ddelta,
+        })
+    }
+
+    /// The backward kernels, loaded once per executor.
+    fn selective_backward_kernels(&self) -> Result<Arc<SelectiveBackwardKernels>> {
+        self.kernels_once(&self.selective_backward, &source(), "selective_backward", |module| {
+            let grads = GRAD_SHAPES
+                .into_iter()
+                .map(|shape| Ok((shape, lookup(&module, &grads_kernel_name(shape))?)))
+                .collect::<Result<_>>()?;
+            Ok(SelectiveBackwardKernels {
+                carries: lookup(&module, "selective_backward_carries")?,
+                sum_parts: lookup(&module, "selective_backward_sum_parts")?,
+                grads,
+                _module: module,
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_state_size_up_to_the_limit_has_a_gradient_kernel() {
+        for state in 1..=SELECTIVE_BACKWARD_MAX_STATE {
+            let (s, per_lane) = grad_shape(state).unwrap_or_else(|| panic!("N = {state}"));
+            assert!((s * per_lane) as usize >= state, "N = {state}: {s} x {per_lane}");
+        }
+        assert_eq!(grad_shape(0), None);
+        assert_eq!(grad_shape(SELECTIVE_BACKWARD_MAX_STATE + 1), None);
+    }
+
+    #[test]
+    fn every_gradient_block_fits_its_shared_memory() {
+        for state in 1..=SELECTIVE_BACKWARD_MAX_STATE {
+            let shape = grad_shape(state).unwrap();
+            let bytes = grad_shared_bytes(shape, state);
+            assert!(bytes <= 64 * 1024, "N = {state}, {shape:?}: {bytes} bytes");
+        }
+        // S = 16, N = 16: 8 slots of 16 float4 steps, 2 x 16 x 8 x 16 sums,
+        // 5 x 4 x 128 per-channel sums, 2 x 16 x 17 B and C.
+        assert_eq!(grad_shared_bytes((16, 1), 16), 8 * 16 * 16 + 4 * (4096 + 2560 + 544));
+    }
+
+    #[test]
+    fn the_span_divides_both_groupings() {
+        assert_eq!(gcd(12, 8), 4);
+        assert_eq!(gcd(1536, 1536), 1536);
+        assert_eq!(gcd(3, 2), 1);
+    }
+}
