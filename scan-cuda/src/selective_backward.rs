@@ -235,7 +235,7 @@ impl Cuda {
     ///
     /// ```no_run
     /// # fn main() -> scan_core::Result<()> {
-    /// use scan_core::selective::{SelectiveScan, SsmShape};
+    /// use scan_core::selective::{Projection, SelectiveScan, SsmShape};
     /// let cuda = scan_cuda::Cuda::new()?;
     /// // One step, N = 1: out = C dt B u with dt = 0.5, B = C = 1: dL/du = 0.5.
     /// let shape = SsmShape { batch: 1, dim: 1, len: 1, state: 1 };
