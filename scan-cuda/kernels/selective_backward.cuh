@@ -76,6 +76,11 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
     extern __shared__ float shared_floats[];
     float* carried = shared_floats;             // [2][state]
     float* a_log2 = shared_floats + 2 * state;  // [state]: A log2(e)
+    // A chunk's checkpoints, [n][THREADS + 1] (padded: conflict-free both
+    // ways), written out after the chunk's states as whole rows of
+    // [run][n]: one value per (thread, n) stored directly would touch a
+    // sector per value.
+    float* staged = shared_floats + 3 * state;
 
     const u64 row = blockIdx.x;
     const u64 b = row / dim, d = row % dim;
@@ -95,6 +100,17 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
     __syncthreads();
     unsigned parity = 0, turn = 0;
 
+    // The chunk's staged checkpoints (runs start / ITEMS on) to out[row].
+    auto write_out = [&](const u64 start, float* out) {
+        __syncthreads();  // every thread's values are staged
+        const u64 run0 = start / ITEMS, count = min((u64)THREADS, runs - run0);
+        float* to = out + (row * runs + run0) * state;
+        for (u64 e = threadIdx.x; e < count * state; e += THREADS) {
+            const u64 run = e / state, n = e % state;
+            to[e] = staged[n * (THREADS + 1) + run];
+        }
+    };
+
     auto forward = [&](const u64 start, const bool whole) {
         const u64 t0 = start + (u64)threadIdx.x * ITEMS;
         float dt[ITEMS], dtu[ITEMS];
@@ -104,13 +120,21 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
         for (int i = 0; i < ITEMS; ++i) dtu[i] *= dt[i];
         const float* from = carried + parity * state;
         float* to = carried + (parity ^ 1u) * state;
+        auto load_b = [&](u64 n, float (&v)[ITEMS]) {
+            if (vary_b) {
+                ssm_load_run(whole, b_rows + n * len, t0, len, v);
+            } else {
+                ssm_fill(b_rows[n], v);
+            }
+        };
+        // B of state n + 1 loads while state n is scanned (as the forward).
+        float next_b[ITEMS];
+        load_b(0, next_b);
         for (u64 n = 0; n < state; ++n) {
             float bb[ITEMS];
-            if (vary_b) {
-                ssm_load_run(whole, b_rows + n * len, t0, len, bb);
-            } else {
-                ssm_fill(b_rows[n], bb);
-            }
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) bb[i] = next_b[i];
+            if (n + 1 < state) load_b(n + 1, next_b);
             const float a2 = a_log2[n];
             Pair run;
             run.a[0] = ssm_exp2(dt_sum * a2);
@@ -121,10 +145,11 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
             const Pair before = Scan::exclusive(run, total, scan_shared[turn]);
             turn ^= 1u;
             const float x = from[n];
-            if (t0 < len) xs[(row * runs + t0 / ITEMS) * state + n] = fmaf(before.a[0], x, before.b[0]);
+            staged[n * (THREADS + 1) + threadIdx.x] = fmaf(before.a[0], x, before.b[0]);
             if (threadIdx.x == 0) to[n] = fmaf(total.a[0], x, total.b[0]);
         }
         parity ^= 1u;
+        write_out(start, xs);
     };
 
     auto reverse = [&](const u64 start, const bool whole) {
@@ -140,13 +165,20 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
         }
         const float* from = carried + parity * state;
         float* to = carried + (parity ^ 1u) * state;
+        auto load_c = [&](u64 n, float (&v)[ITEMS]) {
+            if (vary_c) {
+                ssm_load_run(whole, c_rows + n * len, t0, len, v);
+            } else {
+                ssm_fill(c_rows[n], v);
+            }
+        };
+        float next_c[ITEMS];
+        load_c(0, next_c);
         for (u64 n = 0; n < state; ++n) {
             float cc[ITEMS];
-            if (vary_c) {
-                ssm_load_run(whole, c_rows + n * len, t0, len, cc);
-            } else {
-                ssm_fill(c_rows[n], cc);
-            }
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) cc[i] = next_c[i];
+            if (n + 1 < state) load_c(n + 1, next_c);
             const float a2 = a_log2[n];
             Pair run;
             run.a[0] = ssm_exp2(dt_sum * a2);
@@ -158,10 +190,11 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
             const Pair before = Scan::exclusive(run, total, scan_shared[turn]);
             turn ^= 1u;
             const float carry = from[n];
-            if (t0 < len) gs[(row * runs + t0 / ITEMS) * state + n] = fmaf(before.a[0], carry, before.b[0]);
+            staged[n * (THREADS + 1) + (THREADS - 1 - threadIdx.x)] = fmaf(before.a[0], carry, before.b[0]);
             if (threadIdx.x == 0) to[n] = fmaf(total.a[0], carry, total.b[0]);
         }
         parity ^= 1u;
+        write_out(start, gs);
     };
 
     for (u64 start = 0; start < len; start += CHUNK) {
@@ -255,14 +288,18 @@ __device__ __forceinline__ void selective_backward_grads(
     constexpr u64 CHANNELS = (u64)CPT * SLOTS;
     constexpr float LOG2E = 1.4426950408889634f;
     static_assert(S >= 1 && S <= 32 && (S & (S - 1)) == 0, "S is a power of two up to 32");
+    // The slots' sums per step: [RUN][SLOTS x CELLS + 1] (padded, so that
+    // the lanes' adds and the per-step reads of the block's sums are both
+    // free of bank conflicts).
+    constexpr int STEP = SLOTS * CELLS + 1;
     extern __shared__ float4 shared_steps[];  // [SLOTS][RUN]
-    float* sum_b = reinterpret_cast<float*>(shared_steps + SLOTS * RUN);  // [RUN][SLOTS][CELLS]
-    float* sum_c = sum_b + RUN * SLOTS * CELLS;
+    float* sum_b = reinterpret_cast<float*>(shared_steps + SLOTS * RUN);
+    float* sum_c = sum_b + RUN * STEP;
     // Per thread, channel j and state k: sums over the range's steps, each
     // thread its own cells ([j][k][thread]; dD and d delta_bias [j][thread]),
     // in shared memory rather than registers, so that the channel loop
     // need not be unrolled.
-    float* acc_a = sum_c + RUN * SLOTS * CELLS;
+    float* acc_a = sum_c + RUN * STEP;
     float* acc_bf = acc_a + CPT * PER_LANE * THREADS;
     float* acc_cf = acc_bf + CPT * PER_LANE * THREADS;
     float* acc_d = acc_cf + CPT * PER_LANE * THREADS;
@@ -309,11 +346,35 @@ __device__ __forceinline__ void selective_backward_grads(
         for (int t = 0; t < RUN; ++t) {
 #pragma unroll
             for (int k = 0; k < PER_LANE; ++k) {
-                const unsigned cell = (t * SLOTS + slot) * CELLS + k * S + i;
+                const unsigned cell = t * STEP + slot * CELLS + k * S + i;
                 sum_b[cell] = 0.0f;
                 sum_c[cell] = 0.0f;
             }
         }
+        // Channel j's inputs from global memory (this lane's steps, and the
+        // checkpoints of its first state), fetched one channel ahead so
+        // that their latency overlaps the previous channel's work.
+        float raw_u[OWN], raw_delta[OWN], raw_dout[OWN], raw_z[OWN], pre_x = 0.0f, pre_g = 0.0f;
+        auto fetch = [&](const int j) {
+            const u64 d = first + (u64)j * SLOTS + slot;
+            const bool live = d < end;
+            const u64 row = b * dim + d;
+#pragma unroll
+            for (int m = 0; m < OWN; ++m) {
+                const u64 t = i + (u64)m * S;
+                const bool in = live && t < RUN && t0 + t < len;
+                const u64 at = row * len + t0 + t;
+                raw_u[m] = in ? u[at] : 0.0f;
+                raw_delta[m] = in ? delta[at] : 0.0f;
+                raw_dout[m] = in ? dout[at] : 0.0f;
+                raw_z[m] = in && z != nullptr ? z[at] : 0.0f;
+            }
+            const bool mine = live && i < state;
+            const u64 at = (row * runs + r) * state + i;
+            pre_x = mine ? xs[at] : 0.0f;
+            pre_g = mine ? gs[at] : 0.0f;
+        };
+        fetch(0);
 #pragma unroll 1
         for (int j = 0; j < CPT; ++j) {
             const u64 d = first + (u64)j * SLOTS + slot;
@@ -328,16 +389,17 @@ __device__ __forceinline__ void selective_backward_grads(
                 if (t < RUN) {
                     float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
                     if (live && t0 + t < len) {
-                        const u64 at = row * len + t0 + t;
-                        float dt = delta[at] + bias;
+                        float dt = raw_delta[m] + bias;
                         if (softplus) dt = ssm_softplus(dt);
-                        float dy = dout[at];
-                        if (z != nullptr) dy *= ssm_silu(z[at]);
-                        s = make_float4(dt, dt * u[at], dy, u[at]);
+                        float dy = raw_dout[m];
+                        if (z != nullptr) dy *= ssm_silu(raw_z[m]);
+                        s = make_float4(dt, dt * raw_u[m], dy, raw_u[m]);
                     }
                     steps[t] = s;
                 }
             }
+            const float first_x = pre_x, first_g = pre_g;
+            if (j + 1 < CPT) fetch(j + 1);
             __syncwarp();
             float y_own[OWN], du_own[OWN], ddt_own[OWN];
 #pragma unroll
@@ -348,8 +410,8 @@ __device__ __forceinline__ void selective_backward_grads(
                 const bool mine = live && n < state;
                 const float a_n = mine ? A[d * state + n] : 0.0f, a2 = a_n * LOG2E;
                 const u64 at = (row * runs + r) * state + n;
-                const float x_start = mine ? xs[at] : 0.0f;
-                float carry = mine ? gs[at] : 0.0f;
+                const float x_start = k == 0 ? first_x : mine ? xs[at] : 0.0f;
+                float carry = k == 0 ? first_g : mine ? gs[at] : 0.0f;
                 // B_t[n] and C_t[n]: the run's shared rows, or the fixed
                 // values (0 for a lane without a state).
                 const float b_fixed = mine && !vary_b ? B.fixed(d, n, state) : 0.0f;
@@ -367,7 +429,7 @@ __device__ __forceinline__ void selective_backward_grads(
                     xv[t] = x;
                     part[t] = cv(t) * x;
                     if (vary_c) {
-                        sum_c[(t * SLOTS + slot) * CELLS + k * S + i] += s.z * x;
+                        sum_c[t * STEP + slot * CELLS + k * S + i] += s.z * x;
                     } else {
                         dcf = fmaf(s.z, x, dcf);
                     }
@@ -381,7 +443,7 @@ __device__ __forceinline__ void selective_backward_grads(
                     const float4 s = steps[t];
                     const float g = fmaf(s.z, cv(t), carry);
                     if (vary_b) {
-                        sum_b[(t * SLOTS + slot) * CELLS + k * S + i] += g * s.y;
+                        sum_b[t * STEP + slot * CELLS + k * S + i] += g * s.y;
                     } else {
                         dbf = fmaf(g, s.y, dbf);
                     }
@@ -431,14 +493,15 @@ __device__ __forceinline__ void selective_backward_grads(
         // The run's shared B and C are read, and the slots' sums written.
         __syncthreads();
         if (vary_b || vary_c) {
-            // The slots' sums, added in slot order: one partial per chunk.
+            // The slots' sums, added in slot order: one partial per chunk,
+            // written a run of steps at a time.
             for (u64 e = threadIdx.x; e < (u64)RUN * state; e += THREADS) {
-                const u64 t = e / state, n = e % state;
+                const u64 n = e / RUN, t = e % RUN;
                 if (t0 + t >= len) continue;
                 float sb = 0.0f, sc = 0.0f;
                 for (int s = 0; s < SLOTS; ++s) {
-                    sb += sum_b[(t * SLOTS + s) * CELLS + n];
-                    sc += sum_c[(t * SLOTS + s) * CELLS + n];
+                    sb += sum_b[t * STEP + s * CELLS + n];
+                    sc += sum_c[t * STEP + s * CELLS + n];
                 }
                 const u64 out = ((b * chunks + chunk) * state + n) * len + t0 + t;
                 if (vary_b) part_b[out] = sb;

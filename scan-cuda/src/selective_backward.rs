@@ -62,6 +62,12 @@ fn grad_bounds(s: u32) -> String {
     }
 }
 
+/// The dynamic shared memory of a carries block: the carried values (two
+/// buffers) and A, then a chunk's checkpoints ([n][threads + 1]).
+fn carry_shared_bytes(state: usize) -> usize {
+    4 * (3 * state + state * (CARRY_THREADS as usize + 1))
+}
+
 /// The dynamic shared memory of a gradient block (selective_backward.cuh's
 /// layout): the slots' steps (a float4 each), the slots' sums of dB and dC
 /// per step and state, each thread's per-channel sums (dA, fixed dB and
@@ -70,8 +76,9 @@ fn grad_shared_bytes((s, per_lane): (u32, u32), state: usize) -> usize {
     let threads = (32 * GRAD_WARPS) as usize;
     let slots = threads / s as usize;
     let cpt = GRAD_CHANNELS_PER_THREAD as usize;
-    let floats =
-        2 * RUN * slots * (per_lane * s) as usize + (3 * per_lane as usize + 2) * cpt * threads + 2 * state * (RUN + 1);
+    let floats = 2 * RUN * (slots * (per_lane * s) as usize + 1)
+        + (3 * per_lane as usize + 2) * cpt * threads
+        + 2 * state * (RUN + 1);
     slots * RUN * 16 + floats * 4
 }
 
@@ -321,13 +328,14 @@ impl Cuda {
             let cfg = LaunchConfig {
                 grid_dim: (grid(rows)?, 1, 1),
                 block_dim: (CARRY_THREADS, 1, 1),
-                shared_mem_bytes: (3 * state * 4) as u32,
+                shared_mem_bytes: carry_shared_bytes(state) as u32,
             };
             // SAFETY: every pointer addresses a live device buffer of the
             // length the shape gives (checked by `validate` and above) or is
             // 0 for an absent option; xs and gs hold rows x runs x N floats,
             // dx0 rows x N when the initial state is given; a block reads
-            // and writes only its row. Shared memory: 3 N floats (N <= 64).
+            // and writes only its row. Shared memory: `carry_shared_bytes`
+            // (at most 34 KiB for N <= 64).
             unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the selective backward (carries)", e))?;
 
             // 2. The gradients and partials.
@@ -441,10 +449,11 @@ mod tests {
             let shape = grad_shape(state).unwrap();
             let bytes = grad_shared_bytes(shape, state);
             assert!(bytes <= 64 * 1024, "N = {state}, {shape:?}: {bytes} bytes");
+            assert!(carry_shared_bytes(state) <= 48 * 1024, "N = {state}: the carries block");
         }
-        // S = 16, N = 16: 8 slots of 16 float4 steps, 2 x 16 x 8 x 16 sums,
+        // S = 16, N = 16: 8 slots of 16 float4 steps, 2 x 16 x (8 x 16 + 1) sums,
         // 5 x 4 x 128 per-channel sums, 2 x 16 x 17 B and C.
-        assert_eq!(grad_shared_bytes((16, 1), 16), 8 * 16 * 16 + 4 * (4096 + 2560 + 544));
+        assert_eq!(grad_shared_bytes((16, 1), 16), 8 * 16 * 16 + 4 * (2 * 16 * 129 + 2560 + 544));
     }
 
     #[test]
