@@ -180,15 +180,13 @@ fn a_wrong_dout_shape_is_an_error_naming_it() {
     assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == "dout"), "{err}");
 }
 
-/// mamba_ssm's f32 tolerances: |got - want| <= atol + rtol |want|.
+/// Every value within mamba_ssm's f32 tolerances of the reference.
 fn within_mamba_tolerance(got: &[f32], want: &[f32]) -> Result<(), String> {
     if got.len() != want.len() {
         return Err(format!("{} values, want {}", got.len(), want.len()));
     }
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        // NaN fails too: only a number within the tolerance passes.
-        let within = (g - w).abs() <= 2e-3 + 6e-4 * w.abs();
-        if !within {
+        if !scan_testing::within_mamba_tolerance(f64::from(*g), f64::from(*w)) {
             return Err(format!("[{i}] = {g}, want {w}"));
         }
     }
@@ -224,7 +222,7 @@ fn gpu() -> scan::cuda::Cuda {
 }
 
 /// The GPU backward against the f64 reference within mamba_ssm's f32
-/// tolerances: N in {1, 4, 16, 64} (every lane shape's neighbours), L around
+/// tolerances: N in {1, 2, 4, 5, 16, 24, 40, 64} (every lane shape), L around
 /// a 16-step checkpoint, a 256-step block range and a 2048-step chunk of the
 /// carries kernel, channel counts around a block's chunk of channels (32 at
 /// N = 16), groups of B and C that differ (3 and 2: blocks of one channel),
@@ -246,6 +244,10 @@ fn the_gpu_matches_the_reference_within_mamba_tolerances() {
         }
     }
     cases.extend([(1, 33, 300, 16, 1), (2, 64, 129, 16, 1), (1, 96, 40, 4, 3), (3, 6, 100, 16, 6), (1, 129, 33, 1, 1)]);
+    // The other lane shapes: N = 2, N = 24 (S = 32, lanes past N idle) and
+    // N = 40 (two states per lane, the second past N on some lanes), with
+    // more channels than one block's chunk and rows past one block's range.
+    cases.extend([(2, 300, 300, 2, 2), (1, 40, 300, 24, 2), (2, 20, 513, 40, 1)]);
     let mut failures = Vec::new();
     for (batch, dim, len, state, groups) in cases {
         for options in [0u32, 1, 2, 4, 8, 15, 16, 32, 63] {

@@ -256,7 +256,7 @@ fn selective_scan(reps: usize) -> Result<Vec<Row>, String> {
     for cpu in executors {
         let got = cpu.selective_scan(&args).map_err(err)?;
         if let Some(i) =
-            (0..want.len()).find(|&i| (f64::from(got.out[i]) - want[i]).abs() > 2e-3 + 6e-4 * want[i].abs())
+            (0..want.len()).find(|&i| !scan_testing::within_mamba_tolerance(f64::from(got.out[i]), want[i]))
         {
             return Err(format!("{name}: out[{i}] = {}, the reference {}", got.out[i], want[i]));
         }

@@ -57,7 +57,7 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     cuda.run_selective(&mut on_device).map_err(e)?;
     let got = on_device.download().map_err(e)?;
     let want = Cpu::new().selective_scan(&args).map_err(e)?;
-    let close = |g: f32, w: f32| (g - w).abs() <= 2e-3 + 6e-4 * w.abs();
+    let close = |g: f32, w: f32| scan_testing::within_mamba_tolerance(f64::from(g), f64::from(w));
     if let Some(i) = (0..want.out.len()).find(|&i| !close(got.out[i], want.out[i])) {
         return Err(format!("selective scan: GPU out[{i}] = {}, CPU {}", got.out[i], want.out[i]));
     }

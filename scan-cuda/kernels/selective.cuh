@@ -26,18 +26,19 @@ __device__ __forceinline__ float ssm_reciprocal(float x) {
     return y;
 }
 
-// softplus and silu by the SFU too: log1pf(expf(x)) and a division cost
-// about 60 instructions per step, a quarter of all the kernel issues at
-// N = 16. Their errors (a few 2^-22 relative; softplus of x below about
+// log2(e): exponentials are ex2 of x log2(e).
+constexpr float SSM_LOG2E = 1.4426950408889634f;
+
+// softplus, sigmoid and silu by the SFU too: log1pf(expf(x)) and a division
+// cost about 60 instructions per step, a quarter of all the kernel issues
+// at N = 16. Their errors (a few 2^-22 relative; softplus of x below about
 // -17 is 0 instead of e^x < 5e-8) are far inside the scan's tolerances.
 __device__ __forceinline__ float ssm_softplus(float x) {
-    constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
-    return x > 20.0f ? x : LN2 * ssm_log2(1.0f + ssm_exp2(x * LOG2E));
+    constexpr float LN2 = 0.6931471805599453f;
+    return x > 20.0f ? x : LN2 * ssm_log2(1.0f + ssm_exp2(x * SSM_LOG2E));
 }
-__device__ __forceinline__ float ssm_silu(float x) {
-    constexpr float LOG2E = 1.4426950408889634f;
-    return x * ssm_reciprocal(1.0f + ssm_exp2(-x * LOG2E));
-}
+__device__ __forceinline__ float ssm_sigmoid(float x) { return ssm_reciprocal(1.0f + ssm_exp2(-x * SSM_LOG2E)); }
+__device__ __forceinline__ float ssm_silu(float x) { return x * ssm_sigmoid(x); }
 
 // ITEMS floats from `p`, 16-byte aligned, as ITEMS / 4 vector loads.
 template <int ITEMS>
@@ -178,7 +179,6 @@ __device__ __forceinline__ void selective_scan_chunked(const float* u, const flo
     typedef typename Op::Item Pairs;
     static_assert(ITEMS % 4 == 0, "runs of whole float4 vectors");
     constexpr u64 CHUNK = (u64)THREADS * ITEMS;
-    constexpr float LOG2E = 1.4426950408889634f;
     __shared__ typename Scan::Shared scan_shared[2];
     extern __shared__ float shared_floats[];
     float* carried = shared_floats;              // [2][K][state]
@@ -194,7 +194,7 @@ __device__ __forceinline__ void selective_scan_chunked(const float* u, const flo
     }
     for (u64 j = threadIdx.x; j < K * state; j += THREADS) {
         carried[j] = x0 != nullptr ? x0[row0 * state + j] : 0.0f;
-        a_log2[j] = A[d0 * state + j] * LOG2E;
+        a_log2[j] = A[d0 * state + j] * SSM_LOG2E;
     }
     // VARY_B: state 0's row of B (state n's is n * len further on); else
     // the first channel's fixed values (the host passes K = 1). So for C.
@@ -341,7 +341,6 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
                                                      float* last, u64 batch, u64 dim, u64 len, u64 state,
                                                      bool softplus) {
     static_assert(S >= 1 && S <= 32 && (S & (S - 1)) == 0, "S is a power of two up to 32");
-    constexpr float LOG2E = 1.4426950408889634f;
     __shared__ float2 shared_steps[WARPS][32];
     const unsigned lane = lane_id(), i = lane % S;
     const u64 rows = batch * dim;
@@ -356,7 +355,7 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
     for (int k = 0; k < PER_LANE; ++k) {
         const u64 n = i + (u64)k * S;
         const bool mine = live && n < state;
-        a2[k] = mine ? A[d * state + n] * LOG2E : 0.0f;
+        a2[k] = mine ? A[d * state + n] * SSM_LOG2E : 0.0f;
         h[k] = mine && x0 != nullptr ? x0[row * state + n] : 0.0f;
         b_fixed[k] = mine && B.groups == 0 ? B.fixed(d, n, state) : 0.0f;
         c_fixed[k] = mine && C.groups == 0 ? C.fixed(d, n, state) : 0.0f;

@@ -8,7 +8,7 @@
 //      state index n, the state x before the run (a forward block scan) and
 //      the reverse carry G entering the run from after it (a reverse block
 //      scan of g_t = dy_t C_t + a_{t+1} g_{t+1}, as G_t = a_t g_t). These
-//      checkpoints are (rows, L / SSM_RUN, N): 1/16 of the (batch, dim, L, N)
+//      checkpoints are (rows, ceil(L / SSM_RUN), N): 1/16 of the (batch, dim, L, N)
 //      states, which are never stored.
 //   2. selective_backward_grads, a block per (batch, chunk of channels that
 //      share their B and C, range of runs), a group of S lanes per channel
@@ -44,11 +44,6 @@ __device__ __forceinline__ float ssm_dt_run(bool whole, const float* delta_row, 
     return sum;
 }
 
-__device__ __forceinline__ float ssm_sigmoid(float x) {
-    constexpr float LOG2E = 1.4426950408889634f;
-    return ssm_reciprocal(1.0f + ssm_exp2(-x * LOG2E));
-}
-
 // Kernel 1. Block per row; THREADS threads, each a run of SSM_RUN steps of a
 // chunk of THREADS * SSM_RUN. For each state index n in turn, one block scan
 // of LinearRecurrence composites (as selective_scan_chunked):
@@ -71,7 +66,6 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
     typedef BlockScan<Op, THREADS> Scan;
     typedef typename Op::Item Pair;
     constexpr u64 CHUNK = (u64)THREADS * ITEMS;
-    constexpr float LOG2E = 1.4426950408889634f;
     __shared__ typename Scan::Shared scan_shared[2];
     extern __shared__ float shared_floats[];
     float* carried = shared_floats;             // [2][state]
@@ -88,7 +82,7 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
     const float bias = delta_bias != nullptr ? delta_bias[d] : 0.0f;
     for (u64 j = threadIdx.x; j < state; j += THREADS) {
         carried[j] = x0 != nullptr ? x0[row * state + j] : 0.0f;
-        a_log2[j] = A[d * state + j] * LOG2E;
+        a_log2[j] = A[d * state + j] * SSM_LOG2E;
     }
     const bool vary_b = B.groups != 0, vary_c = C.groups != 0;
     const float* b_rows = vary_b ? B.row(b, d, dim, 0, state, len) : B.data + d * state;
@@ -260,7 +254,7 @@ __device__ __forceinline__ void ssm_group_sums(float (&v)[SSM_RUN], unsigned i) 
     for (int q = 1; q < SSM_RUN / W; ++q) v[q] = v[q * W];
 }
 
-// Kernel 2. blockIdx.y = batch b; blockIdx.x = chunk * ranges + range. A
+// Kernel 2. blockIdx.x = (b chunks + chunk) ranges + range, for batch b. A
 // chunk is CPT * SLOTS consecutive channels inside a span of channels that
 // share their group of B and of C (the host passes span); a range is
 // `range_runs` consecutive runs. Thread (slot, i): lanes i of a group of S
@@ -286,7 +280,6 @@ __device__ __forceinline__ void selective_backward_grads(
     constexpr int OWN = S >= RUN ? 1 : RUN / S;  // steps whose sums a lane finishes
     constexpr int CELLS = PER_LANE * S;          // state cells per slot
     constexpr u64 CHANNELS = (u64)CPT * SLOTS;
-    constexpr float LOG2E = 1.4426950408889634f;
     static_assert(S >= 1 && S <= 32 && (S & (S - 1)) == 0, "S is a power of two up to 32");
     // The slots' sums per step: [RUN][SLOTS x CELLS + 1] (padded, so that
     // the lanes' adds and the per-step reads of the block's sums are both
@@ -312,13 +305,13 @@ __device__ __forceinline__ void selective_backward_grads(
     float* run_c = run_b + state * ROW;
 
     const unsigned slot = threadIdx.x / S, i = threadIdx.x % S;
-    const u64 b = blockIdx.y;
     const u64 runs = (len + RUN - 1) / RUN, ranges = (runs + range_runs - 1) / range_runs;
-    const u64 range = blockIdx.x % ranges, chunk = blockIdx.x / ranges;
     const u64 chunks_per_span = (span + CHANNELS - 1) / CHANNELS;
+    const u64 chunks = dim / span * chunks_per_span;
+    const u64 block = blockIdx.x;
+    const u64 range = block % ranges, chunk = block / ranges % chunks, b = block / ranges / chunks;
     const u64 span_start = chunk / chunks_per_span * span;
     const u64 first = span_start + chunk % chunks_per_span * CHANNELS, end = span_start + span;
-    const u64 chunks = dim / span * chunks_per_span;
     const bool vary_b = B.groups != 0, vary_c = C.groups != 0;
     float4* steps = shared_steps + slot * RUN;
     // State 0's rows of varying B and C for this block's channels.
@@ -408,7 +401,7 @@ __device__ __forceinline__ void selective_backward_grads(
             for (int k = 0; k < PER_LANE; ++k) {
                 const u64 n = i + (u64)k * S;
                 const bool mine = live && n < state;
-                const float a_n = mine ? A[d * state + n] : 0.0f, a2 = a_n * LOG2E;
+                const float a_n = mine ? A[d * state + n] : 0.0f, a2 = a_n * SSM_LOG2E;
                 const u64 at = (row * runs + r) * state + n;
                 const float x_start = k == 0 ? first_x : mine ? xs[at] : 0.0f;
                 float carry = k == 0 ? first_g : mine ? gs[at] : 0.0f;
@@ -512,7 +505,7 @@ __device__ __forceinline__ void selective_backward_grads(
     }
     // Per channel: partials of this (batch, range), [b][range][d][n] and
     // [b][range][d].
-    const u64 part_row = blockIdx.y * ranges + range;
+    const u64 part_row = b * ranges + range;
     for (int j = 0; j < CPT; ++j) {
         const u64 d = first + (u64)j * SLOTS + slot;
         const bool live = d < end;

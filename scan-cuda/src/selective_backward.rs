@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
-use scan_core::selective::backward::{check_dout, SsmGrads};
+use scan_core::selective::backward::{check_dout, check_dout_len, SsmGrads};
 use scan_core::selective::{SelectiveScan, SsmShape};
 use scan_core::{Error, Result};
 
@@ -263,18 +263,23 @@ impl Cuda {
     /// The backward pass of the selective scan `s` (its arguments; `out`
     /// and the last state are not read) for `dout` = dL/d`out` on the
     /// device: three kernels queued on the stream, then the partial sums
-    /// (see [`Cuda::selective_scan_backward`]). Scratch of 2 x (batch x dim
-    /// x ceil(L / 16) x N) floats (the checkpoints) and the partials are
-    /// allocated per call.
+    /// (see [`Cuda::selective_scan_backward`]). Scratch allocated per call:
+    /// the checkpoints, 2 x batch x dim x ceil(L / 16) x N floats, and the
+    /// partials, for a varying B or C batch x N x L floats per chunk of
+    /// channels (a chunk is 512 / S channels sharing a group, S = N rounded
+    /// up to a power of two, at most 32: 32 at N = 16, so dim / 32 copies of
+    /// B's size), else batch x ceil(L / 256) x dim x N floats.
+    ///
+    /// Errors: the argument checks of [`Cuda::run_selective`];
+    /// [`Error::WrongShape`] naming `dout` when it is not shaped like
+    /// `out`; [`Error::Unsupported`] for N above
+    /// [`SELECTIVE_BACKWARD_MAX_STATE`].
     pub fn run_selective_backward(&self, s: &DeviceSelectiveScan, dout: &DeviceBuffer<f32>) -> Result<DeviceSsmGrads> {
         s.validate()?;
+        check_dout_len(s.shape, dout.len())?;
         let SsmShape { batch, dim, len, state } = s.shape;
         let rows = batch * dim;
-        Error::check_lengths(rows * len, dout.len())?;
         let shape = supported(state)?;
-        if batch > 65535 {
-            return Err(Error::TooLarge { what: format!("a batch of {batch} (the GPU backward takes 65535)") });
-        }
         let runs = len.div_ceil(RUN);
         let ranges = runs.div_ceil(RANGE_RUNS);
         // Channels of a block share their group of B and of C.
@@ -339,15 +344,14 @@ impl Cuda {
             unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the selective backward (carries)", e))?;
 
             // 2. The gradients and partials.
+            // Opted in at load for the largest N of this shape.
             let function = keyed(&kernels.grads, &shape, "a selective backward gradient")?;
             let shared = grad_shared_bytes(shape, state);
-            if shared > 48 * 1024 {
-                function
-                    .set_attribute(
-                        cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                        shared as i32,
-                    )
-                    .map_err(|e| driver_error("opting in to shared memory", e))?;
+            let limit = crate::policy::shared_limit_per_block(self.capability());
+            if shared > limit {
+                return Err(Error::TooLarge {
+                    what: format!("N = {state} needs {shared} bytes of shared memory per block; this GPU has {limit}"),
+                });
             }
             let (span64, range_runs) = (span as u64, RANGE_RUNS as u64);
             let mut launch = stream.launch_builder(function);
@@ -356,7 +360,7 @@ impl Cuda {
             launch.arg(&du_ptr).arg(&ddelta_ptr).arg(&dz_ptr).arg(&pb).arg(&pc).arg(&pa).arg(&pd).arg(&pbias);
             launch.arg(&dim64).arg(&len64).arg(&state64).arg(&span64).arg(&range_runs).arg(&softplus);
             let cfg = LaunchConfig {
-                grid_dim: (grid(chunks * ranges)?, batch as u32, 1),
+                grid_dim: (grid(batch * chunks * ranges)?, 1, 1),
                 block_dim: (32 * GRAD_WARPS, 1, 1),
                 shared_mem_bytes: shared as u32,
             };
@@ -414,10 +418,27 @@ impl Cuda {
 
     /// The backward kernels, loaded once per executor.
     fn selective_backward_kernels(&self) -> Result<Arc<SelectiveBackwardKernels>> {
+        let limit = crate::policy::shared_limit_per_block(self.capability());
         self.kernels_once(&self.selective_backward, &source(), "selective_backward", |module| {
             let grads = GRAD_SHAPES
                 .into_iter()
-                .map(|shape| Ok((shape, lookup(&module, &grads_kernel_name(shape))?)))
+                .map(|shape| {
+                    let function = lookup(&module, &grads_kernel_name(shape))?;
+                    // Once, for the largest state this kernel takes, so that
+                    // launches never change the function's attributes (two
+                    // threads launching with different N would race).
+                    let largest = (shape.0 * shape.1) as usize;
+                    let bytes = grad_shared_bytes(shape, largest.min(SELECTIVE_BACKWARD_MAX_STATE));
+                    if bytes > 48 * 1024 && bytes <= limit {
+                        function
+                            .set_attribute(
+                                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                bytes as i32,
+                            )
+                            .map_err(|e| driver_error("opting in to shared memory", e))?;
+                    }
+                    Ok((shape, function))
+                })
                 .collect::<Result<_>>()?;
             Ok(SelectiveBackwardKernels {
                 carries: lookup(&module, "selective_backward_carries")?,

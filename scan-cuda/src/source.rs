@@ -74,7 +74,7 @@ impl ModuleSource {
 
     /// [`ModuleSource::of`] for the kernels of `family`.
     pub(crate) fn family_of<Op: CudaOp>(arch: u32, tuning: Tuning, family: Family) -> Result<ModuleSource> {
-        let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, family, 0)?;
+        let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, family, None)?;
         let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());
         Ok(Self::assemble(&Op::cuda_source(), size, align, single_pass, blelloch, family, None))
     }
@@ -88,27 +88,28 @@ impl ModuleSource {
         arrays: &[String],
     ) -> Result<ModuleSource> {
         let input_bytes = std::mem::size_of::<M::Input>();
-        let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, Family::Mapped, input_bytes)?;
+        let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, Family::Mapped, Some(input_bytes))?;
         let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());
         let maps = MapsSource { source: M::cuda_source(), arrays: arrays.to_vec() };
         Ok(Self::assemble(&Op::cuda_source(), size, align, single_pass, blelloch, Family::Mapped, Some(&maps)))
     }
 
     /// The single-pass policy (or why there is none) and the Blelloch
-    /// policy of `Op`'s kernels of `family`; `input_bytes` is what fused maps
-    /// read per position ([`Family::Mapped`] only).
+    /// policy of `Op`'s kernels of `family`; `maps_input` is what fused maps
+    /// read per position ([`Family::Mapped`]; `None` counts them as wide as
+    /// the items, the shorter runs).
     fn policies<Op: CudaOp>(
         arch: u32,
         tuning: Tuning,
         family: Family,
-        input_bytes: usize,
+        maps_input: Option<usize>,
     ) -> Result<(std::result::Result<SinglePassPolicy, String>, BlellochPolicy)> {
         let size = std::mem::size_of::<Op::Item>();
         let blelloch = BlellochPolicy::for_item_size(size)?;
         let single_pass = match SinglePassPolicy::for_item(size, arch) {
             Ok(p) if family.is_segmented() => Ok(tuning.apply(p.for_segments()).validate(size, arch)?),
             Ok(p) if family == Family::Mapped && !tuning.sets_run_shape() => {
-                Ok(tuning.apply(p.for_maps(input_bytes, size)).validate(size, arch)?)
+                Ok(tuning.apply(p.for_maps(maps_input.unwrap_or(size), size)).validate(size, arch)?)
             }
             Ok(p) => Ok(tuning.apply(p).validate(size, arch)?),
             Err(why) if tuning.overrides_shape() => return Err(scan_core::Error::BadTuning(why)),
@@ -285,15 +286,16 @@ mod tests {
         let policy = |family, input_bytes, tuning| {
             ModuleSource::policies::<Add<f32>>(90, tuning, family, input_bytes).unwrap().0.unwrap()
         };
-        let plain = policy(Family::Whole, 0, Tuning::default());
+        let plain = policy(Family::Whole, None, Tuning::default());
         // f32 in: shorter runs (the early loads hold them); bf16 in: the plain shape.
-        let maps = policy(Family::Mapped, 4, Tuning::default());
+        let maps = policy(Family::Mapped, Some(4), Tuning::default());
         assert_eq!(maps, plain.for_maps(4, 4));
         assert_ne!(maps, plain, "4-byte inputs into 4-byte items: shorter runs for fused maps");
-        assert_eq!(policy(Family::Mapped, 2, Tuning::default()), plain, "2-byte inputs: the plain runs");
+        assert_eq!(policy(Family::Mapped, Some(2), Tuning::default()), plain, "2-byte inputs: the plain runs");
+        assert_eq!(policy(Family::Mapped, None, Tuning::default()), maps, "unknown inputs: the shorter runs");
         // Runs set by a Tuning are the runs that run, with the stages as they were.
         let tuned = Tuning::default().items_per_thread(32);
-        let maps = policy(Family::Mapped, 4, tuned);
+        let maps = policy(Family::Mapped, Some(4), tuned);
         assert_eq!((maps.items_per_thread, maps.stages), (32, plain.stages));
     }
 }

@@ -1,7 +1,7 @@
 //! Test support shared by every test suite and benchmark of the `scan`
 //! workspace (a dev-dependency only, never published): a seeded random source
 //! whose seed is printed, the boundary sizes every algorithm is tested on, and
-//! a NaN-proof tolerance check.
+//! NaN-proof tolerance checks.
 
 #![warn(missing_docs)]
 
@@ -35,6 +35,20 @@ pub fn boundary_sizes(tile: usize) -> Vec<usize> {
 /// ```
 pub fn within(got: f64, want: f64, bound: f64) -> bool {
     (got - want).abs() <= bound
+}
+
+/// True when `got` is within mamba_ssm's f32 tolerances of `want` (its
+/// selective-scan tests: atol 2e-3, rtol 6e-4, as |got - want| <= atol +
+/// rtol |want|); NaN never is.
+///
+/// ```
+/// use scan_testing::within_mamba_tolerance;
+/// assert!(within_mamba_tolerance(1.0025, 1.0));
+/// assert!(!within_mamba_tolerance(1.003, 1.0));
+/// assert!(!within_mamba_tolerance(f64::NAN, 1.0));
+/// ```
+pub fn within_mamba_tolerance(got: f64, want: f64) -> bool {
+    within(got, want, 2e-3 + 6e-4 * want.abs())
 }
 
 /// The kernels of a ptxas report (`scan_cuda::ptxas_report_mapped`, NVRTC's

@@ -230,12 +230,19 @@ pub fn reference_backward(args: &SelectiveScan<'_>, dout: &[f32]) -> Result<SsmG
 /// Checks the arguments and that `dout` is shaped like `out`.
 pub fn check_dout(args: &SelectiveScan<'_>, dout: &[f32]) -> Result<()> {
     args.validate()?;
-    let SsmShape { batch, dim, len, .. } = args.shape;
-    if dout.len() != batch * dim * len {
+    check_dout_len(args.shape, dout.len())
+}
+
+/// Checks that `len` items of `dout` are shaped like `out` of a scan of
+/// `shape` ([`Error::WrongShape`] naming `dout` otherwise), for `dout` held
+/// anywhere (a host slice, a device buffer).
+pub fn check_dout_len(shape: SsmShape, len: usize) -> Result<()> {
+    let SsmShape { batch, dim, len: steps, .. } = shape;
+    if len != batch * dim * steps {
         return Err(Error::WrongShape {
             argument: "dout".into(),
-            expected: format!("(batch, dim, L) = ({batch}, {dim}, {len}), {} items", batch * dim * len),
-            found: format!("{} items", dout.len()),
+            expected: format!("(batch, dim, L) = ({batch}, {dim}, {steps}), {} items", batch * dim * steps),
+            found: format!("{len} items"),
         });
     }
     Ok(())
