@@ -105,6 +105,60 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
         }
     };
 
+    // One pass over a chunk, state by state: each run's composite, its a
+    // from the run's sum of dt, its b from dt, `other` (dt u forward, dy in
+    // reverse) and state n's B or C over the run (`rows`, loaded one state
+    // ahead so that the load overlaps the scan, as the forward kernel); the
+    // block's exclusive scan; the carry entering each run staged for `out`;
+    // the carry moved past the chunk. t0: this thread's run, start + ITEMS
+    // x its place in the pass's order.
+    auto pass = [&](const u64 start, const u64 t0, const bool whole, const bool reversed, const float (&dt)[ITEMS],
+                    const float dt_sum, const float (&other)[ITEMS], const float* rows, const bool vary,
+                    float* out) {
+        const float* from = carried + parity * state;
+        float* to = carried + (parity ^ 1u) * state;
+        auto load = [&](u64 n, float (&v)[ITEMS]) {
+            if (vary) {
+                ssm_load_run(whole, rows + n * len, t0, len, v);
+            } else {
+                ssm_fill(rows[n], v);
+            }
+        };
+        float next[ITEMS];
+        load(0, next);
+        for (u64 n = 0; n < state; ++n) {
+            float values[ITEMS];
+#pragma unroll
+            for (int i = 0; i < ITEMS; ++i) values[i] = next[i];
+            if (n + 1 < state) load(n + 1, next);
+            const float a2 = a_log2[n];
+            Pair run;
+            run.a[0] = ssm_exp2(dt_sum * a2);
+            if (!reversed) {
+                // x <- a_t x + dt_t u_t B_t (the first a_t multiplies 0).
+                float b = other[0] * values[0];
+#pragma unroll
+                for (int i = 1; i < ITEMS; ++i) b = fmaf(ssm_exp2(dt[i] * a2), b, other[i] * values[i]);
+                run.b[0] = b;
+            } else {
+                // G <- a_t (G + dy_t C_t), t descending.
+                float g = 0.0f;
+#pragma unroll
+                for (int i = ITEMS - 1; i >= 0; --i) g = ssm_exp2(dt[i] * a2) * fmaf(other[i], values[i], g);
+                run.b[0] = g;
+            }
+            Pair total;
+            const Pair before = Scan::exclusive(run, total, scan_shared[turn]);
+            turn ^= 1u;
+            const float carry = from[n];
+            staged[n * (THREADS + 1) + (t0 - start) / ITEMS] = fmaf(before.a[0], carry, before.b[0]);
+            if (threadIdx.x == 0) to[n] = fmaf(total.a[0], carry, total.b[0]);
+        }
+        parity ^= 1u;
+        write_out(start, out);
+    };
+
+    // Forward: runs in thread order.
     auto forward = [&](const u64 start, const bool whole) {
         const u64 t0 = start + (u64)threadIdx.x * ITEMS;
         float dt[ITEMS], dtu[ITEMS];
@@ -112,40 +166,11 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
         ssm_load_run(whole, u_row, t0, len, dtu);
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) dtu[i] *= dt[i];
-        const float* from = carried + parity * state;
-        float* to = carried + (parity ^ 1u) * state;
-        auto load_b = [&](u64 n, float (&v)[ITEMS]) {
-            if (vary_b) {
-                ssm_load_run(whole, b_rows + n * len, t0, len, v);
-            } else {
-                ssm_fill(b_rows[n], v);
-            }
-        };
-        // B of state n + 1 loads while state n is scanned (as the forward).
-        float next_b[ITEMS];
-        load_b(0, next_b);
-        for (u64 n = 0; n < state; ++n) {
-            float bb[ITEMS];
-#pragma unroll
-            for (int i = 0; i < ITEMS; ++i) bb[i] = next_b[i];
-            if (n + 1 < state) load_b(n + 1, next_b);
-            const float a2 = a_log2[n];
-            Pair run;
-            run.a[0] = ssm_exp2(dt_sum * a2);
-            run.b[0] = dtu[0] * bb[0];
-#pragma unroll
-            for (int i = 1; i < ITEMS; ++i) run.b[0] = fmaf(ssm_exp2(dt[i] * a2), run.b[0], dtu[i] * bb[i]);
-            Pair total;
-            const Pair before = Scan::exclusive(run, total, scan_shared[turn]);
-            turn ^= 1u;
-            const float x = from[n];
-            staged[n * (THREADS + 1) + threadIdx.x] = fmaf(before.a[0], x, before.b[0]);
-            if (threadIdx.x == 0) to[n] = fmaf(total.a[0], x, total.b[0]);
-        }
-        parity ^= 1u;
-        write_out(start, xs);
+        pass(start, t0, whole, false, dt, dt_sum, dtu, b_rows, vary_b, xs);
     };
 
+    // Reverse: thread i takes the chunk's run THREADS - 1 - i, so that
+    // thread order is reverse time.
     auto reverse = [&](const u64 start, const bool whole) {
         const u64 t0 = start + (u64)(THREADS - 1 - threadIdx.x) * ITEMS;
         float dt[ITEMS], dy[ITEMS];
@@ -157,38 +182,7 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
 #pragma unroll
             for (int i = 0; i < ITEMS; ++i) dy[i] *= ssm_silu(zz[i]);
         }
-        const float* from = carried + parity * state;
-        float* to = carried + (parity ^ 1u) * state;
-        auto load_c = [&](u64 n, float (&v)[ITEMS]) {
-            if (vary_c) {
-                ssm_load_run(whole, c_rows + n * len, t0, len, v);
-            } else {
-                ssm_fill(c_rows[n], v);
-            }
-        };
-        float next_c[ITEMS];
-        load_c(0, next_c);
-        for (u64 n = 0; n < state; ++n) {
-            float cc[ITEMS];
-#pragma unroll
-            for (int i = 0; i < ITEMS; ++i) cc[i] = next_c[i];
-            if (n + 1 < state) load_c(n + 1, next_c);
-            const float a2 = a_log2[n];
-            Pair run;
-            run.a[0] = ssm_exp2(dt_sum * a2);
-            float g = 0.0f;
-#pragma unroll
-            for (int i = ITEMS - 1; i >= 0; --i) g = ssm_exp2(dt[i] * a2) * fmaf(dy[i], cc[i], g);
-            run.b[0] = g;
-            Pair total;
-            const Pair before = Scan::exclusive(run, total, scan_shared[turn]);
-            turn ^= 1u;
-            const float carry = from[n];
-            staged[n * (THREADS + 1) + (THREADS - 1 - threadIdx.x)] = fmaf(before.a[0], carry, before.b[0]);
-            if (threadIdx.x == 0) to[n] = fmaf(total.a[0], carry, total.b[0]);
-        }
-        parity ^= 1u;
-        write_out(start, gs);
+        pass(start, t0, whole, true, dt, dt_sum, dy, c_rows, vary_c, gs);
     };
 
     for (u64 start = 0; start < len; start += CHUNK) {
