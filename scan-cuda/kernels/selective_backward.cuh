@@ -44,8 +44,9 @@ __device__ __forceinline__ float ssm_dt_run(bool whole, const float* delta_row, 
     return sum;
 }
 
-// Kernel 1. Block per row; THREADS threads, each a run of SSM_RUN steps of a
-// chunk of THREADS * SSM_RUN. For each state index n in turn, one block scan
+// Kernel 1. Block per row; THREADS threads (128, or one warp: no barrier per
+// state, a chunk of 512 steps), each a run of SSM_RUN steps of a chunk of
+// THREADS * SSM_RUN. For each state index n in turn, one block scan
 // of LinearRecurrence composites (as selective_scan_chunked):
 //   forward, chunks in order: x before each run -> xs[row][run][n];
 //   reverse, chunks from the last, thread i taking the run THREADS - 1 - i
@@ -103,6 +104,10 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
             const u64 run = e / state, n = e % state;
             to[e] = staged[n * (THREADS + 1) + run];
         }
+        // Read before the next chunk stages its own (a one-warp block has
+        // no block scan whose barrier would order them), and thread 0's
+        // carries are visible to the next chunk.
+        __syncthreads();
     };
 
     // One pass over a chunk, state by state: each run's composite, its a
@@ -147,9 +152,17 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
                 for (int i = ITEMS - 1; i >= 0; --i) g = ssm_exp2(dt[i] * a2) * fmaf(other[i], values[i], g);
                 run.b[0] = g;
             }
-            Pair total;
-            const Pair before = Scan::exclusive(run, total, scan_shared[turn]);
-            turn ^= 1u;
+            Pair total, before;
+            if constexpr (THREADS == 32) {
+                // One warp: no shared memory and no barrier per state.
+                const Pair inclusive = warp_inclusive<Op>(run);
+                const Pair below = Shuffle<Pair>::up(inclusive, 1);
+                total = Shuffle<Pair>::from(inclusive, 31);
+                before = lane_id() == 0 ? Op::identity() : below;
+            } else {
+                before = Scan::exclusive(run, total, scan_shared[turn]);
+                turn ^= 1u;
+            }
             const float carry = from[n];
             staged[n * (THREADS + 1) + (t0 - start) / ITEMS] = fmaf(before.a[0], carry, before.b[0]);
             if (threadIdx.x == 0) to[n] = fmaf(total.a[0], carry, total.b[0]);

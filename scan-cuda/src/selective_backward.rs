@@ -31,9 +31,24 @@ const SOURCES: [(&str, &str); 5] = [
 /// Steps per checkpoint (`SSM_RUN` in the kernels).
 const RUN: usize = 16;
 
-/// Threads per block of the carries kernel (a chunk of 2048 steps, as the
-/// forward's one-channel block scan).
-const CARRY_THREADS: u32 = 128;
+/// Threads per block of the carries kernels: 128 (a chunk of 2048 steps,
+/// as the forward's one-channel block scan), the default; or one warp (no
+/// barrier per state; at 122 registers 32 such blocks fit an SM, twice the
+/// warps of four 128-thread blocks), chosen by the environment variable
+/// `SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=warp` until the H200 has timed it.
+const CARRY_WIDTHS: [u32; 2] = [128, 32];
+
+/// The carries kernel's width: the environment's choice, else 128.
+fn carry_threads() -> u32 {
+    match std::env::var("SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES").as_deref() {
+        Ok("warp") => 32,
+        _ => 128,
+    }
+}
+
+fn carries_kernel_name(threads: u32) -> String {
+    format!("selective_backward_carries_{threads}")
+}
 
 /// Warps per block of the gradient kernel, and channels per thread.
 const GRAD_WARPS: u32 = 4;
@@ -62,10 +77,10 @@ fn grad_bounds(s: u32) -> String {
     }
 }
 
-/// The dynamic shared memory of a carries block: the carried values (two
-/// buffers) and A, then a chunk's checkpoints ([n][threads + 1]).
-fn carry_shared_bytes(state: usize) -> usize {
-    4 * (3 * state + state * (CARRY_THREADS as usize + 1))
+/// The dynamic shared memory of a carries block of `threads`: the carried
+/// values (two buffers) and A, then a chunk's checkpoints ([n][threads + 1]).
+fn carry_shared_bytes(state: usize, threads: u32) -> usize {
+    4 * (3 * state + state * (threads as usize + 1))
 }
 
 /// The dynamic shared memory of a gradient block (selective_backward.cuh's
@@ -94,16 +109,20 @@ fn grads_kernel_name((s, per_lane): (u32, u32)) -> String {
 
 fn source() -> String {
     let mut code = kernel_files(&SOURCES);
-    code.push_str(&format!(
-        "extern \"C\" __global__ void __launch_bounds__({CARRY_THREADS}) selective_backward_carries(\n\
-         \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
-         \x20   const float* C, unsigned long long c_groups, const float* z, const float* delta_bias, const float* x0,\n\
-         \x20   const float* dout, float* xs, float* gs, float* dx0, unsigned long long dim, unsigned long long len,\n\
-         \x20   unsigned long long state, int softplus) {{\n\
-         \x20 scan::selective_backward_carries<{CARRY_THREADS}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
-         \x20     scan::SsmProjection{{C, c_groups}}, z, delta_bias, x0, dout, xs, gs, dx0, dim, len, state, softplus != 0);\n\
-         }}\n"
-    ));
+    for threads in CARRY_WIDTHS {
+        let name = carries_kernel_name(threads);
+        code.push_str(&format!(
+            "extern \"C\" __global__ void __launch_bounds__({threads}) {name}(\n\
+             \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
+             \x20   const float* C, unsigned long long c_groups, const float* z, const float* delta_bias, const float* x0,\n\
+             \x20   const float* dout, float* xs, float* gs, float* dx0, unsigned long long dim, unsigned long long len,\n\
+             \x20   unsigned long long state, int softplus) {{\n\
+             \x20 scan::selective_backward_carries<{threads}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
+             \x20     scan::SsmProjection{{C, c_groups}}, z, delta_bias, x0, dout, xs, gs, dx0, dim, len, state,\n\
+             \x20     softplus != 0);\n\
+             }}\n"
+        ));
+    }
     for shape in GRAD_SHAPES {
         let (s, per_lane) = shape;
         let name = grads_kernel_name(shape);
@@ -146,7 +165,7 @@ pub fn ptxas_report_selective_backward(arch: &str) -> Result<String> {
 /// The loaded kernels (the module must outlive the functions).
 pub(crate) struct SelectiveBackwardKernels {
     _module: Arc<CudaModule>,
-    carries: CudaFunction,
+    carries: Vec<(u32, CudaFunction)>,
     grads: Vec<((u32, u32), CudaFunction)>,
     sum_parts: CudaFunction,
 }
@@ -326,14 +345,16 @@ impl Cuda {
                 (part_a.device_ptr_mut(stream), part_d.device_ptr_mut(stream), part_bias.device_ptr_mut(stream));
 
             // 1. The checkpoints.
-            let mut launch = stream.launch_builder(&kernels.carries);
+            let threads = carry_threads();
+            let carries = keyed(&kernels.carries, &threads, "a selective backward carries")?;
+            let mut launch = stream.launch_builder(carries);
             launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&c).arg(&c_groups);
             launch.arg(&z).arg(&bias).arg(&x0).arg(&dout).arg(&xs_ptr).arg(&gs_ptr).arg(&dx0_ptr);
             launch.arg(&dim64).arg(&len64).arg(&state64).arg(&softplus);
             let cfg = LaunchConfig {
                 grid_dim: (grid(rows)?, 1, 1),
-                block_dim: (CARRY_THREADS, 1, 1),
-                shared_mem_bytes: carry_shared_bytes(state) as u32,
+                block_dim: (threads, 1, 1),
+                shared_mem_bytes: carry_shared_bytes(state, threads) as u32,
             };
             // SAFETY: every pointer addresses a live device buffer of the
             // length the shape gives (checked by `validate` and above) or is
@@ -441,7 +462,10 @@ impl Cuda {
                 })
                 .collect::<Result<_>>()?;
             Ok(SelectiveBackwardKernels {
-                carries: lookup(&module, "selective_backward_carries")?,
+                carries: CARRY_WIDTHS
+                    .into_iter()
+                    .map(|threads| Ok((threads, lookup(&module, &carries_kernel_name(threads))?)))
+                    .collect::<Result<_>>()?,
                 sum_parts: lookup(&module, "selective_backward_sum_parts")?,
                 grads,
                 _module: module,
@@ -470,7 +494,9 @@ mod tests {
             let shape = grad_shape(state).unwrap();
             let bytes = grad_shared_bytes(shape, state);
             assert!(bytes <= 64 * 1024, "N = {state}, {shape:?}: {bytes} bytes");
-            assert!(carry_shared_bytes(state) <= 48 * 1024, "N = {state}: the carries block");
+            for threads in CARRY_WIDTHS {
+                assert!(carry_shared_bytes(state, threads) <= 48 * 1024, "N = {state}: the carries block of {threads}");
+            }
         }
         // S = 16, N = 16: 8 slots of 16 float4 steps, 2 x 16 x (8 x 16 + 1) sums,
         // 5 x 4 x 128 per-channel sums, 2 x 16 x 17 B and C.

@@ -138,7 +138,9 @@ fn the_selective_backward_kernels_build_without_spills() {
         assert!(cubin.starts_with(b"\x7fELF"), "{arch}: not an ELF cubin");
     }
     let report = scan_cuda::ptxas_report_selective_backward("sm_90").unwrap();
-    assert!(report.contains("Function properties for selective_backward_grads_16_1"), "{report}");
+    for kernel in ["selective_backward_grads_16_1", "selective_backward_carries_128", "selective_backward_carries_32"] {
+        assert!(report.contains(&format!("Function properties for {kernel}")), "{kernel}: {report}");
+    }
     let spills = scan_testing::kernels_that_spill(&report, "selective_backward");
     assert!(spills.is_empty(), "{}", spills.join("\n"));
 }
