@@ -64,10 +64,10 @@ const GRAD_SHAPES: [(u32, u32); 7] = [(1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (
 
 /// The `__launch_bounds__` of the gradient kernel of lanes per channel
 /// `s`: threads, and for all but S = 16 at least 2 blocks per SM (a register
-/// budget of 255). Under ptxas' own choice N = 16 (Mamba's) fits 107
+/// budget of 255). Under ptxas' own choice N = 16 (Mamba's) fits 95
 /// registers with no spill (asking for 3 or 4 blocks per SM spilled 8 and
-/// 24 bytes), and the others spilled 16 to 64 bytes, none at 2 blocks
-/// (NVRTC 12.9, sm_90).
+/// 24 bytes in an earlier form), and the others spilled 16 to 64 bytes,
+/// none at 2 blocks (NVRTC 12.9, sm_90).
 fn grad_bounds(s: u32) -> String {
     let threads = 32 * GRAD_WARPS;
     if s == 16 {
