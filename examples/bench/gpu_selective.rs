@@ -24,11 +24,6 @@ fn median(mut v: Vec<f32>) -> f32 {
     v[v.len() / 2]
 }
 
-/// Bytes per second of a copy of `bytes` (read and written) in `ms`.
-fn copy_rate_of(bytes: usize, ms: f64) -> f64 {
-    bytes as f64 / (ms * 1e-3)
-}
-
 /// Runs the case; returns the rows and a note with the bounds.
 pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     let e = |e: scan::Error| format!("selective scan: {e}");
@@ -72,6 +67,9 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
         scan_ms.push(cuda.time(|| cuda.run_selective(&mut on_device)).map_err(e)?.1);
     }
     let (copy_ms, scan_ms) = (f64::from(median(copy_ms)), f64::from(median(scan_ms)));
+    // The copy moved floor_bytes (half read, half written).
+    let copy_rate = floor_bytes as f64 / (copy_ms * 1e-3);
+    let floor_ms = floor_bytes as f64 / copy_rate * 1e3;
 
     // The backward: checked once against the CPU's (f64), then timed.
     let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
@@ -97,10 +95,7 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     }
     let backward_ms = f64::from(median(backward_ms));
     let backward_bytes = 4 * (7 * batch * dim * len + 4 * batch * state * len);
-    let backward_floor_ms = backward_bytes as f64 / copy_rate_of(floor_bytes, copy_ms) * 1e3;
-    // The copy moved floor_bytes (half read, half written).
-    let copy_rate = copy_rate_of(floor_bytes, copy_ms);
-    let floor_ms = floor_bytes as f64 / copy_rate * 1e3;
+    let backward_floor_ms = backward_bytes as f64 / copy_rate * 1e3;
     let attribute = |a| cuda.context().attribute(a).map_err(|x| format!("device attribute: {x}"));
     let sms = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as f64;
     let khz = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as f64;
