@@ -93,10 +93,10 @@ for what in "$@"; do
         --out "$out/bench-selective-$k.md"
       echo "-- SCAN_CUDA_SELECTIVE_KERNEL=$k"; grep -E "^\| GPU selective" "$out/bench-selective-$k.md"
     done
-    # The backward's one-warp carries kernel (the default is 128 threads).
-    SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=warp step 300 bench-selective-carries-warp $bin/examples/bench \
-      --gpu-selective-only --reps 15 --out "$out/bench-selective-carries-warp.md"
-    echo "-- SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=warp"; grep -E "backward" "$out/bench-selective-carries-warp.md"
+    # The backward's 128-thread carries kernel (the default is one warp).
+    SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=block step 300 bench-selective-carries-block $bin/examples/bench \
+      --gpu-selective-only --reps 15 --out "$out/bench-selective-carries-block.md"
+    echo "-- SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=block"; grep -E "backward" "$out/bench-selective-carries-block.md"
     PYTHONUNBUFFERED=1 step 400 peers-selective python3 bench/peers.py --selective-only --reps 10 --out "$out/peers-selective.md"
     cat "$out/peers-selective.md"
     ;;

@@ -31,18 +31,19 @@ const SOURCES: [(&str, &str); 5] = [
 /// Steps per checkpoint (`SSM_RUN` in the kernels).
 const RUN: usize = 16;
 
-/// Threads per block of the carries kernels: 128 (a chunk of 2048 steps,
-/// as the forward's one-channel block scan), the default; or one warp (no
-/// barrier per state; at 122 registers 32 such blocks fit an SM, twice the
-/// warps of four 128-thread blocks), chosen by the environment variable
-/// `SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=warp` until the H200 has timed it.
-const CARRY_WIDTHS: [u32; 2] = [128, 32];
+/// Threads per block of the carries kernels: one warp (a chunk of 512
+/// steps, no barrier per state), the default; or 128 (a chunk of 2048 steps,
+/// as the forward's one-channel block scan), chosen by the environment
+/// variable `SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=block`. H200, 2026-12-02,
+/// 8 x 1536 x 4096, N 16 (ncu): one warp 1.95 ms, 128 threads 2.07 ms; both
+/// 122 registers, so both hold 16 warps per SM (25% occupancy).
+const CARRY_WIDTHS: [u32; 2] = [32, 128];
 
-/// The carries kernel's width: the environment's choice, else 128.
+/// The carries kernel's width: the environment's choice, else one warp.
 fn carry_threads() -> u32 {
     match std::env::var("SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES").as_deref() {
-        Ok("warp") => 32,
-        _ => 128,
+        Ok("block") => 128,
+        _ => 32,
     }
 }
 
