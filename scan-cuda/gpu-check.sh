@@ -11,6 +11,7 @@
 #                                          # bf16 sums in f32), peers --half-only (torch.cumsum on bf16);
 #                                          # SCAN_BENCH_FUSED_SWEEP=1 adds tile shapes at 2^28
 #   bash scan-cuda/gpu-check.sh selective  # the selective scan: bench --gpu-selective-only, peers --selective-only
+#   bash scan-cuda/gpu-check.sh sharded    # scans across ranks: test gpu_sharded, examples/sharded (processes, bench)
 #   bash scan-cuda/gpu-check.sh test:NAME  # one GPU test binary (e.g. test:gpu_rows)
 #   bash scan-cuda/gpu-check.sh policies   # examples/bench --gpu-policies-only (single-pass tuning sweep; POLICY_ITEMS=16,32 for some item sizes)
 #   bash scan-cuda/gpu-check.sh sanitize   # compute-sanitizer memcheck/racecheck/synccheck
@@ -20,6 +21,8 @@ set -uo pipefail
 out=${OUT:-/tmp/scan-gpu}
 mkdir -p "$out"
 export SCAN_REQUIRE_GPU=1 RUST_BACKTRACE=1 SCAN_CUDA_CACHE_DIR=/tmp/scan-cache
+# Never NVLink multicast (it can put shared hosts' GPUs out of service).
+export NCCL_NVLS_ENABLE=0
 bin=.gpu/bin
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 status=0
@@ -99,6 +102,25 @@ for what in "$@"; do
     echo "-- SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=block"; grep -E "backward" "$out/bench-selective-carries-block.md"
     PYTHONUNBUFFERED=1 step 400 peers-selective python3 bench/peers.py --selective-only --reps 10 --out "$out/peers-selective.md"
     cat "$out/peers-selective.md"
+    ;;
+  sharded)
+    # Scans across ranks (11/11): where NCCL is, the GPU tests, the
+    # multi-process example (one rank per GPU; with more ranks than GPUs NCCL
+    # refuses, which is logged, not counted as a failure), and the benchmark.
+    find / -name 'libnccl.so*' -not -path '*/proc/*' 2>/dev/null | head -5
+    for t in $bin/tests/*gpu_sharded*; do
+      step 400 "test-$(basename "$t")" "$t" --ignored --test-threads=1 --nocapture
+    done
+    ngpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+    step 120 sharded-ranks-$ngpu $bin/examples/sharded --ranks "$ngpu"
+    cat "$out/sharded-ranks-$ngpu.log"
+    echo "-- 2 ranks on $ngpu GPU(s) (NCCL refuses two ranks on one GPU)"
+    timeout 120 $bin/examples/sharded --ranks 2 --len 100000 >"$out/sharded-ranks-2.log" 2>&1
+    echo "exit $?"; grep -E "rank|error|Duplicate|matched" "$out/sharded-ranks-2.log" | head -8
+    for log in ${SHARDED_LOG2:-28 31}; do
+      step 300 "sharded-bench-2e$log" $bin/examples/sharded --bench --log2 "$log"
+      cat "$out/sharded-bench-2e$log.log"
+    done
     ;;
   test:*)
     for t in $bin/tests/*"${what#test:}"*; do

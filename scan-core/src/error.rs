@@ -62,6 +62,22 @@ pub enum Error {
         reason: String,
     },
 
+    /// No usable NCCL library, for a scan across several GPUs.
+    #[error("NCCL is not available: {reason}")]
+    NcclUnavailable {
+        /// What is missing, and the fix.
+        reason: String,
+    },
+
+    /// NCCL returned an error.
+    #[error("NCCL error during {during}: {message}")]
+    Nccl {
+        /// The operation that failed.
+        during: String,
+        /// NCCL's message.
+        message: String,
+    },
+
     /// The CUDA driver returned an error.
     #[error("CUDA driver error during {during}: {message}")]
     Driver {

@@ -24,6 +24,7 @@ use crate::nvrtc;
 use crate::policy::{Algorithm, Tuning};
 use crate::selective::SelectiveKernel;
 use crate::selective_backward::SelectiveBackwardKernels;
+use crate::sharded::ShardKernelCache;
 use crate::single_pass::{Carry, Segments, SinglePass};
 use crate::source::ModuleSource;
 use crate::span::Span;
@@ -138,6 +139,8 @@ pub struct Cuda {
     pub(crate) selective_backward: Mutex<Option<Arc<SelectiveBackwardKernels>>>,
     /// The compaction kernels, loaded at the first use (compact.rs).
     pub(crate) compact: Mutex<Option<Arc<CompactKernels>>>,
+    /// The join kernels of sharded scans, per operator (sharded.rs).
+    pub(crate) shard_kernels: ShardKernelCache,
 }
 
 impl std::fmt::Debug for Cuda {
@@ -217,6 +220,7 @@ impl Cuda {
             selective: Mutex::new(None),
             selective_backward: Mutex::new(None),
             compact: Mutex::new(None),
+            shard_kernels: Mutex::new(HashMap::new()),
         })
     }
 

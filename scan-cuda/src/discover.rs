@@ -28,7 +28,11 @@ pub(crate) struct Search {
 impl Search {
     /// A sentence for an error message: where the library was looked for.
     pub fn describe(&self, lib: &str) -> String {
-        let names = candidates(lib, |n| n.starts_with(&format!("lib{lib}.so")));
+        self.describe_names(lib, &candidates(lib, |n| n.starts_with(&format!("lib{lib}.so"))))
+    }
+
+    /// [`describe`](Search::describe) for a library looked for under `names`.
+    pub fn describe_names(&self, lib: &str, names: &[String]) -> String {
         let mut s = format!(
             "looked for lib{lib} under the names this build loads ({}) on the loader's path and in {} folder(s): {}",
             names.join(", "),
@@ -105,7 +109,7 @@ fn preload_from(lib: &str, dirs: Vec<PathBuf>) -> Search {
 
 /// The folders to look in for `lib`, most specific first: `CUDA_HOME`,
 /// `CUDA_PATH`, `/usr/local/cuda*` and `/opt/cuda` (`lib64`, `lib`,
-/// `targets/*/lib`), the driver's usual folders (libcuda), and the `nvidia/*/lib`
+/// `targets/*/lib`), the system's library folders (libcuda, libnccl), and the `nvidia/*/lib`
 /// folders of pip wheels in the site-packages of the Python on `PATH`, of an
 /// active virtualenv or conda environment, and of the usual system and user
 /// installs.
@@ -124,16 +128,19 @@ fn folders(lib: &str) -> Vec<PathBuf> {
         dirs.push(t.join("lib"));
         dirs.extend(glob_dirs(&t.join("targets"), |_| true).into_iter().map(|d| d.join("lib")));
     }
-    if lib == "cuda" {
+    // The driver, and NCCL from distribution packages (libnccl2).
+    if lib == "cuda" || lib == "nccl" {
         dirs.extend(
             ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib/wsl/lib"]
                 .map(PathBuf::from),
         );
+    }
+    if lib == "cuda" {
         for t in &toolkits {
             dirs.push(t.join("compat"));
         }
     }
-    // Pip wheels carry libnvrtc, never the driver.
+    // Pip wheels carry libnvrtc and libnccl (nvidia/nccl/lib), never the driver.
     for site in if lib == "cuda" { Vec::new() } else { site_packages() } {
         dirs.extend(glob_dirs(&site.join("nvidia"), |_| true).into_iter().map(|d| d.join("lib")));
     }
@@ -180,24 +187,92 @@ fn glob_dirs(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
 
 /// Loads the library at `path` for the rest of the process (never unloaded),
 /// its symbols global so that later opens by its soname find it.
-#[cfg(target_os = "linux")]
 fn open(path: &Path) -> bool {
-    use std::ffi::{c_char, c_int, c_void, CString};
-    use std::os::unix::ffi::OsStrExt;
-    extern "C" {
-        fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
-    }
-    const RTLD_NOW: c_int = 2;
-    const RTLD_GLOBAL: c_int = 0x100;
-    let Ok(path) = CString::new(path.as_os_str().as_bytes()) else { return false };
-    // SAFETY: `path` is a NUL-terminated string; loading a CUDA library runs
-    // its initialisers, as cudarc's own open by name would.
-    !unsafe { dlopen(path.as_ptr(), RTLD_NOW | RTLD_GLOBAL) }.is_null()
+    Library::open(path.as_os_str()).is_some()
 }
 
-#[cfg(not(target_os = "linux"))]
-fn open(_path: &Path) -> bool {
-    false
+/// A library loaded for the rest of the process (never unloaded), whose
+/// functions are looked up by name: for libraries that cudarc cannot open
+/// itself (libnccl: the wheels ship `libnccl.so.2`, a name cudarc does not
+/// try).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Library {
+    handle: *mut std::ffi::c_void,
+}
+
+// SAFETY: a dlopen handle may be used from any thread; it is never closed.
+unsafe impl Send for Library {}
+unsafe impl Sync for Library {}
+
+impl Library {
+    /// `lib` under the first of `names` the loader finds on its path, else
+    /// the first file of one of those names in [`folders`]`(lib)`, loaded by
+    /// its full path; otherwise what was searched.
+    pub(crate) fn find(lib: &str, names: &[String]) -> std::result::Result<Library, Search> {
+        if let Some(found) = names.iter().find_map(|n| Library::open(std::ffi::OsStr::new(n))) {
+            return Ok(found);
+        }
+        let mut search = Search::default();
+        for dir in folders(lib) {
+            if search.searched.contains(&dir) {
+                continue;
+            }
+            for name in names {
+                let path = dir.join(name);
+                if path.is_file() {
+                    match Library::open(path.as_os_str()) {
+                        Some(found) => return Ok(found),
+                        None => search.unloadable.push(path),
+                    }
+                }
+            }
+            search.searched.push(dir);
+        }
+        Err(search)
+    }
+
+    /// dlopen of `name` (a bare name searches the loader's path), its
+    /// symbols global.
+    #[cfg(target_os = "linux")]
+    fn open(name: &std::ffi::OsStr) -> Option<Library> {
+        use std::ffi::{c_int, CString};
+        use std::os::unix::ffi::OsStrExt;
+        const RTLD_NOW: c_int = 2;
+        const RTLD_GLOBAL: c_int = 0x100;
+        let name = CString::new(name.as_bytes()).ok()?;
+        // SAFETY: `name` is a NUL-terminated string; loading a CUDA library
+        // runs its initialisers, as cudarc's own open by name would.
+        let handle = unsafe { dl::dlopen(name.as_ptr(), RTLD_NOW | RTLD_GLOBAL) };
+        (!handle.is_null()).then_some(Library { handle })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn open(_name: &std::ffi::OsStr) -> Option<Library> {
+        None
+    }
+
+    /// The address of the function `name`, if the library has it.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn symbol(&self, name: &str) -> Option<*mut std::ffi::c_void> {
+        let name = std::ffi::CString::new(name).ok()?;
+        // SAFETY: the handle is open for the rest of the process.
+        let address = unsafe { dl::dlsym(self.handle, name.as_ptr()) };
+        (!address.is_null()).then_some(address)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn symbol(&self, _name: &str) -> Option<*mut std::ffi::c_void> {
+        None
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod dl {
+    use std::ffi::{c_char, c_int, c_void};
+    extern "C" {
+        pub(super) fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
+        pub(super) fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    }
 }
 
 #[cfg(test)]

@@ -60,12 +60,14 @@ mod host;
 mod kernels;
 mod mapped;
 mod module;
+mod nccl;
 mod nvrtc;
 mod pinned;
 mod policy;
 mod rows;
 mod selective;
 mod selective_backward;
+mod sharded;
 mod single_pass;
 mod source;
 mod span;
@@ -82,6 +84,7 @@ pub use cuda::{
 pub use cudarc::driver::ValidAsZeroBits;
 pub use host::TransferRates;
 pub use mapped::{compile_mapped_with, ptxas_report_mapped, DeviceInputs, HostInputs};
+pub use nccl::{nccl_version, NcclId};
 pub use nvrtc::{is_available as nvrtc_available, version as nvrtc_version};
 pub use policy::{
     Algorithm, BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning, DETERMINISTIC_LOOKBACK,
@@ -91,6 +94,7 @@ pub use selective::{compile_selective_for_arch, DeviceProjection, DeviceSelectiv
 pub use selective_backward::{
     compile_selective_backward_for_arch, ptxas_report_selective_backward, DeviceSsmGrads, SELECTIVE_BACKWARD_MAX_STATE,
 };
+pub use sharded::{compile_shard_for_arch, ptxas_report_shard, NcclRank, ShardGroup};
 
 /// The cudarc this crate is built with, for scanning your own `CudaSlice`s.
 pub use cudarc;

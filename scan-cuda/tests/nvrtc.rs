@@ -118,6 +118,33 @@ fn the_compaction_kernels_build() {
 
 /// The selective-scan kernel (one module for every shape), for both
 /// architectures.
+/// The joins of sharded scans (kernels/shard.cuh, kernels/reduce.cuh), for
+/// scalars, 16- and 32-byte non-commutative items, a user's struct and an
+/// item too large for the single-pass kernels, without spills on sm_90.
+#[test]
+#[ignore = "needs libnvrtc"]
+fn the_shard_kernels_build_for_every_item_shape() {
+    fn check<Op: CudaOp>() {
+        let name = std::any::type_name::<Op>();
+        for arch in ARCHS {
+            let cubin =
+                scan_cuda::compile_shard_for_arch::<Op>(arch).unwrap_or_else(|e| panic!("{name} for {arch}: {e}"));
+            assert!(cubin.starts_with(b"\x7fELF"));
+        }
+        let report = scan_cuda::ptxas_report_shard::<Op>("sm_90").unwrap();
+        let spills = scan_testing::kernels_that_spill(&report, "shard");
+        assert!(spills.is_empty(), "{name}: {}", spills.join("\n"));
+    }
+    check::<Add<f32>>();
+    check::<Add<u64>>();
+    check::<MatMul2x2<i32>>();
+    check::<MatMul2x2<i64>>();
+    check::<AffineI32Counted>();
+    check::<QuaternionProduct>();
+    check::<AddU64x20>();
+    check::<Add<scan_core::maps::bf16>>();
+}
+
 #[test]
 #[ignore = "needs libnvrtc"]
 fn the_selective_scan_kernel_builds() {
