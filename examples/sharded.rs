@@ -242,7 +242,7 @@ fn bench(log2: u32) -> Result<(), String> {
     row("NCCL, 1 rank", &group)?;
     drop(group);
     let group = ShardGroup::on_one_gpu(cuda, 2).map_err(e)?;
-    row("2 ranks on GPU 0 (scan + join)", &group)?;
+    row("2 ranks on GPU 0 (reduce, gather, scan)", &group)?;
     Ok(())
 }
 
