@@ -520,14 +520,25 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
             }
         }
         // The deterministic mode's fixed groups, 32 x lookback tiles wide
-        // (the tuning takes 1 to 8 statuses per lane).
-        for lookback in [1, 2, 4] {
-            let t = Tuning::default().deterministic(true).lookback(lookback);
+        // (the tuning takes 1 to 8 statuses per lane), on the default tile
+        // and on 16-item runs with three stages (as fast as the default
+        // without determinism).
+        let deterministic_shapes: [Shape; 6] = [
+            (256, 32, 1, 3, 2, None, EL),
+            (256, 32, 2, 3, 2, None, EL),
+            (256, 32, 3, 3, 2, None, EL),
+            (256, 16, 2, 3, 3, None, EL),
+            (256, 16, 3, 3, 3, None, EL),
+            (256, 16, 4, 3, 3, None, EL),
+        ];
+        for shape in deterministic_shapes {
+            let (tile, lookback) = ((shape.0 * shape.1) as usize, shape.2 as usize);
+            let t = tuning(shape).deterministic(true);
             let r = tuned::<Add<f32>>(t, "f32 add deterministic", &x, args.reps, &|_, got| {
-                bad_sum(&x, got, |i| ((i / 8192 + 1) * (lookback as usize + 7) + 60) as f64 + 32.0)
+                bad_sum(&x, got, |i| ((i / tile + 1) * (lookback + 7) + 60) as f64 + f64::from(shape.1))
             })?;
             let groups = format!("f32 add 2^28 deterministic, groups of {} tiles", 32 * lookback);
-            row(&groups, (256, 32, lookback, 3, 2, None, EL), r);
+            row(&groups, shape, r);
         }
     }
     drop(x);
