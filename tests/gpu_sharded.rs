@@ -22,7 +22,7 @@ use std::fmt::Debug;
 use scan::ops::{Add, MatMul2x2, Max};
 use scan::{CudaOp, ScanSpec};
 use scan_core::reference;
-use scan_cuda::{Cuda, NcclId, NcclRank, ShardGroup};
+use scan_cuda::{Algorithm, Cuda, NcclId, NcclRank, ShardGroup};
 use scan_testing::Rng;
 use support::gpu::{cuda, executors, max_len, poisoned, single_pass_tile};
 use support::ops::AddU64x20;
@@ -121,6 +121,27 @@ fn shards_on_one_gpu_match_the_reference_for_every_kind_of_operator() {
     check_op::<AddU64x20>("add u64 x 20 (160 B)", |r| std::array::from_fn(|_| r.next_u64() >> 8));
 }
 
+/// Shards long enough that each block of the reduction folds several tiles
+/// (more than 1024 tiles of 8 warps x 4 rows x 32 lanes: 1M 16-byte items,
+/// 2M 8-byte ones), with uneven ranges per block, on both algorithms.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn long_shards_fold_many_tiles_per_reduction_block() {
+    let mut rng = Rng::fresh("long shards");
+    for exec in executors() {
+        let label = format!("long, {}", exec.algorithm());
+        let group = ShardGroup::on_one_gpu(exec, 3).unwrap();
+        let lengths = [(3 << 20) + 7, (1 << 21) + 1, 1000];
+        let lengths: Vec<usize> = lengths.into_iter().map(|n| n.min(max_len())).collect();
+        let mut g = || std::array::from_fn(|_| rng.next_u64() as i32);
+        check_shards::<MatMul2x2<i32>>(&group, &format!("{label}, matmul2x2 i32"), &lengths, &mut g);
+        let lengths = [(5 << 20) + 3, 1, (5 << 20) + 11];
+        let lengths: Vec<usize> = lengths.into_iter().map(|n| n.min(max_len())).collect();
+        let mut g = || rng.next_u64();
+        check_shards::<Add<u64>>(&group, &format!("{label}, add u64"), &lengths, &mut g);
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn rows_sharded_by_row_are_local_rows() {
@@ -141,7 +162,10 @@ fn rows_sharded_by_row_are_local_rows() {
     // A shard that is not whole rows is an error, not a panic.
     let mut bad: Vec<_> = [3, 0, 0].iter().map(|&n| group.rank(0).unwrap().upload(&vec![1u32; n]).unwrap()).collect();
     let err = group.scan_rows_shards::<Add<u32>>(&mut bad, 2, ScanSpec::inclusive()).unwrap_err();
-    assert!(matches!(err, scan::Error::BadShape { len: 3, .. }), "{err}");
+    assert!(matches!(&err, scan::Error::WrongShape { argument, .. } if argument == "shards[0]"), "{err}");
+    assert!(err.to_string().contains("row_len = 2"), "{err}");
+    let err = group.scan_rows_shards::<Add<u32>>(&mut bad, 0, ScanSpec::inclusive()).unwrap_err();
+    assert!(matches!(err, scan::Error::WrongShape { .. }), "{err}");
 }
 
 #[test]
@@ -157,6 +181,7 @@ fn wrong_shard_counts_and_devices_are_errors() {
     let err = group.scan_shards_into::<Add<u32>>(&sources, &mut outputs, ScanSpec::inclusive()).unwrap_err();
     assert!(matches!(err, scan::Error::LengthMismatch { input: 1, output: 2 }), "{err}");
     assert!(ShardGroup::on_one_gpu(cuda(), 0).is_err());
+    assert!(ShardGroup::on_one_gpu(cuda(), usize::MAX).is_err(), "more ranks than NCCL takes");
 }
 
 /// The number of CUDA devices, through a probe of each ordinal.
@@ -171,9 +196,15 @@ fn nccl_over_every_gpu_matches_the_reference() {
     let group = ShardGroup::nccl(&ordinals).unwrap_or_else(|e| panic!("NCCL over GPUs {ordinals:?}: {e}"));
     assert_eq!(group.world_size(), ordinals.len());
     let mut rng = Rng::fresh("nccl");
-    for lengths in layouts::<MatMul2x2<i32>>(&mut rng, ordinals.len()) {
-        let mut g = || std::array::from_fn(|_| rng.next_u64() as i32);
-        check_shards::<MatMul2x2<i32>>(&group, "NCCL matmul2x2 i32", &lengths, &mut g);
+    // Both ways of joining: reduce-then-scan (single-pass) and scan-then-carry
+    // (Blelloch), through executors of the caller's.
+    for algorithm in Algorithm::ALL {
+        let execs = ordinals.iter().map(|&o| Cuda::with_device(o).unwrap().with_algorithm(algorithm)).collect();
+        let group = ShardGroup::nccl_with(execs).unwrap();
+        for lengths in layouts::<MatMul2x2<i32>>(&mut rng, ordinals.len()) {
+            let mut g = || std::array::from_fn(|_| rng.next_u64() as i32);
+            check_shards::<MatMul2x2<i32>>(&group, &format!("NCCL {algorithm} matmul2x2 i32"), &lengths, &mut g);
+        }
     }
     let mut g = || rng.next_u64() >> 8;
     let lengths: Vec<usize> = (0..ordinals.len()).map(|r| if r % 2 == 0 { (1 << 20) + 3 } else { 1000 }).collect();
@@ -182,6 +213,8 @@ fn nccl_over_every_gpu_matches_the_reference() {
     let input: Vec<u64> = (0..100_003).map(|i| i % 7).collect();
     let got = group.scan::<Add<u64>>(&input, ScanSpec::inclusive().reversed()).unwrap();
     assert_eq!(got, reference::scan::<Add<u64>>(&input, ScanSpec::inclusive().reversed()));
+    // A device listed twice is refused before NCCL is asked.
+    assert!(ShardGroup::nccl_with(vec![cuda(), cuda()]).is_err());
 }
 
 #[test]
@@ -189,7 +222,8 @@ fn nccl_over_every_gpu_matches_the_reference() {
 fn an_nccl_rank_of_one_scans_its_shard() {
     let id = NcclId::new().unwrap_or_else(|e| panic!("{e}"));
     let me = NcclRank::join(cuda(), 0, 1, &id).unwrap();
-    let input: Vec<[i32; 4]> = (0..70_001).map(|i| [1, i % 3, 0, 1]).collect();
+    // Shears that do not commute: [[1, 1], [0, 1]] and [[1, 0], [1, 1]].
+    let input: Vec<[i32; 4]> = (0..70_001).map(|i| if i % 3 == 0 { [1, 1, 0, 1] } else { [1, 0, 1, 1] }).collect();
     for spec in ScanSpec::ALL {
         let mut shard = me.cuda().upload(&input).unwrap();
         me.scan_shard::<MatMul2x2<i32>>(&mut shard, spec).unwrap();

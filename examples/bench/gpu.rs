@@ -523,13 +523,14 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
         // (the tuning takes 1 to 8 statuses per lane), on the default tile
         // and on 16-item runs with three stages (as fast as the default
         // without determinism).
-        let deterministic_shapes: [Shape; 6] = [
-            (256, 32, 1, 3, 2, None, EL),
+        let deterministic_shapes: [Shape; 7] = [
             (256, 32, 2, 3, 2, None, EL),
             (256, 32, 3, 3, 2, None, EL),
-            (256, 16, 2, 3, 3, None, EL),
             (256, 16, 3, 3, 3, None, EL),
             (256, 16, 4, 3, 3, None, EL),
+            (256, 16, 5, 3, 3, None, EL),
+            (256, 16, 6, 3, 3, None, EL),
+            (256, 16, 8, 3, 3, None, EL),
         ];
         for shape in deterministic_shapes {
             let (tile, lookback) = ((shape.0 * shape.1) as usize, shape.2 as usize);
@@ -539,6 +540,32 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
             })?;
             let groups = format!("f32 add 2^28 deterministic, groups of {} tiles", 32 * lookback);
             row(&groups, shape, r);
+        }
+        // The deterministic mode as `Cuda::with_deterministic` shapes it
+        // (SinglePassPolicy::deterministic_for), at 2^28 and 2^24; and the
+        // non-deterministic look-back reading 2 and 4 statuses per lane on
+        // the same 16-item runs.
+        let policy = SinglePassPolicy::for_item(4, 90).map_err(|e| e.to_string())?.deterministic_for(4, 90);
+        let shape =
+            (policy.threads, policy.items_per_thread, policy.lookback, policy.blocks_per_sm, policy.stages, None, EL);
+        for log in [28, 24] {
+            let x = &x[..1 << log];
+            let (tile, lookback) = (policy.tile(), policy.lookback as usize);
+            let r = tuned::<Add<f32>>(
+                Tuning::default().deterministic(true),
+                "f32 add deterministic",
+                x,
+                args.reps,
+                &|_, got| bad_sum(x, got, |i| ((i / tile + 1) * (lookback + 7) + 60) as f64 + 32.0),
+            )?;
+            row(&format!("f32 add 2^{log} deterministic, the default"), shape, r);
+        }
+        for lookback in [2, 4] {
+            let shape: Shape = (256, 16, lookback, 3, 3, None, EL);
+            let r = tuned::<Add<f32>>(tuning(shape), "f32 add", &x, args.reps, &|_, got| {
+                bad_sum(&x, got, |i| ((i / 4096 + 1) * (lookback as usize + 7) + 60) as f64 + 16.0)
+            })?;
+            row("f32 add 2^28, wider look-back window", shape, r);
         }
     }
     drop(x);

@@ -188,7 +188,17 @@ fn glob_dirs(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
 /// Loads the library at `path` for the rest of the process (never unloaded),
 /// its symbols global so that later opens by its soname find it.
 fn open(path: &Path) -> bool {
-    Library::open(path.as_os_str()).is_some()
+    Library::open(path.as_os_str(), Visibility::Global).is_some()
+}
+
+/// Whether a library's symbols serve later opens and lookups of other
+/// libraries: the CUDA libraries must (cudarc opens them again by soname);
+/// NCCL must not (it could interpose on another NCCL in the process, such as
+/// torch's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Visibility {
+    Global,
+    Local,
 }
 
 /// A library loaded for the rest of the process (never unloaded), whose
@@ -208,8 +218,8 @@ impl Library {
     /// `lib` under the first of `names` the loader finds on its path, else
     /// the first file of one of those names in [`folders`]`(lib)`, loaded by
     /// its full path; otherwise what was searched.
-    pub(crate) fn find(lib: &str, names: &[String]) -> std::result::Result<Library, Search> {
-        if let Some(found) = names.iter().find_map(|n| Library::open(std::ffi::OsStr::new(n))) {
+    pub(crate) fn find(lib: &str, names: &[String], visibility: Visibility) -> std::result::Result<Library, Search> {
+        if let Some(found) = names.iter().find_map(|n| Library::open(std::ffi::OsStr::new(n), visibility)) {
             return Ok(found);
         }
         let mut search = Search::default();
@@ -220,7 +230,7 @@ impl Library {
             for name in names {
                 let path = dir.join(name);
                 if path.is_file() {
-                    match Library::open(path.as_os_str()) {
+                    match Library::open(path.as_os_str(), visibility) {
                         Some(found) => return Ok(found),
                         None => search.unloadable.push(path),
                     }
@@ -231,23 +241,26 @@ impl Library {
         Err(search)
     }
 
-    /// dlopen of `name` (a bare name searches the loader's path), its
-    /// symbols global.
+    /// dlopen of `name` (a bare name searches the loader's path).
     #[cfg(target_os = "linux")]
-    fn open(name: &std::ffi::OsStr) -> Option<Library> {
+    fn open(name: &std::ffi::OsStr, visibility: Visibility) -> Option<Library> {
         use std::ffi::{c_int, CString};
         use std::os::unix::ffi::OsStrExt;
         const RTLD_NOW: c_int = 2;
         const RTLD_GLOBAL: c_int = 0x100;
+        let flags = match visibility {
+            Visibility::Global => RTLD_NOW | RTLD_GLOBAL,
+            Visibility::Local => RTLD_NOW,
+        };
         let name = CString::new(name.as_bytes()).ok()?;
         // SAFETY: `name` is a NUL-terminated string; loading a CUDA library
         // runs its initialisers, as cudarc's own open by name would.
-        let handle = unsafe { dl::dlopen(name.as_ptr(), RTLD_NOW | RTLD_GLOBAL) };
+        let handle = unsafe { dl::dlopen(name.as_ptr(), flags) };
         (!handle.is_null()).then_some(Library { handle })
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn open(_name: &std::ffi::OsStr) -> Option<Library> {
+    fn open(_name: &std::ffi::OsStr, _visibility: Visibility) -> Option<Library> {
         None
     }
 

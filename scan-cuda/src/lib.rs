@@ -16,8 +16,8 @@
 //!   Batched rows with [`Cuda::scan_rows`].
 //! * [`ShardGroup`] and [`NcclRank`]: one sequence split across ranks (a GPU
 //!   each, joined by NCCL, or several ranks on one GPU), scanned as one:
-//!   each rank reduces its shard, the totals are all-gathered, and each
-//!   rank scans from the totals before it (`sharded.rs`, `nccl.rs`).
+//!   each rank's total is all-gathered, one item per rank, and each rank
+//!   scans from the totals before it (`sharded.rs`, `nccl.rs`).
 //! * Policy apart from mechanism: [`SinglePassPolicy`] and [`BlellochPolicy`]
 //!   shape the kernels per item size and architecture; [`Tuning`] overrides.
 //! * [`DeviceBuffer`]: items of any `Copy` type in device memory.

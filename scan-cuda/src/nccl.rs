@@ -19,7 +19,7 @@ use cudarc::driver::{CudaContext, CudaStream};
 use cudarc::nccl::sys::{ncclComm_t, ncclDataType_t, ncclUniqueId};
 use scan_core::{Error, Result};
 
-use crate::discover::Library;
+use crate::discover::{Library, Visibility};
 
 type Status = c_int;
 
@@ -31,6 +31,7 @@ type GetUniqueId = unsafe extern "C" fn(*mut ncclUniqueId) -> Status;
 type CommInitRank = unsafe extern "C" fn(*mut ncclComm_t, c_int, ncclUniqueId, c_int) -> Status;
 type CommInitAll = unsafe extern "C" fn(*mut ncclComm_t, c_int, *const c_int) -> Status;
 type CommDestroy = unsafe extern "C" fn(ncclComm_t) -> Status;
+type CommAbort = unsafe extern "C" fn(ncclComm_t) -> Status;
 type AllGather =
     unsafe extern "C" fn(*const c_void, *mut c_void, usize, ncclDataType_t, ncclComm_t, *mut c_void) -> Status;
 type Group = unsafe extern "C" fn() -> Status;
@@ -43,6 +44,7 @@ struct Api {
     comm_init_rank: CommInitRank,
     comm_init_all: CommInitAll,
     comm_destroy: CommDestroy,
+    comm_abort: CommAbort,
     all_gather: AllGather,
     group_start: Group,
     group_end: Group,
@@ -61,7 +63,7 @@ fn names() -> Vec<String> {
 }
 
 fn load() -> std::result::Result<Api, String> {
-    let lib = Library::find("nccl", &names()).map_err(|search| {
+    let lib = Library::find("nccl", &names(), Visibility::Local).map_err(|search| {
         format!(
             "{}; install NCCL (`pip install nvidia-nccl-cu12` or `-cu13`, or the libnccl2 package)",
             search.describe_names("nccl", &names())
@@ -75,12 +77,20 @@ fn load() -> std::result::Result<Api, String> {
             unsafe { std::mem::transmute::<*mut c_void, $ty>(address) }
         }};
     }
+    // Only NCCL 2's ABI is known: check before trusting the other signatures.
+    let get_version: GetVersion = function!("ncclGetVersion", GetVersion);
+    let mut code: c_int = 0;
+    // SAFETY: ncclGetVersion(int*) in every NCCL; writes one int.
+    if unsafe { get_version(&mut code) } != 0 || decode_version(code).0 != 2 {
+        return Err(format!("the NCCL library found reports version code {code}; scan needs NCCL 2"));
+    }
     Ok(Api {
-        get_version: function!("ncclGetVersion", GetVersion),
+        get_version,
         get_unique_id: function!("ncclGetUniqueId", GetUniqueId),
         comm_init_rank: function!("ncclCommInitRank", CommInitRank),
         comm_init_all: function!("ncclCommInitAll", CommInitAll),
         comm_destroy: function!("ncclCommDestroy", CommDestroy),
+        comm_abort: function!("ncclCommAbort", CommAbort),
         all_gather: function!("ncclAllGather", AllGather),
         group_start: function!("ncclGroupStart", Group),
         group_end: function!("ncclGroupEnd", Group),
@@ -123,13 +133,18 @@ pub fn nccl_version() -> Result<(u32, u32, u32)> {
     let mut code: c_int = 0;
     // SAFETY: writes one int.
     check(api, unsafe { (api.get_version)(&mut code) }, "ncclGetVersion")?;
-    let code = code as u32;
-    // NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch, older major * 1000 + ...
-    Ok(if code >= 10000 {
+    Ok(decode_version(code))
+}
+
+/// (major, minor, patch) of an `ncclGetVersion` code: major * 10000 + minor
+/// * 100 + patch since NCCL 2.9, major * 1000 + minor * 100 + patch before.
+fn decode_version(code: c_int) -> (u32, u32, u32) {
+    let code = code.max(0) as u32;
+    if code >= 10000 {
         (code / 10000, code / 100 % 100, code % 100)
     } else {
         (code / 1000, code / 100 % 10, code % 100)
-    })
+    }
 }
 
 /// An NCCL unique id: made once (by rank 0, [`NcclId::new`]) and handed to
@@ -160,6 +175,17 @@ impl NcclId {
         Ok(NcclId(raw.internal.map(|c| c as u8)))
     }
 
+    /// The id's 128 bytes, to pass through a channel of your own (an MPI or
+    /// torch.distributed broadcast).
+    pub fn as_bytes(&self) -> &[u8; 128] {
+        &self.0
+    }
+
+    /// The id from its 128 bytes ([`as_bytes`](NcclId::as_bytes) on rank 0).
+    pub fn from_bytes(bytes: [u8; 128]) -> NcclId {
+        NcclId(bytes)
+    }
+
     fn raw(&self) -> ncclUniqueId {
         ncclUniqueId { internal: self.0.map(|b| b as c_char) }
     }
@@ -182,7 +208,7 @@ impl std::str::FromStr for NcclId {
     fn from_str(text: &str) -> Result<NcclId> {
         let text = text.trim();
         let bad = || Error::Other(format!("an NCCL id is 256 hex digits; got {} characters", text.len()));
-        if text.len() != 256 || !text.is_ascii() {
+        if text.len() != 256 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(bad());
         }
         let mut id = [0u8; 128];
@@ -247,6 +273,17 @@ impl Comm {
         Ok(raw.into_iter().zip(streams).map(|(raw, stream)| Comm { raw, stream: stream.clone() }).collect())
     }
 
+    /// Aborts the communicator (`ncclCommAbort`): operations queued and not
+    /// finished are abandoned, so streams waiting on them are released.
+    pub(crate) fn abort(self) {
+        if let Ok(api) = api() {
+            // SAFETY: made by ncclCommInit*, aborted once; `forget` keeps
+            // Drop from destroying it again.
+            let _ = unsafe { (api.comm_abort)(self.raw) };
+        }
+        std::mem::forget(self);
+    }
+
     /// Queues on this rank's stream the all-gather of `bytes` bytes per
     /// rank, in place: rank r's bytes are at `buffer + r * bytes`, and every
     /// rank's arrive at theirs.
@@ -301,6 +338,14 @@ mod tests {
         assert!(text[..255].parse::<NcclId>().is_err());
         assert!(format!("{}zz", &text[..254]).parse::<NcclId>().is_err());
         assert!("é".repeat(128).parse::<NcclId>().is_err());
+        assert!(format!("+f{}", &text[2..]).parse::<NcclId>().is_err(), "a sign is no hex digit");
+        assert_eq!(NcclId::from_bytes(*id.as_bytes()), id);
+    }
+
+    #[test]
+    fn versions_decode_in_both_encodings() {
+        assert_eq!(decode_version(22803), (2, 28, 3));
+        assert_eq!(decode_version(2708), (2, 7, 8));
     }
 
     /// Never a panic: NCCL's version, or an error that says where it was

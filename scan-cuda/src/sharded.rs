@@ -166,34 +166,25 @@ impl Role {
     }
 }
 
-/// A rank's scratch: one item for the last input, one for the carry, then
-/// the totals of all ranks (rank r's at offset r), then the reduction's
-/// partials.
-struct Scratch {
-    buf: DeviceBuffer<u8>,
-    item: usize,
-    world: usize,
+/// What one rank needs for one scan, made before anything is queued (so
+/// that a failure, such as an out-of-memory or a compile error, leaves no
+/// collective half-queued): the kernels, whether the executor reduces first,
+/// and its scratch: one item for the last input, one for the carry, then the
+/// totals of all ranks (rank r's at offset r), then the reduction's partials.
+struct Prepared {
+    kernels: Arc<ShardKernels>,
+    reduces_first: bool,
+    _scratch: DeviceBuffer<u8>,
+    slots: Slots,
 }
 
-/// The device addresses in a [`Scratch`].
+/// The device addresses in a [`Prepared`]'s scratch.
 #[derive(Clone, Copy)]
 struct Slots {
     last_in: u64,
     carry: u64,
     totals: u64,
     partials: u64,
-}
-
-impl Scratch {
-    fn new(cuda: &Cuda, item: usize, world: usize) -> Result<Scratch> {
-        Ok(Scratch { buf: cuda.alloc::<u8>((2 + world + REDUCE_MAX_BLOCKS) * item)?, item, world })
-    }
-
-    fn slots(&mut self, cuda: &Cuda) -> Slots {
-        let base = self.buf.device_ptr_mut(cuda.stream());
-        let at = |items: usize| base + (items * self.item) as u64;
-        Slots { last_in: at(0), carry: at(1), totals: at(2), partials: at(2 + self.world) }
-    }
 }
 
 impl Cuda {
@@ -222,25 +213,33 @@ impl Cuda {
         Ok(kernels)
     }
 
-    /// Whether this executor scans `Op` with the single-pass kernels (which
-    /// start from a carry): then the ranks reduce first.
-    fn reduces_first<Op: CudaOp>(&self) -> Result<bool> {
-        Ok(self.module::<Op>()?.plan(self.algorithm()).is_ok())
+    /// A rank's kernels and scratch for scanning `Op` among `world` ranks.
+    /// Whether it reduces first: when this executor scans `Op` with the
+    /// single-pass kernels (which start from a carry).
+    fn prepare_shard<Op: CudaOp>(&self, world: usize) -> Result<Prepared> {
+        let kernels = self.shard_kernels::<Op>()?;
+        let reduces_first = self.module::<Op>()?.plan(self.algorithm()).is_ok();
+        let item = std::mem::size_of::<Op::Item>();
+        let items = world.checked_add(2 + REDUCE_MAX_BLOCKS);
+        let bytes = items
+            .and_then(|n| n.checked_mul(item))
+            .ok_or_else(|| Error::TooLarge { what: format!("the scratch of {world} ranks") })?;
+        // Every slot is written before it is read (a total, the carry, the
+        // saved input and the partials each by the launch before its reader).
+        let mut scratch = self.alloc_unwritten::<u8>(bytes)?;
+        let base = scratch.device_ptr_mut(self.stream());
+        let at = |items: usize| base + (items * item) as u64;
+        let slots = Slots { last_in: at(0), carry: at(1), totals: at(2), partials: at(2 + world) };
+        Ok(Prepared { kernels, reduces_first, _scratch: scratch, slots })
     }
 
     /// Before the gather: queues what puts this rank's scan-order total at
     /// its place in `slots.totals` (and, scanning before the gather, the
     /// scan).
-    fn shard_before<Op: CudaOp>(
-        &self,
-        k: &ShardKernels,
-        part: Part,
-        spec: ScanSpec,
-        role: Role,
-        s: Slots,
-    ) -> Result<()> {
+    fn shard_before<Op: CudaOp>(&self, p: &Prepared, part: Part, spec: ScanSpec, role: Role) -> Result<()> {
+        let (k, s) = (&*p.kernels, p.slots);
         let total = s.totals + (role.rank * std::mem::size_of::<Op::Item>()) as u64;
-        if self.reduces_first::<Op>()? {
+        if p.reduces_first {
             // Nobody needs the last rank's total: the identity, unread.
             let len = if role.is_last(spec) { 0 } else { part.len };
             self.reduce_into::<Op>(k, part.src.unwrap_or(part.dst), len, spec.is_reverse(), s.partials, total)
@@ -251,16 +250,10 @@ impl Cuda {
 
     /// After the gather: the scan from the carry, or the carry combined into
     /// the scanned part.
-    fn shard_after<Op: CudaOp>(
-        &self,
-        k: &ShardKernels,
-        part: Part,
-        spec: ScanSpec,
-        role: Role,
-        s: Slots,
-    ) -> Result<()> {
+    fn shard_after<Op: CudaOp>(&self, p: &Prepared, part: Part, spec: ScanSpec, role: Role) -> Result<()> {
+        let (k, s) = (&*p.kernels, p.slots);
         let (first, step, count) = role.carry_range(spec);
-        if !self.reduces_first::<Op>()? {
+        if !p.reduces_first {
             return self.carry_into_part(k, part.dst, part.len, s.totals, (first, step, count));
         }
         let from = if count == 0 || part.len == 0 {
@@ -381,8 +374,11 @@ fn one_thread() -> LaunchConfig {
 }
 
 enum Ranks {
-    /// One GPU per rank, one NCCL communicator each, all in this process.
-    Devices { execs: Vec<Cuda>, comms: Mutex<Vec<Comm>> },
+    /// One GPU per rank, one NCCL communicator each, all in this process;
+    /// `None` once aborted after a failed collective. (Each `Comm` holds its
+    /// own handle on its stream, so the order in which the two fields drop
+    /// does not matter.)
+    Devices { execs: Vec<Cuda>, comms: Mutex<Option<Vec<Comm>>> },
     /// `count` ranks sharing one executor: the totals are already in one
     /// place.
     OneGpu { cuda: Box<Cuda>, count: usize },
@@ -404,9 +400,23 @@ enum Ranks {
 /// ```
 ///
 /// The exchange is one NCCL all-gather of one item per rank; everything else
-/// runs on each rank's GPU: the scan of its shard, then a pass that combines
-/// the carry of the ranks before it into its outputs (rank 0 of a forward
-/// scan, and the last rank of a reverse one, skip that pass).
+/// runs on each rank's GPU. Where the ranks' executors scan the operator with
+/// the single-pass kernels (the default, for items up to 128 bytes), each
+/// rank reduces its shard (a read), and after the gather scans it from the
+/// totals of the ranks before it in scan order (a read and a write; the rank
+/// met last in scan order skips the reduction). With Blelloch's algorithm
+/// each rank scans first, and after the gather combines that carry into
+/// every output (a second read and write; the rank met first skips it).
+///
+/// Every rank folds the same totals in the same order, so integer and other
+/// exact operators give the single-GPU result; float results differ from a
+/// one-GPU scan's in the last bits (the grouping differs), within the same
+/// rounding bound. Each operator's join kernels are compiled by NVRTC on its
+/// first use (on every rank's device), as the scan kernels are.
+///
+/// After a collective fails, the communicators are aborted (releasing
+/// streams that wait on the gather) and every later call on the group is an
+/// error: make a new group.
 pub struct ShardGroup {
     ranks: Ranks,
 }
@@ -422,34 +432,40 @@ impl std::fmt::Debug for ShardGroup {
 
 impl ShardGroup {
     /// One rank per CUDA device in `ordinals` (distinct, in rank order),
-    /// joined by NCCL (`ncclCommInitAll`). Errors: no NCCL library
-    /// ([`Error::NcclUnavailable`]), a device that cannot be opened, a
-    /// device listed twice.
+    /// joined by NCCL (`ncclCommInitAll`), each with a default executor.
+    /// Errors: no NCCL library ([`Error::NcclUnavailable`]), a device that
+    /// cannot be opened, a device listed twice.
     pub fn nccl(ordinals: &[usize]) -> Result<ShardGroup> {
-        if ordinals.is_empty() {
-            return Err(Error::Other("a shard group needs at least one device".into()));
-        }
-        for (i, o) in ordinals.iter().enumerate() {
-            if ordinals[..i].contains(o) {
-                return Err(Error::Other(format!(
-                    "CUDA device {o} is listed twice: NCCL takes one rank per device (use ShardGroup::on_one_gpu \
-                     for several ranks on one GPU)"
-                )));
-            }
-        }
-        let execs = ordinals.iter().map(|&o| Cuda::with_device(o)).collect::<Result<Vec<_>>>()?;
-        let streams: Vec<_> = execs.iter().map(|c| c.stream().clone()).collect();
-        let comms = Comm::init_all(&streams)?;
-        Ok(ShardGroup { ranks: Ranks::Devices { execs, comms: Mutex::new(comms) } })
+        check_distinct(ordinals)?;
+        ShardGroup::nccl_with(ordinals.iter().map(|&o| Cuda::with_device(o)).collect::<Result<Vec<_>>>()?)
     }
 
-    /// `ranks` ranks (at least one) on `cuda`'s GPU: the same scans, with
+    /// [`nccl`](ShardGroup::nccl) with executors of your own, rank r
+    /// `executors[r]` (each on a device of its own), so that the ranks run
+    /// the algorithm, tuning or deterministic mode you set on them.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_cuda::{Cuda, ShardGroup};
+    /// let ranks = (0..2).map(|gpu| Ok(Cuda::with_device(gpu)?.with_deterministic(true)));
+    /// let group = ShardGroup::nccl_with(ranks.collect::<scan_core::Result<Vec<_>>>()?)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn nccl_with(executors: Vec<Cuda>) -> Result<ShardGroup> {
+        let ordinals: Vec<usize> = executors.iter().map(|c| c.context().ordinal()).collect();
+        check_distinct(&ordinals)?;
+        let streams: Vec<_> = executors.iter().map(|c| c.stream().clone()).collect();
+        let comms = Comm::init_all(&streams)?;
+        Ok(ShardGroup { ranks: Ranks::Devices { execs: executors, comms: Mutex::new(Some(comms)) } })
+    }
+
+    /// `ranks` ranks (1 to 2^31 - 1) on `cuda`'s GPU: the same scans, with
     /// the totals gathered without copies. For a sequence kept in several
     /// buffers on one GPU, and to run the sharded algorithm where there is
     /// one GPU.
     pub fn on_one_gpu(cuda: Cuda, ranks: usize) -> Result<ShardGroup> {
-        if ranks == 0 {
-            return Err(Error::Other("a shard group needs at least one rank".into()));
+        if ranks == 0 || ranks > i32::MAX as usize {
+            return Err(Error::Other(format!("a shard group has 1 to 2^31 - 1 ranks, not {ranks}")));
         }
         Ok(ShardGroup { ranks: Ranks::OneGpu { cuda: Box::new(cuda), count: ranks } })
     }
@@ -563,7 +579,11 @@ impl ShardGroup {
                 continue;
             }
             if row_len == 0 || shard.len() % row_len != 0 {
-                return Err(Error::BadShape { len: shard.len(), rows: shard.len() / row_len.max(1) });
+                return Err(Error::WrongShape {
+                    argument: format!("shards[{r}]"),
+                    expected: format!("whole rows of row_len = {row_len} items (row_len > 0)"),
+                    found: format!("{} items", shard.len()),
+                });
             }
             let rows = shard.len() / row_len;
             self.exec(r).scan_rows_device::<Op>(shard, rows, spec)?;
@@ -593,39 +613,45 @@ impl ShardGroup {
         let item = std::mem::size_of::<Op::Item>();
         match &self.ranks {
             Ranks::OneGpu { cuda, .. } => {
-                let k = cuda.shard_kernels::<Op>()?;
-                let mut scratch = Scratch::new(cuda, item, world)?;
-                let slots = scratch.slots(cuda);
+                let prepared = cuda.prepare_shard::<Op>(world)?;
                 // One stream: every total is in place before any carry reads it.
                 for (rank, part) in parts.iter().enumerate() {
-                    cuda.shard_before::<Op>(&k, *part, spec, Role { rank, world }, slots)?;
+                    cuda.shard_before::<Op>(&prepared, *part, spec, Role { rank, world })?;
                 }
                 for (rank, part) in parts.iter().enumerate() {
-                    cuda.shard_after::<Op>(&k, *part, spec, Role { rank, world }, slots)?;
+                    cuda.shard_after::<Op>(&prepared, *part, spec, Role { rank, world })?;
                 }
                 Ok(())
             }
             Ranks::Devices { execs, comms } => {
-                let mut comms = lock(comms);
-                let mut joined = Vec::with_capacity(world);
-                for (rank, (cuda, part)) in execs.iter().zip(&parts).enumerate() {
-                    let k = cuda.shard_kernels::<Op>()?;
-                    let mut scratch = Scratch::new(cuda, item, world)?;
-                    let slots = scratch.slots(cuda);
-                    cuda.shard_before::<Op>(&k, *part, spec, Role { rank, world }, slots)?;
-                    joined.push((k, scratch, slots));
+                let mut slot = lock(comms);
+                let Some(comms) = slot.as_mut() else {
+                    return Err(Error::Other(
+                        "this shard group's communicators were aborted after a failed collective; make a new group"
+                            .into(),
+                    ));
+                };
+                let prepared = execs.iter().map(|cuda| cuda.prepare_shard::<Op>(world)).collect::<Result<Vec<_>>>()?;
+                for (rank, ((cuda, part), p)) in execs.iter().zip(&parts).zip(&prepared).enumerate() {
+                    cuda.shard_before::<Op>(p, *part, spec, Role { rank, world })?;
                 }
-                nccl::group(|| {
+                let gathered = nccl::group(|| {
                     for (rank, comm) in comms.iter_mut().enumerate() {
                         // SAFETY: rank r's totals hold `world` items on its
                         // device; the scratch outlives the queued gather (it
                         // is freed in stream order).
-                        unsafe { comm.all_gather_in_place(joined[rank].2.totals, item, rank)? };
+                        unsafe { comm.all_gather_in_place(prepared[rank].slots.totals, item, rank)? };
                     }
                     Ok(())
-                })?;
-                for (rank, ((cuda, part), (k, _scratch, slots))) in execs.iter().zip(&parts).zip(&joined).enumerate() {
-                    cuda.shard_after::<Op>(k, *part, spec, Role { rank, world }, *slots)?;
+                });
+                if let Err(e) = gathered {
+                    // Gathers queued before the failure wait for the others:
+                    // abort, so that those streams go on.
+                    slot.take().into_iter().flatten().for_each(Comm::abort);
+                    return Err(e);
+                }
+                for (rank, ((cuda, part), p)) in execs.iter().zip(&parts).zip(&prepared).enumerate() {
+                    cuda.shard_after::<Op>(p, *part, spec, Role { rank, world })?;
                 }
                 Ok(())
             }
@@ -633,10 +659,30 @@ impl ShardGroup {
     }
 }
 
+/// Distinct device ordinals, at least one.
+fn check_distinct(ordinals: &[usize]) -> Result<()> {
+    if ordinals.is_empty() {
+        return Err(Error::Other("a shard group needs at least one device".into()));
+    }
+    for (i, o) in ordinals.iter().enumerate() {
+        if ordinals[..i].contains(o) {
+            return Err(Error::Other(format!(
+                "CUDA device {o} is listed twice: NCCL takes one rank per device (use ShardGroup::on_one_gpu for \
+                 several ranks on one GPU)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// One rank of a group of processes, one process per rank (each with its
 /// GPU), joined through an [`NcclId`] that rank 0 makes and hands to the
 /// others (a file, an environment variable: see `examples/sharded.rs`).
-/// Every rank calls the same scans in the same order, each with its shard.
+/// Every rank calls the same scans (the same operator and spec) in the same
+/// order, each with its shard: the gather pairs the ranks' calls in order, and
+/// NCCL has no timeout, so a rank that fails or skips a call before the
+/// gather leaves the others waiting in it (end those processes). Calls from
+/// several threads on one rank take turns.
 ///
 /// ```no_run
 /// # fn main() -> scan_core::Result<()> {
@@ -714,16 +760,17 @@ impl NcclRank {
     }
 
     fn scan_part<Op: CudaOp>(&self, part: Part, spec: ScanSpec) -> Result<()> {
+        // One collective at a time: two threads' gathers could otherwise pair
+        // up in different orders in different processes.
+        let mut comm = lock(&self.comm);
         let item = std::mem::size_of::<Op::Item>();
-        let k = self.cuda.shard_kernels::<Op>()?;
-        let mut scratch = Scratch::new(&self.cuda, item, self.world)?;
-        let slots = scratch.slots(&self.cuda);
+        let prepared = self.cuda.prepare_shard::<Op>(self.world)?;
         let role = Role { rank: self.rank, world: self.world };
-        self.cuda.shard_before::<Op>(&k, part, spec, role, slots)?;
+        self.cuda.shard_before::<Op>(&prepared, part, spec, role)?;
         // SAFETY: `totals` holds `world` items on this rank's device, freed
         // in stream order after the gather.
-        unsafe { lock(&self.comm).all_gather_in_place(slots.totals, item, self.rank)? };
-        self.cuda.shard_after::<Op>(&k, part, spec, role, slots)
+        unsafe { comm.all_gather_in_place(prepared.slots.totals, item, self.rank)? };
+        self.cuda.shard_after::<Op>(&prepared, part, spec, role)
     }
 }
 

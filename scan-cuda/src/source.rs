@@ -111,6 +111,9 @@ impl ModuleSource {
             Ok(p) if family == Family::Mapped && !tuning.sets_run_shape() => {
                 Ok(tuning.apply(p.for_maps(maps_input.unwrap_or(size), size)).validate(size, arch)?)
             }
+            Ok(p) if tuning.is_deterministic() => {
+                Ok(tuning.apply(p.deterministic_for(size, arch)).validate(size, arch)?)
+            }
             Ok(p) => Ok(tuning.apply(p).validate(size, arch)?),
             Err(why) if tuning.overrides_shape() => return Err(scan_core::Error::BadTuning(why)),
             Err(why) => Err(why),

@@ -116,8 +116,6 @@ fn the_compaction_kernels_build() {
     }
 }
 
-/// The selective-scan kernel (one module for every shape), for both
-/// architectures.
 /// The joins of sharded scans (kernels/shard.cuh, kernels/reduce.cuh), for
 /// scalars, 16- and 32-byte non-commutative items, a user's struct and an
 /// item too large for the single-pass kernels, without spills on sm_90.
@@ -145,6 +143,8 @@ fn the_shard_kernels_build_for_every_item_shape() {
     check::<Add<scan_core::maps::bf16>>();
 }
 
+/// The selective-scan kernel (one module for every shape), for both
+/// architectures.
 #[test]
 #[ignore = "needs libnvrtc"]
 fn the_selective_scan_kernel_builds() {
