@@ -60,7 +60,12 @@ pub fn run(cuda: &Cuda, log: u32, reps: usize) -> Result<Vec<Row>, String> {
 pub fn sweep(log: u32, reps: usize) -> Result<Vec<Row>, String> {
     type Shape = (u32, u32, u32, u32);
     let recurrence: [Shape; 5] = [(256, 16, 2, 2), (256, 16, 1, 4), (128, 16, 4, 2), (256, 8, 2, 3), (256, 8, 3, 2)];
-    let sums: [Shape; 7] = [
+    // 64-item runs: a bf16 sum moves half the bytes of an f32 one per item,
+    // so a tile's fixed costs (look-back, barriers) weigh twice as much per
+    // byte; longer runs halve them again.
+    let sums: [Shape; 9] = [
+        (256, 64, 2, 2),
+        (128, 64, 4, 2),
         (256, 32, 3, 2),
         (256, 32, 2, 3),
         (256, 16, 3, 2),
@@ -92,11 +97,12 @@ pub fn sweep(log: u32, reps: usize) -> Result<Vec<Row>, String> {
     }
     // The deterministic look-back (groups of 32 x lookback tiles), which
     // runs plain f32 sums at 0.92 of copy with 16-item runs in 3 stages.
-    let deterministic: [(Shape, u32, bool); 4] = [
+    let deterministic: [(Shape, u32, bool); 5] = [
         ((256, 16, 2, 2), 4, true),
         ((256, 16, 3, 3), 4, false),
         ((256, 16, 3, 3), 6, false),
         ((256, 32, 3, 2), 2, false),
+        ((256, 64, 2, 2), 2, false),
     ];
     for (shape, lookback, recurrence) in deterministic {
         let (threads, items, blocks, stages) = shape;
