@@ -460,6 +460,18 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
             .early_loads(early);
         status.map_or(t, |s| t.status(s))
     };
+    // Shapes of the free look-back, then shapes of the deterministic one.
+    let with_modes = |free: &[Shape], deterministic: &[Shape]| -> Vec<(Shape, bool)> {
+        free.iter().map(|&s| (s, false)).chain(deterministic.iter().map(|&s| (s, true))).collect()
+    };
+    let mode = |shape: Shape, deterministic: bool| {
+        if deterministic {
+            tuning(shape).deterministic(true)
+        } else {
+            tuning(shape)
+        }
+    };
+    let label = |deterministic: bool| if deterministic { " deterministic" } else { "" };
     let mut row = |case: &str, shape: Shape, r: (f64, f64)| {
         let (threads, items, lookback, blocks, stages, status, early) = shape;
         let status = status.map_or("default".to_string(), |s| format!("{s:?}"));
@@ -585,12 +597,6 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     } else {
         &[]
     };
-    for &shape in shapes {
-        let r = tuned::<LinearRecurrence<f32>>(tuning(shape), "linear recurrence f32", &x, args.reps, &|_, got| {
-            bad_recurrence(&x, got)
-        })?;
-        row("linear recurrence f32 2^28", shape, r);
-    }
     // The deterministic look-back on 8-byte items (4-byte items run fastest
     // with it: 0.92 of copy; is it so here too?).
     let deterministic: &[Shape] = if sizes.contains(&8) {
@@ -603,12 +609,11 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     } else {
         &[]
     };
-    for &shape in deterministic {
-        let t = tuning(shape).deterministic(true);
-        let r = tuned::<LinearRecurrence<f32>>(t, "linear recurrence f32", &x, args.reps, &|_, got| {
+    for (shape, det) in with_modes(shapes, deterministic) {
+        let r = tuned::<LinearRecurrence<f32>>(mode(shape, det), "linear recurrence f32", &x, args.reps, &|_, got| {
             bad_recurrence(&x, got)
         })?;
-        row("linear recurrence f32 2^28 deterministic", shape, r);
+        row(&format!("linear recurrence f32 2^28{}", label(det)), shape, r);
     }
     drop(x);
 
@@ -631,23 +636,16 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     } else {
         &[]
     };
-    for &shape in shapes {
-        let r = tuned::<LinearRecurrence<f64>>(tuning(shape), "linear recurrence f64", &x, args.reps, &|_, got| {
-            bad_recurrence_f64(&x, got)
-        })?;
-        row("linear recurrence f64 2^27", shape, r);
-    }
     let deterministic: &[Shape] = if sizes.contains(&16) {
         &[(256, 8, 2, 2, 2, None, EL), (256, 8, 4, 2, 2, None, EL), (128, 8, 4, 3, 3, None, EL)]
     } else {
         &[]
     };
-    for &shape in deterministic {
-        let t = tuning(shape).deterministic(true);
-        let r = tuned::<LinearRecurrence<f64>>(t, "linear recurrence f64", &x, args.reps, &|_, got| {
+    for (shape, det) in with_modes(shapes, deterministic) {
+        let r = tuned::<LinearRecurrence<f64>>(mode(shape, det), "linear recurrence f64", &x, args.reps, &|_, got| {
             bad_recurrence_f64(&x, got)
         })?;
-        row("linear recurrence f64 2^27 deterministic", shape, r);
+        row(&format!("linear recurrence f64 2^27{}", label(det)), shape, r);
     }
     drop(x);
     if !sizes.contains(&32) {
@@ -669,17 +667,12 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
         (96, 8, 1, 3, 2, None, false),
         (128, 4, 2, 3, 2, None, false),
     ];
-    for shape in shapes {
-        let r = tuned::<QuaternionProduct>(tuning(shape), "quaternion", &x, args.reps, &|_, got| {
+    let deterministic = [(96, 8, 2, 3, 2, None, false), (96, 8, 4, 3, 2, None, false)];
+    for (shape, det) in with_modes(&shapes, &deterministic) {
+        let r = tuned::<QuaternionProduct>(mode(shape, det), "quaternion", &x, args.reps, &|_, got| {
             (0..n).find(|&i| got[i] != want[i])
         })?;
-        row("quaternion product 2^27", shape, r);
-    }
-    for shape in [(96, 8, 2, 3, 2, None, false), (96, 8, 4, 3, 2, None, false)] {
-        let t = tuning(shape).deterministic(true);
-        let r =
-            tuned::<QuaternionProduct>(t, "quaternion", &x, args.reps, &|_, got| (0..n).find(|&i| got[i] != want[i]))?;
-        row("quaternion product 2^27 deterministic", shape, r);
+        row(&format!("quaternion product 2^27{}", label(det)), shape, r);
     }
     Ok(())
 }

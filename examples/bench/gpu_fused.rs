@@ -74,27 +74,6 @@ pub fn sweep(log: u32, reps: usize) -> Result<Vec<Row>, String> {
         (512, 16, 1, 3),
         (256, 8, 4, 4),
     ];
-    let mut rows = Vec::new();
-    let executor = |(threads, items, blocks, stages): Shape| -> Result<(Cuda, String), String> {
-        let tuning =
-            scan_cuda::Tuning::default().threads(threads).items_per_thread(items).blocks_per_sm(blocks).stages(stages);
-        let cuda = Cuda::new().map_err(|e| e.to_string())?.with_tuning(tuning);
-        Ok((cuda, format!("fused maps, {threads} x {items}, {blocks} blocks/SM, {stages} stages")))
-    };
-    for shape in recurrence {
-        let (cuda, method) = executor(shape)?;
-        match one(&cuda, log, reps, &method) {
-            Ok(r) => rows.extend(r.into_iter().skip(1)),
-            Err(e) => eprintln!("{method}: {e}"),
-        }
-    }
-    for shape in sums {
-        let (cuda, method) = executor(shape)?;
-        match bf16_sums(&cuda, log, reps, &method) {
-            Ok(r) => rows.extend(r.into_iter().skip(1)),
-            Err(e) => eprintln!("{method}: {e}"),
-        }
-    }
     // The deterministic look-back (groups of 32 x lookback tiles), which
     // runs plain f32 sums at 0.92 of copy with 16-item runs in 3 stages.
     let deterministic: [(Shape, u32, bool); 5] = [
@@ -104,20 +83,22 @@ pub fn sweep(log: u32, reps: usize) -> Result<Vec<Row>, String> {
         ((256, 32, 3, 2), 2, false),
         ((256, 64, 2, 2), 2, false),
     ];
-    for (shape, lookback, recurrence) in deterministic {
-        let (threads, items, blocks, stages) = shape;
-        let tuning = scan_cuda::Tuning::default()
-            .threads(threads)
-            .items_per_thread(items)
-            .blocks_per_sm(blocks)
-            .stages(stages)
-            .deterministic(true)
-            .lookback(lookback);
+    // (shape, deterministic statuses per lane, the recurrence or the sums)
+    let cases = recurrence
+        .into_iter()
+        .map(|shape| (shape, None, true))
+        .chain(sums.into_iter().map(|shape| (shape, None, false)))
+        .chain(deterministic.into_iter().map(|(shape, lookback, recurrence)| (shape, Some(lookback), recurrence)));
+    let mut rows = Vec::new();
+    for ((threads, items, blocks, stages), lookback, recurrence) in cases {
+        let mut tuning =
+            scan_cuda::Tuning::default().threads(threads).items_per_thread(items).blocks_per_sm(blocks).stages(stages);
+        let mut method = format!("fused maps, {threads} x {items}, {blocks} blocks/SM, {stages} stages");
+        if let Some(lookback) = lookback {
+            tuning = tuning.deterministic(true).lookback(lookback);
+            method.push_str(&format!(", deterministic groups of {} tiles", 32 * lookback));
+        }
         let cuda = Cuda::new().map_err(|e| e.to_string())?.with_tuning(tuning);
-        let method = format!(
-            "fused maps, {threads} x {items}, {blocks} blocks/SM, {stages} stages, deterministic groups of {} tiles",
-            32 * lookback
-        );
         let r = if recurrence { one(&cuda, log, reps, &method) } else { bf16_sums(&cuda, log, reps, &method) };
         match r {
             Ok(r) => rows.extend(r.into_iter().skip(1)),
