@@ -560,6 +560,12 @@ impl Tuning {
         self.deterministic == Some(true)
     }
 
+    /// [`Tuning::deterministic`] as set: `None` when left to the policy
+    /// (deterministic for plain scans of 4-byte items).
+    pub fn deterministic_setting(self) -> Option<bool> {
+        self.deterministic
+    }
+
     /// Which GPU selective-scan kernel runs (for measurements and tests;
     /// the default chooses by shape).
     pub fn selective_kernel(mut self, choice: crate::selective::SelectiveKernelChoice) -> Self {
