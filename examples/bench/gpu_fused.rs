@@ -90,6 +90,34 @@ pub fn sweep(log: u32, reps: usize) -> Result<Vec<Row>, String> {
             Err(e) => eprintln!("{method}: {e}"),
         }
     }
+    // The deterministic look-back (groups of 32 x lookback tiles), which
+    // runs plain f32 sums at 0.92 of copy with 16-item runs in 3 stages.
+    let deterministic: [(Shape, u32, bool); 4] = [
+        ((256, 16, 2, 2), 4, true),
+        ((256, 16, 3, 3), 4, false),
+        ((256, 16, 3, 3), 6, false),
+        ((256, 32, 3, 2), 2, false),
+    ];
+    for (shape, lookback, recurrence) in deterministic {
+        let (threads, items, blocks, stages) = shape;
+        let tuning = scan_cuda::Tuning::default()
+            .threads(threads)
+            .items_per_thread(items)
+            .blocks_per_sm(blocks)
+            .stages(stages)
+            .deterministic(true)
+            .lookback(lookback);
+        let cuda = Cuda::new().map_err(|e| e.to_string())?.with_tuning(tuning);
+        let method = format!(
+            "fused maps, {threads} x {items}, {blocks} blocks/SM, {stages} stages, deterministic groups of {} tiles",
+            32 * lookback
+        );
+        let r = if recurrence { one(&cuda, log, reps, &method) } else { bf16_sums(&cuda, log, reps, &method) };
+        match r {
+            Ok(r) => rows.extend(r.into_iter().skip(1)),
+            Err(e) => eprintln!("{method}: {e}"),
+        }
+    }
     Ok(rows)
 }
 
