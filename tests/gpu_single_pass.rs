@@ -9,7 +9,8 @@
 //! * every status layout and several tile shapes (`Tuning`), and a clear
 //!   error for a shape the kernels cannot run;
 //! * run-to-run determinism as documented: integers always bitwise identical;
-//!   floats identical on Blelloch, within the rounding bound on single-pass;
+//!   floats identical on Blelloch and (by default) for 4-byte items on
+//!   single-pass, within the rounding bound otherwise;
 //! * items too large for it fall back to Blelloch, with the reason.
 //!
 //! Run on a GPU machine: `cargo test --test gpu_single_pass -- --ignored`.
@@ -24,7 +25,7 @@ use scan::{CudaOp, ScanSpec};
 use scan_core::reference;
 use scan_cuda::{Algorithm, Cuda, SinglePassPolicy, StatusLayout, Tuning};
 use scan_testing::Rng;
-use support::gpu::{cuda, max_len, poisoned, single_pass_tile, small_int};
+use support::gpu::{cuda, free_lookback_tile, max_len, poisoned, single_pass_tile, small_int};
 use support::ops::{AddF64x8, AddU64x20};
 use support::user_ops::{AffineI32Counted, QuaternionProduct};
 
@@ -65,7 +66,7 @@ where
     Op::Item: PartialEq + Debug,
 {
     let mut rng = Rng::fresh(label);
-    let tile = single_pass_tile::<Op>();
+    let (tile, free_tile) = (single_pass_tile::<Op>(), free_lookback_tile::<Op>());
     // The default shape, and one-warp tiles of one item, so that each block
     // of the persistent grid runs thousands of tiles through 3 slots.
     // Both load schedules (early loads or not) of each.
@@ -74,9 +75,12 @@ where
     let early = !SinglePassPolicy::for_item(size, 90).is_ok_and(|p| p.early_loads);
     let other = Tuning::default().early_loads(early);
     let tiny_lengths = vec![32 * 1000 + 7, 32 * 20_000 + 1];
+    // The default (deterministic for 4-byte items), the free look-back asked
+    // for, and the other load schedule (a shape: the free look-back).
     let shapes = [
         (Tuning::default(), lengths(tile)),
-        (other, lengths(tile)),
+        (Tuning::default().deterministic(false), lengths(free_tile)),
+        (other, lengths(free_tile)),
         (tiny.early_loads(true), tiny_lengths.clone()),
         (tiny.early_loads(false), tiny_lengths),
     ];

@@ -174,7 +174,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
          copy = device-to-device memcpy of the same bytes; one call between two CUDA events; {}",
         cuda.nvrtc_version().0,
         cuda.nvrtc_version().1,
-        SinglePassPolicy::for_item(4, 90).map_err(|e| e.to_string())?,
+        SinglePassPolicy::plain_default(4, 90).map_err(|e| e.to_string())?,
         cuda.compile_stats()
     );
     Ok(Report { about, rows, notes })

@@ -109,7 +109,10 @@ impl ModuleSource {
         // Plain scans (not fused maps) of 4-byte items take the deterministic look-back unless
         // told otherwise: on the H200 it is also their fastest shape (f32 add
         // at 2^28: 0.92 of copy against 0.84, SinglePassPolicy::deterministic_for).
-        let deterministic = tuning.deterministic_setting().unwrap_or(size == 4 && family == Family::Whole);
+        // A Tuning that sets a shape gets that shape on `for_item`'s, as it did
+        // before this default.
+        let deterministic =
+            tuning.deterministic_setting().unwrap_or(size == 4 && family == Family::Whole && !tuning.overrides_shape());
         let single_pass = match SinglePassPolicy::for_item(size, arch) {
             Ok(p) if family.is_segmented() => Ok(tuning.apply(p.for_segments()).validate(size, arch)?),
             Ok(p) if family == Family::Mapped && !tuning.sets_run_shape() => {
@@ -117,7 +120,9 @@ impl ModuleSource {
             }
             Ok(p) if deterministic => Ok(tuning.apply(p.deterministic_for(size, arch)).validate(size, arch)?),
             Ok(p) => Ok(tuning.apply(p).validate(size, arch)?),
-            Err(why) if tuning.overrides_shape() => return Err(scan_core::Error::BadTuning(why)),
+            // The deterministic mode is no shape: without single-pass kernels
+            // it falls back to Blelloch like the default.
+            Err(why) if tuning.overrides_launch_shape() => return Err(scan_core::Error::BadTuning(why)),
             Err(why) => Err(why),
         };
         Ok((single_pass, blelloch))
@@ -315,5 +320,16 @@ mod tests {
         assert!(!wide.deterministic, "8-byte items: the free look-back");
         let rows = ModuleSource::policies::<Add<f32>>(90, Tuning::default(), Family::Rows, None).unwrap().0.unwrap();
         assert!(!rows.deterministic, "segmented scans: not covered");
+        // A shape set by a Tuning applies to for_item's policy, free look-back.
+        let tuned = whole(Tuning::default().items_per_thread(32).lookback(1));
+        assert_eq!(tuned, Tuning::default().items_per_thread(32).lookback(1).apply(base));
+        assert!(!tuned.deterministic);
+        assert_eq!(whole(Tuning::default()), SinglePassPolicy::plain_default(4, 90).unwrap());
+        // The mode on an item or GPU without single-pass kernels: Blelloch, no error.
+        for mode in [true, false] {
+            let old_gpu =
+                ModuleSource::policies::<Add<f32>>(61, Tuning::default().deterministic(mode), Family::Whole, None);
+            assert!(old_gpu.unwrap().0.is_err(), "sm_61, deterministic({mode}): the Blelloch fallback");
+        }
     }
 }
