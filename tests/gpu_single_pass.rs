@@ -9,7 +9,8 @@
 //! * every status layout and several tile shapes (`Tuning`), and a clear
 //!   error for a shape the kernels cannot run;
 //! * run-to-run determinism as documented: integers always bitwise identical;
-//!   floats identical on Blelloch, within the rounding bound on single-pass;
+//!   floats identical on Blelloch and (by default) for 4-byte items on
+//!   single-pass, within the rounding bound otherwise;
 //! * items too large for it fall back to Blelloch, with the reason.
 //!
 //! Run on a GPU machine: `cargo test --test gpu_single_pass -- --ignored`.
@@ -24,7 +25,7 @@ use scan::{CudaOp, ScanSpec};
 use scan_core::reference;
 use scan_cuda::{Algorithm, Cuda, SinglePassPolicy, StatusLayout, Tuning};
 use scan_testing::Rng;
-use support::gpu::{cuda, max_len, poisoned, single_pass_tile, small_int};
+use support::gpu::{cuda, free_lookback_tile, max_len, poisoned, single_pass_tile, small_int};
 use support::ops::{AddF64x8, AddU64x20};
 use support::user_ops::{AffineI32Counted, QuaternionProduct};
 
@@ -65,7 +66,7 @@ where
     Op::Item: PartialEq + Debug,
 {
     let mut rng = Rng::fresh(label);
-    let tile = single_pass_tile::<Op>();
+    let (tile, free_tile) = (single_pass_tile::<Op>(), free_lookback_tile::<Op>());
     // The default shape, and one-warp tiles of one item, so that each block
     // of the persistent grid runs thousands of tiles through 3 slots.
     // Both load schedules (early loads or not) of each.
@@ -74,9 +75,12 @@ where
     let early = !SinglePassPolicy::for_item(size, 90).is_ok_and(|p| p.early_loads);
     let other = Tuning::default().early_loads(early);
     let tiny_lengths = vec![32 * 1000 + 7, 32 * 20_000 + 1];
+    // The default (deterministic for 4-byte items), the free look-back asked
+    // for, and the other load schedule (a shape: the free look-back).
     let shapes = [
         (Tuning::default(), lengths(tile)),
-        (other, lengths(tile)),
+        (Tuning::default().deterministic(false), lengths(free_tile)),
+        (other, lengths(free_tile)),
         (tiny.early_loads(true), tiny_lengths.clone()),
         (tiny.early_loads(false), tiny_lengths),
     ];
@@ -200,10 +204,11 @@ fn a_tuning_the_kernels_cannot_run_is_an_error_not_a_panic() {
 
 /// The documented determinism: integer scans are bitwise identical from run to
 /// run on both algorithms, and so are Blelloch's float scans (its grouping is
-/// fixed by the length and the policy). A single-pass float scan's grouping
-/// depends on which predecessor's prefix a tile finds ready, so it may vary in
-/// the last bits: each run is checked against the rounding bound instead (in
-/// tests/gpu_scan.rs), and here the number of distinct results is printed.
+/// fixed by the length and the policy) and, by default, the single-pass f32
+/// scans (4-byte items take the deterministic look-back). Other single-pass
+/// float scans (and f32 with `with_deterministic(false)`) group by which
+/// predecessor's prefix a tile finds ready, so they may vary in the last bits:
+/// each run is checked against the rounding bound instead (tests/gpu_scan.rs).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn integer_scans_are_run_to_run_identical_and_float_scans_as_documented() {
@@ -234,9 +239,9 @@ fn integer_scans_are_run_to_run_identical_and_float_scans_as_documented() {
             }
         }
         eprintln!("{algorithm}: 50 runs, integers identical, {} distinct f32 add results", float_results.len());
-        if algorithm == Algorithm::Blelloch {
-            assert_eq!(float_results.len(), 1, "Blelloch's float scans must be run-to-run identical");
-        }
+        // Blelloch's grouping is fixed; so is the single-pass one of 4-byte
+        // items, which take the deterministic look-back by default.
+        assert_eq!(float_results.len(), 1, "{algorithm}: f32 add must be run-to-run identical by default");
     }
 }
 

@@ -97,7 +97,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
     let with_deterministic: Vec<Cuda> = Algorithm::ALL
         .into_iter()
         .map(|a| Cuda::new().map(|c| c.with_algorithm(a)))
-        .chain([Cuda::new().map(|c| c.with_deterministic(true))])
+        .chain([Cuda::new().map(|c| c.with_deterministic(true)), Cuda::new().map(|c| c.with_deterministic(false))])
         .collect::<Result<_, _>>()
         .map_err(|e| e.to_string())?;
     for log in [24u32, 28] {
@@ -174,7 +174,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
          copy = device-to-device memcpy of the same bytes; one call between two CUDA events; {}",
         cuda.nvrtc_version().0,
         cuda.nvrtc_version().1,
-        SinglePassPolicy::for_item(4, 90).map_err(|e| e.to_string())?,
+        SinglePassPolicy::plain_default(4, 90).map_err(|e| e.to_string())?,
         cuda.compile_stats()
     );
     Ok(Report { about, rows, notes })
@@ -265,10 +265,10 @@ where
         let g = gbps(median(ms));
         rows.push(Row {
             case: name.into(),
-            method: if e.tuning().is_deterministic() {
-                format!("GPU {} deterministic", e.algorithm())
-            } else {
-                format!("GPU {}", e.algorithm())
+            method: match e.tuning().deterministic_setting() {
+                Some(true) => format!("GPU {} deterministic", e.algorithm()),
+                Some(false) => format!("GPU {}, free look-back", e.algorithm()),
+                None => format!("GPU {}", e.algorithm()),
             },
             gbps: g,
             vs_copy: g / copy,

@@ -269,7 +269,10 @@ impl Cuda {
     }
 
     /// The same executor with run-to-run deterministic plain single-pass
-    /// scans (`true`) or the default, faster look-back (`false`).
+    /// scans (`true`) or the free look-back (`false`). Unset, plain scans of
+    /// 4-byte items (f32, i32, u32 ...) are deterministic, as their fastest
+    /// shape (0.92 of a copy for f32 add on the H200, against 0.84 for the
+    /// free look-back), and other items take the free look-back.
     ///
     /// A decoupled look-back combines a tile's predecessors as far back as
     /// it finds one that already knows its prefix, which depends on timing,

@@ -106,16 +106,23 @@ impl ModuleSource {
     ) -> Result<(std::result::Result<SinglePassPolicy, String>, BlellochPolicy)> {
         let size = std::mem::size_of::<Op::Item>();
         let blelloch = BlellochPolicy::for_item_size(size)?;
+        // Plain scans (not fused maps) of 4-byte items take the deterministic look-back unless
+        // told otherwise: on the H200 it is also their fastest shape (f32 add
+        // at 2^28: 0.92 of copy against 0.84, SinglePassPolicy::deterministic_for).
+        // A Tuning that sets a shape gets that shape on `for_item`'s, as it did
+        // before this default.
+        let deterministic =
+            tuning.deterministic_setting().unwrap_or(size == 4 && family == Family::Whole && !tuning.overrides_shape());
         let single_pass = match SinglePassPolicy::for_item(size, arch) {
             Ok(p) if family.is_segmented() => Ok(tuning.apply(p.for_segments()).validate(size, arch)?),
             Ok(p) if family == Family::Mapped && !tuning.sets_run_shape() => {
                 Ok(tuning.apply(p.for_maps(maps_input.unwrap_or(size), size)).validate(size, arch)?)
             }
-            Ok(p) if tuning.is_deterministic() => {
-                Ok(tuning.apply(p.deterministic_for(size, arch)).validate(size, arch)?)
-            }
+            Ok(p) if deterministic => Ok(tuning.apply(p.deterministic_for(size, arch)).validate(size, arch)?),
             Ok(p) => Ok(tuning.apply(p).validate(size, arch)?),
-            Err(why) if tuning.overrides_shape() => return Err(scan_core::Error::BadTuning(why)),
+            // The deterministic mode is no shape: without single-pass kernels
+            // it falls back to Blelloch like the default.
+            Err(why) if tuning.overrides_launch_shape() => return Err(scan_core::Error::BadTuning(why)),
             Err(why) => Err(why),
         };
         Ok((single_pass, blelloch))
@@ -289,7 +296,7 @@ mod tests {
         let policy = |family, input_bytes, tuning| {
             ModuleSource::policies::<Add<f32>>(90, tuning, family, input_bytes).unwrap().0.unwrap()
         };
-        let plain = policy(Family::Whole, None, Tuning::default());
+        let plain = SinglePassPolicy::for_item(4, 90).unwrap();
         // f32 in: shorter runs (the early loads hold them); bf16 in: the plain shape.
         let maps = policy(Family::Mapped, Some(4), Tuning::default());
         assert_eq!(maps, plain.for_maps(4, 4));
@@ -300,5 +307,29 @@ mod tests {
         let tuned = Tuning::default().items_per_thread(32);
         let maps = policy(Family::Mapped, Some(4), tuned);
         assert_eq!((maps.items_per_thread, maps.stages), (32, plain.stages));
+    }
+
+    #[test]
+    fn plain_scans_of_four_byte_items_are_deterministic_unless_told_otherwise() {
+        let whole = |tuning| ModuleSource::policies::<Add<f32>>(90, tuning, Family::Whole, None).unwrap().0.unwrap();
+        let base = SinglePassPolicy::for_item(4, 90).unwrap();
+        assert_eq!(whole(Tuning::default()), base.deterministic_for(4, 90));
+        assert_eq!(whole(Tuning::default().deterministic(true)), base.deterministic_for(4, 90));
+        assert_eq!(whole(Tuning::default().deterministic(false)), base);
+        let wide = ModuleSource::policies::<Add<f64>>(90, Tuning::default(), Family::Whole, None).unwrap().0.unwrap();
+        assert!(!wide.deterministic, "8-byte items: the free look-back");
+        let rows = ModuleSource::policies::<Add<f32>>(90, Tuning::default(), Family::Rows, None).unwrap().0.unwrap();
+        assert!(!rows.deterministic, "segmented scans: not covered");
+        // A shape set by a Tuning applies to for_item's policy, free look-back.
+        let tuned = whole(Tuning::default().items_per_thread(32).lookback(1));
+        assert_eq!(tuned, Tuning::default().items_per_thread(32).lookback(1).apply(base));
+        assert!(!tuned.deterministic);
+        assert_eq!(whole(Tuning::default()), SinglePassPolicy::plain_default(4, 90).unwrap());
+        // The mode on an item or GPU without single-pass kernels: Blelloch, no error.
+        for mode in [true, false] {
+            let old_gpu =
+                ModuleSource::policies::<Add<f32>>(61, Tuning::default().deterministic(mode), Family::Whole, None);
+            assert!(old_gpu.unwrap().0.is_err(), "sm_61, deterministic({mode}): the Blelloch fallback");
+        }
     }
 }

@@ -31,8 +31,15 @@ pub fn max_len() -> usize {
     std::env::var("SCAN_TEST_MAX_LEN").ok().and_then(|v| v.parse().ok()).unwrap_or(usize::MAX)
 }
 
-/// The single-pass tile of `Op` on an sm_90 GPU (the H200 these tests run on).
+/// The single-pass tile `Op`'s plain scans run by default on an sm_90 GPU
+/// (the H200 these tests run on): `SinglePassPolicy::plain_default`.
 pub fn single_pass_tile<Op: CudaOp>() -> usize {
+    SinglePassPolicy::plain_default(std::mem::size_of::<Op::Item>(), 90).map_or(0, |p| p.tile())
+}
+
+/// The single-pass tile of `Op` under a Tuning that sets a shape (or
+/// `deterministic(false)`): `SinglePassPolicy::for_item`'s.
+pub fn free_lookback_tile<Op: CudaOp>() -> usize {
     SinglePassPolicy::for_item(std::mem::size_of::<Op::Item>(), 90).map_or(0, |p| p.tile())
 }
 
