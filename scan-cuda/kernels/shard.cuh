@@ -44,15 +44,12 @@ __device__ __forceinline__ void shard_carry(const typename Op::Item* totals, i64
     *carry = c;
 }
 
-// data[i] = carry ∘ data[i] for every i < len, with the carry of
-// shard_carry's arguments, which every thread folds itself (a few items): no
-// barrier, no shared memory.
+// data[i] = *carry ∘ data[i] for every i < len (the carry shard_carry
+// folded).
 template <class Op>
-__device__ __forceinline__ void shard_apply(typename Op::Item* data, u64 len, const typename Op::Item* totals,
-                                            i64 first, i64 step, u64 count) {
+__device__ __forceinline__ void shard_apply(typename Op::Item* data, u64 len, const typename Op::Item* carry_in) {
     typedef typename Op::Item Item;
-    Item carry = totals[first];
-    for (u64 k = 1; k < count; ++k) carry = Op::combine(carry, totals[first + (i64)k * step]);
+    const Item carry = *carry_in;
     // UNROLL items per thread in flight at once, each a whole grid apart
     // (coalesced): one load per thread in flight left the pass at 0.65 of a
     // copy on the H200.

@@ -80,6 +80,12 @@ fn preload_from(lib: &str, dirs: Vec<PathBuf>) -> Search {
     // Versioned names only: an unversioned `libnvrtc.so` is a link to some
     // version whose soname may not be a name cudarc asks for.
     let names = candidates(lib, |n| n.contains(".so."));
+    find_in(lib, dirs, &names, Visibility::Global).1
+}
+
+/// The first file named as one of `names` in `dirs` (in order) that loads,
+/// and what was searched.
+fn find_in(lib: &str, dirs: Vec<PathBuf>, names: &[String], visibility: Visibility) -> (Option<Library>, Search) {
     let prefix = format!("lib{lib}.so.");
     let mut search = Search::default();
     for dir in dirs {
@@ -90,12 +96,12 @@ fn preload_from(lib: &str, dirs: Vec<PathBuf>) -> Search {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
         files.sort();
-        for name in &names {
+        for name in names {
             if files.iter().any(|f| f.file_name().is_some_and(|n| n == name.as_str())) {
-                if open(&dir.join(name)) {
-                    return search;
+                match Library::open(dir.join(name).as_os_str(), visibility) {
+                    Some(found) => return (Some(found), search),
+                    None => search.unloadable.push(dir.join(name)),
                 }
-                search.unloadable.push(dir.join(name));
             }
         }
         search.other_versions.extend(files.into_iter().filter(|f| {
@@ -104,7 +110,7 @@ fn preload_from(lib: &str, dirs: Vec<PathBuf>) -> Search {
                 .is_some_and(|n| n.starts_with(&prefix) && !names.iter().any(|c| c == n))
         }));
     }
-    search
+    (None, search)
 }
 
 /// The folders to look in for `lib`, most specific first: `CUDA_HOME`,
@@ -185,12 +191,6 @@ fn glob_dirs(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     found
 }
 
-/// Loads the library at `path` for the rest of the process (never unloaded),
-/// its symbols global so that later opens by its soname find it.
-fn open(path: &Path) -> bool {
-    Library::open(path.as_os_str(), Visibility::Global).is_some()
-}
-
 /// Whether a library's symbols serve later opens and lookups of other
 /// libraries: the CUDA libraries must (cudarc opens them again by soname);
 /// NCCL must not (it could interpose on another NCCL in the process, such as
@@ -222,23 +222,10 @@ impl Library {
         if let Some(found) = names.iter().find_map(|n| Library::open(std::ffi::OsStr::new(n), visibility)) {
             return Ok(found);
         }
-        let mut search = Search::default();
-        for dir in folders(lib) {
-            if search.searched.contains(&dir) {
-                continue;
-            }
-            for name in names {
-                let path = dir.join(name);
-                if path.is_file() {
-                    match Library::open(path.as_os_str(), visibility) {
-                        Some(found) => return Ok(found),
-                        None => search.unloadable.push(path),
-                    }
-                }
-            }
-            search.searched.push(dir);
+        match find_in(lib, folders(lib), names, visibility) {
+            (Some(found), _) => Ok(found),
+            (None, search) => Err(search),
         }
-        Err(search)
     }
 
     /// dlopen of `name` (a bare name searches the loader's path).

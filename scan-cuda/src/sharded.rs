@@ -58,11 +58,20 @@ const APPLY_MAX_BLOCKS: usize = 8192;
 const REDUCE_WARPS: u32 = 8;
 const REDUCE_MAX_BLOCKS: usize = 1024;
 
+/// Items a lane of the reduction loads at once (reduce.cuh's
+/// `ReduceUnit`): a 16-byte vector's worth when items divide 16.
+fn reduce_unit(item: usize) -> usize {
+    if 16 % item == 0 {
+        16 / item
+    } else {
+        1
+    }
+}
+
 /// Rows of 32 lanes per warp and tile of the reduction: about 64 bytes in
 /// flight per lane, at least one row.
 fn reduce_rows(item: usize) -> usize {
-    let unit = if 16 % item == 0 { 16 } else { item };
-    (64 / unit).clamp(1, 4)
+    (64 / (reduce_unit(item) * item)).clamp(1, 4)
 }
 
 fn source<Op: CudaOp>() -> String {
@@ -84,9 +93,8 @@ fn source<Op: CudaOp>() -> String {
          \x20 scan::shard_carry<{name}>(totals, first, step, count, carry);\n\
          }}\n\
          extern \"C\" __global__ void __launch_bounds__({APPLY_THREADS}) {APPLY}({item}* data,\n\
-         \x20   unsigned long long len, const {item}* totals, long long first, long long step,\n\
-         \x20   unsigned long long count) {{\n\
-         \x20 scan::shard_apply<{name}>(data, len, totals, first, step, count);\n\
+         \x20   unsigned long long len, const {item}* carry) {{\n\
+         \x20 scan::shard_apply<{name}>(data, len, carry);\n\
          }}\n"
     ));
     for (reverse, (blocks, partials)) in REDUCE_BLOCKS.iter().zip(REDUCE_PARTIALS).enumerate() {
@@ -253,9 +261,7 @@ impl Cuda {
     fn shard_after<Op: CudaOp>(&self, p: &Prepared, part: Part, spec: ScanSpec, role: Role) -> Result<()> {
         let (k, s) = (&*p.kernels, p.slots);
         let (first, step, count) = role.carry_range(spec);
-        if !p.reduces_first {
-            return self.carry_into_part(k, part.dst, part.len, s.totals, (first, step, count));
-        }
+        // The carry, folded once into its slot (0: none).
         let from = if count == 0 || part.len == 0 {
             0
         } else {
@@ -267,6 +273,9 @@ impl Cuda {
             unsafe { launch.launch(one_thread()) }.map_err(|e| driver_error("launch of a shard's carry", e))?;
             s.carry
         };
+        if !p.reduces_first {
+            return self.carry_into_part(k, part.dst, part.len, from);
+        }
         let module = self.module::<Op>()?;
         let mut scan = self.single_pass(&module)?;
         scan.carry = Carry { from, to: 0 };
@@ -286,8 +295,7 @@ impl Cuda {
         total: u64,
     ) -> Result<()> {
         let item = std::mem::size_of::<Op::Item>();
-        let unit = if 16 % item == 0 { 16 / item } else { 1 };
-        let tile = REDUCE_WARPS as usize * reduce_rows(item) * 32 * unit;
+        let tile = REDUCE_WARPS as usize * reduce_rows(item) * 32 * reduce_unit(item);
         let blocks = len.div_ceil(tile).min(REDUCE_MAX_BLOCKS);
         let len64 = len as u64;
         if blocks > 0 {
@@ -343,28 +351,18 @@ impl Cuda {
         unsafe { launch.launch(one_thread()) }.map(|_| ()).map_err(|e| driver_error("launch of a shard's total", e))
     }
 
-    /// Queues the carry folded from `totals` as (first, step, count) into
-    /// the `len` items at `dst`.
-    fn carry_into_part(
-        &self,
-        k: &ShardKernels,
-        dst: u64,
-        len: usize,
-        totals: u64,
-        range: (i64, i64, usize),
-    ) -> Result<()> {
-        let (first, step, count) = range;
-        if count == 0 || len == 0 {
+    /// Queues the combination of the item at `carry` (0: none, nothing to
+    /// do) in front of the `len` items at `dst`.
+    fn carry_into_part(&self, k: &ShardKernels, dst: u64, len: usize, carry: u64) -> Result<()> {
+        if carry == 0 || len == 0 {
             return Ok(());
         }
-        let count = count as u64;
         let len64 = len as u64;
         let blocks = grid(len.div_ceil(APPLY_THREADS as usize).min(APPLY_MAX_BLOCKS))?;
         let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (APPLY_THREADS, 1, 1), shared_mem_bytes: 0 };
         let mut launch = self.stream().launch_builder(&k.apply);
-        launch.arg(&dst).arg(&len64).arg(&totals).arg(&first).arg(&step).arg(&count);
-        // SAFETY: `dst` holds `len` items and `totals` `world` items, of which
-        // the kernel reads `count` from `first` by `step`, all within.
+        launch.arg(&dst).arg(&len64).arg(&carry);
+        // SAFETY: `dst` holds `len` items and `carry` one.
         unsafe { launch.launch(cfg) }.map(|_| ()).map_err(|e| driver_error("launch of a shard's carry", e))
     }
 }
