@@ -171,7 +171,11 @@ enum Plan {
 /// The loaded kernels (the module must outlive the functions).
 pub(crate) struct SelectiveKernel {
     _module: Arc<CudaModule>,
-    chunked: Vec<(Chunked, CudaFunction)>,
+    /// Each chunked kernel with the dynamic shared memory it may take
+    /// (opted in once at load, past 48 KiB, so that launches never change
+    /// the function's attributes: two threads launching with different N
+    /// would race).
+    chunked: Vec<(Chunked, CudaFunction, usize)>,
     lanes: Vec<((u32, u32), CudaFunction)>,
 }
 
@@ -379,8 +383,13 @@ impl Cuda {
                 (function, LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: block, shared_mem_bytes: 0 })
             }
             Plan::Chunked(chosen) => {
-                let function = keyed(&kernel.chunked, &chosen, "a chunked block-scan")?;
-                (function, self.block_launch(function, rows / chosen.shape.k as usize, state, chosen.shape)?)
+                let (function, dynamic_limit) = kernel
+                    .chunked
+                    .iter()
+                    .find(|(c, _, _)| *c == chosen)
+                    .map(|(_, f, limit)| (f, *limit))
+                    .ok_or_else(|| Error::Other("internal: a chunked block-scan kernel is missing".into()))?;
+                (function, self.block_launch(dynamic_limit, rows / chosen.shape.k as usize, state, chosen.shape)?)
             }
         };
         let mut launch = stream.launch_builder(function);
@@ -433,10 +442,11 @@ impl Cuda {
 
     /// The launch of a chunked block-scan kernel (`k` channels per block)
     /// over `blocks` blocks: the carried states (two buffers) and A (one) in
-    /// shared memory, opted in past 48 KiB.
+    /// shared memory, at most `dynamic_limit` bytes (what the kernel was
+    /// opted in to at load).
     fn block_launch(
         &self,
-        function: &CudaFunction,
+        dynamic_limit: usize,
         blocks: usize,
         state: u64,
         shape: ChunkedShape,
@@ -444,22 +454,13 @@ impl Cuda {
         let k = shape.k;
         let bytes = 3 * u64::from(k) * state * 4;
         let shared = u32::try_from(bytes).map_err(|_| Error::TooLarge { what: "state size".into() })?;
-        let limit = crate::policy::shared_limit_per_block(self.capability());
-        if shared as usize > limit {
+        if shared as usize > dynamic_limit {
             return Err(Error::TooLarge {
                 what: format!(
                     "a state of {state} (N) for {k} channel(s) per block needs {shared} bytes of shared memory; this \
-                     GPU has {limit}"
+                     GPU gives the kernel {dynamic_limit}"
                 ),
             });
-        }
-        if shared > 48 * 1024 {
-            function
-                .set_attribute(
-                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    shared as i32,
-                )
-                .map_err(|e| driver_error("opting in to shared memory", e))?;
         }
         Ok(LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: (shape.threads, 1, 1), shared_mem_bytes: shared })
     }
@@ -467,13 +468,40 @@ impl Cuda {
     /// The selective-scan kernel, loaded once per executor.
     fn selective_kernel(&self) -> Result<Arc<SelectiveKernel>> {
         self.kernels_once(&self.selective, &source(), "selective_scan", |module| {
-            let chunked = Chunked::all().map(|c| Ok((c, lookup(&module, &c.name())?))).collect::<Result<_>>()?;
+            let limit = crate::policy::shared_limit_per_block(self.capability());
+            let chunked = Chunked::all()
+                .map(|c| {
+                    let function = lookup(&module, &c.name())?;
+                    let dynamic = opt_in_dynamic_shared(&function, limit)?;
+                    Ok((c, function, dynamic))
+                })
+                .collect::<Result<_>>()?;
             let lanes = LANE_SHAPES
                 .into_iter()
                 .map(|(s, per_lane)| Ok(((s, per_lane), lookup(&module, &lanes_kernel_name(s, per_lane))?)))
                 .collect::<Result<_>>()?;
             Ok(SelectiveKernel { _module: module, chunked, lanes })
         })
+    }
+}
+
+/// Lets `function` take all the dynamic shared memory a block may have
+/// (`limit` less its static shared memory) and returns that amount. Raising
+/// the cap changes no launch that asks for less: it is a permission, not a
+/// reservation.
+fn opt_in_dynamic_shared(function: &CudaFunction, limit: usize) -> Result<usize> {
+    use cudarc::driver::sys::CUfunction_attribute as Attribute;
+    let fixed = function
+        .get_attribute(Attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+        .map_err(|e| driver_error("shared memory query", e))?;
+    let dynamic = limit.saturating_sub(usize::try_from(fixed).unwrap_or(0));
+    if dynamic > 48 * 1024 {
+        function
+            .set_attribute(Attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic as i32)
+            .map_err(|e| driver_error("opting in to shared memory", e))?;
+        Ok(dynamic)
+    } else {
+        Ok(dynamic.min(48 * 1024))
     }
 }
 
