@@ -28,6 +28,9 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
         cpu.threads(),
         scan_cpu::tile_len::<f32>()
     );
+    if args.cpu_rows_only {
+        return Ok((about, batched_rows(args.reps)?));
+    }
     let mut rng = Rng::fresh("bench");
     let mut rows = Vec::new();
 
@@ -80,8 +83,41 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
         bad_recurrence(&x, got)
     })?);
     rows.extend(fused_recurrence(&x, args.reps)?);
+    drop(x);
+    rows.extend(batched_rows(args.reps)?);
     rows.extend(selective_scan(args.reps)?);
     Ok((about, rows))
+}
+
+/// Batched rows (7/11's CPU cases): f32 add over 4096 rows of 4096 and over
+/// 2^20 rows of 16, each row scanned independently (`Cpu::scan_rows`).
+/// Many rows go to the threads whole, one thread per row.
+fn batched_rows(reps: usize) -> Result<Vec<Row>, String> {
+    let mut rng = Rng::fresh("bench rows");
+    let mut out = Vec::new();
+    for (rows, row_len) in [(4096usize, 4096usize), (1 << 20, 16)] {
+        let x = rng.vec(rows * row_len, |r| r.range_f64(-1.0, 1.0) as f32);
+        let name = format!("f32 add rows {rows} x {row_len}");
+        let seq = |x: &[f32], out: &mut [f32]| {
+            for (row, o) in x.chunks_exact(row_len).zip(out.chunks_exact_mut(row_len)) {
+                let mut acc = 0.0f32;
+                for (o, &v) in o.iter_mut().zip(row) {
+                    acc += v;
+                    *o = acc;
+                }
+            }
+        };
+        // Item i of a row passes through at most (i mod row_len) + 1 roundings.
+        let bad = |got: &[f32]| {
+            x.chunks_exact(row_len)
+                .zip(got.chunks_exact(row_len))
+                .enumerate()
+                .find_map(|(r, (x, g))| bad_sum(x, g, |i| i as f64 + 1.0).map(|i| r * row_len + i))
+        };
+        let scan = |cpu: &Cpu, x: &[f32], o: &mut [f32]| cpu.scan_rows::<Add<f32>>(x, o, rows, ScanSpec::inclusive());
+        out.extend(case_with::<Add<f32>>(&name, &x, reps, seq, scan, bad)?);
+    }
+    Ok(out)
 }
 
 /// Times memcpy, the hand-written loop `seq` and the Blelloch and tiled
@@ -95,7 +131,19 @@ fn case<Op: ScanOp>(
     seq: impl Fn(&[Op::Item], &mut [Op::Item]),
     bad: impl Fn(&[Op::Item]) -> Option<usize>,
 ) -> Result<Vec<Row>, String> {
-    let spec = ScanSpec::inclusive();
+    let scan = |cpu: &Cpu, x: &[Op::Item], out: &mut [Op::Item]| cpu.scan_into::<Op>(x, out, ScanSpec::inclusive());
+    case_with::<Op>(name, input, reps, seq, scan, bad)
+}
+
+/// [`case`] for any scan call of the executors: `scan(cpu, input, output)`.
+fn case_with<Op: ScanOp>(
+    name: &str,
+    input: &[Op::Item],
+    reps: usize,
+    seq: impl Fn(&[Op::Item], &mut [Op::Item]),
+    scan: impl Fn(&Cpu, &[Op::Item], &mut [Op::Item]) -> scan::Result<()>,
+    bad: impl Fn(&[Op::Item]) -> Option<usize>,
+) -> Result<Vec<Row>, String> {
     let out = RefCell::new(vec![Op::identity(); input.len()]);
     let executors = [Algorithm::Blelloch, Algorithm::Tiled].map(|a| Cpu::new().with_algorithm(a));
     let failed = RefCell::new(None);
@@ -116,9 +164,9 @@ fn case<Op: ScanOp>(
     let mut scans: Vec<_> = executors
         .iter()
         .map(|cpu| {
-            let (out, failed) = (&out, &failed);
+            let (out, failed, scan) = (&out, &failed, &scan);
             move || {
-                if let Err(e) = cpu.scan_into::<Op>(input, &mut out.borrow_mut(), spec) {
+                if let Err(e) = scan(cpu, input, &mut out.borrow_mut()) {
                     *failed.borrow_mut() = Some(e.to_string());
                 }
             }
@@ -139,7 +187,7 @@ fn case<Op: ScanOp>(
     }
     for cpu in &executors {
         out.fill(Op::identity());
-        cpu.scan_into::<Op>(input, &mut out, spec).map_err(|e| e.to_string())?;
+        scan(cpu, input, &mut out).map_err(|e| e.to_string())?;
         if let Some(i) = bad(&out) {
             return Err(format!("{name}: {} scan is wrong at index {i}", cpu.algorithm()));
         }

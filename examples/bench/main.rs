@@ -47,6 +47,8 @@ pub struct Args {
     pub gpu_fused_only: bool,
     /// Time only the selective scan (GPU).
     pub gpu_selective_only: bool,
+    /// Time only the batched rows (CPU).
+    pub cpu_rows_only: bool,
     /// Where the GPU size sweep goes, as CSV.
     pub sweep_out: String,
 }
@@ -57,6 +59,7 @@ const POLICY_ITEM_SIZES: [usize; 4] = [4, 8, 16, 32];
 const USAGE: &str =
     "usage: bench [--cpu] [--gpu] [--gpu-policies] [--size-log2 N] [--reps R] [--out FILE] [--sweep-out FILE]
   --cpu            run the CPU cases (the default when neither --cpu nor --gpu is given)
+  --cpu-rows-only  time only the CPU's batched rows (4096 x 4096 and 2^20 x 16)
   --gpu            run the GPU cases (fixed sizes, DESIGN.md's table; --size-log2 is for the CPU)
   --gpu-policies   with --gpu, also time single-pass tile shapes and status layouts
   --gpu-policies-only  time only those (GPU)
@@ -84,6 +87,7 @@ fn parse_args() -> Result<Args, String> {
         gpu_rows_only: false,
         gpu_fused_only: false,
         gpu_selective_only: false,
+        cpu_rows_only: false,
         sweep_out: "gpu-sweep.csv".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -91,6 +95,7 @@ fn parse_args() -> Result<Args, String> {
         let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
         match arg.as_str() {
             "--cpu" => args.cpu = true,
+            "--cpu-rows-only" => (args.cpu, args.cpu_rows_only) = (true, true),
             "--gpu" => args.gpu = true,
             "--gpu-policies" => args.gpu_policies = true,
             "--gpu-policies-only" => (args.gpu, args.gpu_policies_only) = (true, true),

@@ -7,7 +7,7 @@ use scan_core::device::{DeviceScan, Operands};
 use scan_core::{blelloch, reference, Error, Result, Scan, ScanOp, ScanSpec};
 
 use crate::blelloch::ThreadedBlocks;
-use crate::{rows, sequential, tiled};
+use crate::{kernel, rows, sequential, tiled};
 
 /// How a [`Cpu`] scans.
 ///
@@ -439,7 +439,11 @@ impl Run {
     ) -> Result<()> {
         debug_assert_eq!(input.len(), output.len());
         match self.algorithm {
+            // A tiled scan of one short tile is this fold, bit for bit
+            // (kernel::is_one_chain), without the tile's bookkeeping: rows of
+            // 16 items went from 0.2 to 0.6 of a memcpy.
             Algorithm::Sequential => sequential::scan_into::<Op>(input, output, spec),
+            Algorithm::Tiled if kernel::is_one_chain(input.len()) => sequential::scan_into::<Op>(input, output, spec),
             Algorithm::Blelloch => {
                 for (slot, &x) in output.iter_mut().zip(input) {
                     slot.write(x);
@@ -462,6 +466,10 @@ impl Run {
     pub fn scan_in_place<Op: ScanOp>(&self, data: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
         match self.algorithm {
             Algorithm::Sequential => {
+                reference::scan_in_place::<Op>(data, spec);
+            }
+            // As in `scan_into`.
+            Algorithm::Tiled if kernel::is_one_chain(data.len()) => {
                 reference::scan_in_place::<Op>(data, spec);
             }
             Algorithm::Blelloch => {

@@ -19,6 +19,16 @@ pub(crate) use accumulate::accumulate;
 /// How many independent chains a tile is scanned as.
 pub(crate) const CHAINS: usize = 8;
 
+/// Items per chain below which a tile is scanned as a single chain.
+const MIN_CHAIN: usize = 16;
+
+/// Whether a tile of `n` items is scanned as one chain from the identity:
+/// then its scan is the sequential fold, bit for bit (nothing is stitched),
+/// so a caller may run that fold instead.
+pub(crate) fn is_one_chain(n: usize) -> bool {
+    n < CHAINS * MIN_CHAIN
+}
+
 /// How many lines ahead of each chain [`local_scan`] prefetches.
 const PREFETCH_ITEMS: usize = 8;
 
@@ -98,7 +108,10 @@ unsafe fn local_scan_impl<Op: ScanOp, const REV: bool, const INCL: bool, const S
     n: usize,
 ) -> Chunks<Op::Item> {
     let src = if SAME { out as *const Op::Item } else { src };
-    let sub = n / CHAINS;
+    // Short inputs are one chain (the last; the others empty): chains pay
+    // off only when each is long enough to hide the latency of a combine,
+    // and their stitching costs a pass.
+    let sub = if is_one_chain(n) { 0 } else { n / CHAINS };
     let mut acc = [Op::identity(); CHAINS];
     // Scan position `s` (0 = first in scan order) lives at tile index `at(s)`.
     let at = |s: usize| if REV { n - 1 - s } else { s };
@@ -176,6 +189,13 @@ pub(crate) fn finish_tile<Op: ScanOp, const REV: bool>(
     chunks: &Chunks<Op::Item>,
     tile_prefix: Option<Op::Item>,
 ) {
+    if chunks.sub == 0 {
+        // One chain, the last, from the identity: only the tile's prefix to add.
+        if let Some(p) = tile_prefix {
+            fix_up::<Op>(out, p);
+        }
+        return;
+    }
     for k in 0..CHAINS {
         let prefix = match tile_prefix {
             Some(p) => accumulate::<Op>(p, chunks.prefix[k]),
@@ -311,10 +331,42 @@ mod tests {
         }
     }
 
+    /// The promise `is_one_chain` makes (callers run the fold instead): a
+    /// short tile's scan is the sequential fold, bit for bit, for a float
+    /// add, where any other grouping would round differently.
+    #[test]
+    fn a_short_tile_is_the_sequential_fold_bit_for_bit() {
+        type A = scan_core::ops::Add<f32>;
+        let mut rng = Rng::fresh("kernel short");
+        for len in [1, 2, 16, 100, CHAINS * MIN_CHAIN - 1] {
+            assert!(is_one_chain(len));
+            let x: Vec<f32> = rng.vec(len, |r| r.range_f64(-1.0, 1.0) as f32 * 1e3);
+            for (chained, spec) in [(true, ScanSpec::inclusive()), (false, ScanSpec::exclusive().reversed())] {
+                let mut out = vec![0.0f32; len];
+                // SAFETY: both hold len items and are distinct.
+                let chunks = unsafe {
+                    if chained {
+                        local_scan::<A, false, true, false>(x.as_ptr(), out.as_mut_ptr(), len)
+                    } else {
+                        local_scan::<A, true, false, false>(x.as_ptr(), out.as_mut_ptr(), len)
+                    }
+                };
+                if chained {
+                    finish_tile::<A, false>(&mut out, &chunks, None);
+                } else {
+                    finish_tile::<A, true>(&mut out, &chunks, None);
+                }
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&out), bits(&reference::scan::<A>(&x, spec)), "len {len} {spec:?}");
+            }
+        }
+        assert!(!is_one_chain(CHAINS * MIN_CHAIN));
+    }
+
     #[test]
     fn a_tile_scanned_as_chains_equals_the_reference_for_a_non_commutative_operator() {
         let mut rng = Rng::fresh("kernel");
-        for len in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000] {
+        for len in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1000] {
             let x = rng.vec(len, |r| std::array::from_fn(|_| r.next_u64() as i32));
             check::<false, true>(&x);
             check::<false, false>(&x);

@@ -34,8 +34,13 @@ pub(crate) fn scan_rows<Op: ScanOp>(
     if row_len == 0 {
         return Ok(());
     }
-    let work = input.chunks_exact(row_len).zip(output.chunks_exact_mut(row_len)).collect();
-    for_each_row::<Op::Item, _>(cpu, input.len(), row_len, work, |run, (x, out)| run.scan_into::<Op>(x, out, spec))
+    let (run, within, block) = plan_rows::<Op::Item>(cpu, input.len(), row_len);
+    let work = input.chunks(block).zip(output.chunks_mut(block)).collect();
+    run_each(run, within, work, |run, (x, out)| {
+        x.chunks_exact(row_len)
+            .zip(out.chunks_exact_mut(row_len))
+            .try_for_each(|(x, out)| run.scan_into::<Op>(x, out, spec))
+    })
 }
 
 pub(crate) fn scan_rows_in_place<Op: ScanOp>(
@@ -47,24 +52,24 @@ pub(crate) fn scan_rows_in_place<Op: ScanOp>(
     if row_len == 0 {
         return Ok(());
     }
-    let len = data.len();
-    let work = data.chunks_exact_mut(row_len).collect();
-    for_each_row::<Op::Item, _>(cpu, len, row_len, work, |run, row| run.scan_in_place::<Op>(row, spec))
+    let (run, within, block) = plan_rows::<Op::Item>(cpu, data.len(), row_len);
+    let work = data.chunks_mut(block).collect();
+    run_each(run, within, work, |run, rows: &mut &mut [Op::Item]| {
+        rows.chunks_exact_mut(row_len).try_for_each(|row| run.scan_in_place::<Op>(row, spec))
+    })
 }
 
-/// Runs `scan` on every row of `work` (`len` items in rows of `row_len`):
-/// each row on all threads when rows are few and long, otherwise the rows
-/// spread over the threads with one thread per row. The first error wins.
-fn for_each_row<T, W: Send>(
-    cpu: &Cpu,
-    len: usize,
-    row_len: usize,
-    work: Vec<W>,
-    scan: impl Fn(&Run, &mut W) -> Result<()> + Sync,
-) -> Result<()> {
+/// How `len` items in rows of `row_len` are spread: the run, whether each
+/// row takes all threads (few long rows), and the items of one piece of
+/// work: a row when rows take all threads, else an equal share of whole rows
+/// per thread (one piece per thread, not one per row: a million rows of 16
+/// items would otherwise cost a million pieces of bookkeeping).
+fn plan_rows<T>(cpu: &Cpu, len: usize, row_len: usize) -> (Run, bool, usize) {
     let run = cpu.run::<T>(len);
-    let within = within_rows::<T>(&run, len / row_len, row_len);
-    run_each(run, within, work, scan)
+    let rows = len / row_len;
+    let within = within_rows::<T>(&run, rows, row_len);
+    let rows_per_piece = if within { 1 } else { rows.div_ceil(run.threads.max(1)).max(1) };
+    (run, within, rows_per_piece * row_len)
 }
 
 /// Runs `scan` on every segment of `work` (`len` items in all): one after
