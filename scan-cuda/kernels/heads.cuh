@@ -17,6 +17,12 @@
 //              starts one. From segment starts (segments.cuh, segment_bits):
 //              the scan reads 1/8 byte per item for its heads, where
 //              FlagHeads reads one (and a flags pass writes one).
+//   TileRows   consecutive rows of `row_len` items, a whole number of tiles
+//              each: no head falls inside a tile, so the kernel takes the
+//              plain code path (NONE), and a tile that starts a row neither
+//              looks back nor joins a prefix. The segmented path's extra
+//              work per item (Headed<Op>, head masks) is gone: rows of 4096
+//              f32 items with 4096-item tiles are independent tiles.
 //
 // Tiles cover scan positions whatever the segments, so short and long
 // segments fill tiles alike. Inside a tile the scans are segmented: the
@@ -51,6 +57,7 @@ struct Headed {
 
 struct NoHeads {
     static constexpr bool NONE = true;
+    static constexpr bool TILE_ROWS = false;
     u64 len;
     // Memory index of flat index m (m = the scan position, or its mirror in
     // a reverse scan).
@@ -60,8 +67,25 @@ struct NoHeads {
     __device__ __forceinline__ u64 run(u64) const { return 0; }
 };
 
+struct TileRows {
+    static constexpr bool NONE = true;
+    static constexpr bool TILE_ROWS = true;
+    u64 len;      // scan positions in all: rows * row_len
+    u64 row_len;  // a multiple of the kernel's tile
+
+    __device__ __forceinline__ u64 memory(u64 m) const { return m; }
+    __device__ __forceinline__ bool contiguous() const { return true; }
+    template <int N, bool REVERSE>
+    __device__ __forceinline__ u64 run(u64) const { return 0; }
+    // Whether tile `tile` of TILE items starts a row (in either direction:
+    // len is a whole number of rows).
+    template <int TILE>
+    __device__ __forceinline__ bool starts(i64 tile) const { return (u64)tile * TILE % row_len == 0; }
+};
+
 struct RowHeads {
     static constexpr bool NONE = false;
+    static constexpr bool TILE_ROWS = false;
     u64 len;      // scan positions in all: rows * row_len
     u64 row_len;  // >= 1
     u64 stride;   // >= row_len: items from one row's start to the next's
@@ -83,6 +107,7 @@ struct RowHeads {
 
 struct FlagHeads {
     static constexpr bool NONE = false;
+    static constexpr bool TILE_ROWS = false;
     u64 len;
     const unsigned char* flags;  // one per item, memory order
 
@@ -125,6 +150,7 @@ struct FlagHeads {
 
 struct BitHeads {
     static constexpr bool NONE = false;
+    static constexpr bool TILE_ROWS = false;
     u64 len;
     const u64* bits;  // len / 64 + 2 words, zero past len
 

@@ -154,7 +154,10 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     // Named barriers: the scanning threads alone, then per slot.
     constexpr unsigned SCANNERS = 1, READY = 2, PREFIXED = 2 + STAGES;
     constexpr bool SEGMENTED = !Heads::NONE;
-    static_assert(!(DETERMINISTIC && SEGMENTED), "the deterministic look-back serves plain scans");
+    // Rows of whole tiles (heads.cuh, TileRows): the plain path, and slot
+    // k's bit 0 of slot_heads says that its tile starts a row.
+    constexpr bool TILE_ROWS = Heads::TILE_ROWS;
+    static_assert(!(DETERMINISTIC && (SEGMENTED || TILE_ROWS)), "the deterministic look-back serves plain scans");
     // Deterministic: only the last tile of each group of GROUP publishes its
     // inclusive prefix (lookback.cuh, lookback_fixed).
     constexpr i64 GROUP = 32 * LOOKBACK;
@@ -171,7 +174,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     __shared__ Slot<Item> slot_aggregate[STAGES], slot_prefix[STAGES];
     // Segmented: per slot, bit 0: the tile's first position is a head; bit 1:
     // the tile contains a head; and per warp, which lanes have a head before
-    // their run within the tile.
+    // their run within the tile. Rows of whole tiles: bit 0 alone.
     __shared__ unsigned slot_heads[STAGES];
     __shared__ unsigned heads_before[SEGMENTED ? STAGES * WARPS : 1];
 
@@ -186,7 +189,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
             const i64 tile = slot_tile[k];
             if (tile >= tiles) return;
             // Segmented, a tile that starts a segment has no prefix to find.
-            if (tile != 0 && !(SEGMENTED && (slot_heads[k] & 1u))) {
+            if (tile != 0 && !((SEGMENTED || TILE_ROWS) && (slot_heads[k] & 1u))) {
                 const Item before = DETERMINISTIC ? lookback_fixed<Op, LOOKBACK>(status, tile, epoch, carry_in)
                                                   : lookback<Op, LOOKBACK>(status, tile, epoch);
                 if (lane_id() == 0) {
@@ -228,6 +231,11 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         }
         return t < tiles ? t : tiles;
     };
+    // Plain: whether tile `tile` (in slot `k`) has no prefix at all: tile 0
+    // without a carry, or a tile that starts a row of whole tiles.
+    auto starts_alone = [&](int k, i64 tile) -> bool {
+        return (tile == 0 && carry_in == nullptr) || (TILE_ROWS && (slot_heads[k] & 1u));
+    };
     // The rescan of this lane's run in slot `k` (tile `tile`) from `within`,
     // its prefix within the tile, and the tile's prefix, in registers.
     // Segmented: where this lane's rescan in slot `k` starts from, given
@@ -246,7 +254,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
             const u64 mask = heads.template run<ITEMS, REVERSE>(seg.first + lane_id() * ITEMS);
             thread_scan_heads<Op, ITEMS, INCLUSIVE>(run, rescan_from(k, tile, within), mask);
         } else {
-            const bool first = tile == 0 && carry_in == nullptr;  // no prefix at all
+            const bool first = starts_alone(k, tile);  // no prefix at all
             thread_scan<Op, ITEMS, INCLUSIVE>(run, first ? within : Op::combine(slot_prefix[k].get(), within));
         }
         Exchange::write_run(buf, run);
@@ -266,7 +274,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
                 const u64 mask = heads.template run<ITEMS, REVERSE>(seg.first + lane_id() * ITEMS);
                 Exchange::template scan_run_in_place_heads<INCLUSIVE>(buf, rescan_from(k, tile, within), mask);
             } else {
-                const bool first = tile == 0 && carry_in == nullptr;
+                const bool first = starts_alone(k, tile);
                 Exchange::template scan_run_in_place<INCLUSIVE>(
                     buf, first ? within : Op::combine(slot_prefix[k].get(), within));
             }
@@ -345,6 +353,12 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         if (threadIdx.x == 0) {
             slot_tile[k] = tile;
             slot_aggregate[k].get() = aggregate;
+            // Rows of whole tiles: a tile other than 0 that starts a row.
+            bool row_start = false;
+            if constexpr (TILE_ROWS) {
+                row_start = tile != 0 && heads.template starts<TILE>(tile);
+                slot_heads[k] = row_start ? 1u : 0u;
+            }
             if (SEGMENTED) {
                 slot_heads[k] = tile_heads;
                 if (tile_heads & 2u) {
@@ -355,20 +369,21 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
                     chaos_pause(chaos, 1, tile);
                     status.publish(tile, status_code(epoch, STATUS_AGGREGATE), aggregate);
                 }
-            } else if (tile == 0) {
-                // Tile 0's exclusive prefix is the carry, if any.
+            } else if (tile == 0 || row_start) {
+                // Tile 0's exclusive prefix is the carry, if any; a tile that
+                // starts a row has none (rows take no carry).
                 Item inclusive = aggregate;
-                if (carry_in != nullptr) {
+                if (tile == 0 && carry_in != nullptr) {
                     slot_prefix[k].get() = *carry_in;
                     inclusive = Op::combine(slot_prefix[k].get(), aggregate);
                 }
-                if (tiles > 1) {
+                if (tile + 1 < tiles) {
                     // Deterministic: tile 0 is one of its group's aggregates
                     // (the carry joins in each look-back, lookback_fixed).
                     if (DETERMINISTIC) {
-                        status.publish(0, status_code(epoch, STATUS_AGGREGATE), aggregate);
+                        status.publish(tile, status_code(epoch, STATUS_AGGREGATE), aggregate);
                     } else {
-                        status.publish(0, status_code(epoch, STATUS_PREFIX), inclusive);
+                        status.publish(tile, status_code(epoch, STATUS_PREFIX), inclusive);
                     }
                 } else if (carry_out != nullptr) {
                     *carry_out = inclusive;

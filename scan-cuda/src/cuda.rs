@@ -568,8 +568,15 @@ impl Cuda {
             }
             Ok(_) => {
                 let rows_module = self.module_of::<Op>(Family::Rows)?;
-                let segments = Segments::Rows { row_len: row_len as u64, stride: stride as u64 };
-                self.single_pass(&rows_module)?.launch(src.unwrap_or(dst), dst, len, segments, spec)
+                let single_pass = self.single_pass(&rows_module)?;
+                // Consecutive rows of whole tiles: the plain code path, each
+                // row's first tile starting afresh (kernels/heads.cuh).
+                let segments = if stride == row_len && row_len % single_pass.policy.tile() == 0 {
+                    Segments::TileRows { row_len: row_len as u64 }
+                } else {
+                    Segments::Rows { row_len: row_len as u64, stride: stride as u64 }
+                };
+                single_pass.launch(src.unwrap_or(dst), dst, len, segments, spec)
             }
             // A fallback was reported once, when the module was built.
             Err(_) => {

@@ -17,6 +17,9 @@ pub(crate) enum Stage {
     SinglePass,
     /// The single-pass scan of rows, each on its own (heads.cuh, `RowHeads`).
     SinglePassRows,
+    /// The single-pass scan of consecutive rows of whole tiles (heads.cuh,
+    /// `TileRows`): the plain code path, a row's first tile not looking back.
+    SinglePassTileRows,
     /// The single-pass scan of segments marked by head flags (`FlagHeads`).
     SinglePassFlags,
     /// Head flags from segment starts, checking them (kernels/segments.cuh);
@@ -40,9 +43,10 @@ pub(crate) enum Stage {
 impl Stage {
     /// The single-pass stages: one kernel template, four segmentations and
     /// the fused maps.
-    pub(crate) const SINGLE_PASS: [Stage; 5] = [
+    pub(crate) const SINGLE_PASS: [Stage; 6] = [
         Stage::SinglePass,
         Stage::SinglePassRows,
+        Stage::SinglePassTileRows,
         Stage::SinglePassFlags,
         Stage::SinglePassBits,
         Stage::SinglePassMapped,
@@ -61,6 +65,7 @@ impl Stage {
         match self {
             Stage::SinglePass => format!("single_pass_{dir}_{kind}"),
             Stage::SinglePassRows => format!("single_pass_rows_{dir}_{kind}"),
+            Stage::SinglePassTileRows => format!("single_pass_tile_rows_{dir}_{kind}"),
             Stage::SinglePassFlags => format!("single_pass_flags_{dir}_{kind}"),
             Stage::SegmentFlags => "segment_flags".to_string(),
             Stage::SinglePassBits => format!("single_pass_bits_{dir}_{kind}"),
@@ -105,7 +110,7 @@ impl Family {
         match (self, single_pass) {
             (Family::Whole, true) => vec![Stage::BlellochScanTiles, Stage::BlellochAddPrefixes, Stage::SinglePass],
             (Family::Whole, false) => vec![Stage::BlellochScanTiles, Stage::BlellochAddPrefixes],
-            (Family::Rows, true) => vec![Stage::SinglePassRows],
+            (Family::Rows, true) => vec![Stage::SinglePassRows, Stage::SinglePassTileRows],
             (Family::Flags, true) => vec![Stage::SegmentFlags, Stage::SinglePassFlags],
             (Family::Offsets, true) => vec![Stage::SegmentBits, Stage::SinglePassBits],
             (Family::Mapped, true) => vec![Stage::SinglePassMapped],

@@ -128,6 +128,9 @@ pub(crate) enum Segments {
     Whole,
     /// Rows of `row_len` items (>= 1), `stride` items (>= `row_len`) apart.
     Rows { row_len: u64, stride: u64 },
+    /// Consecutive rows of `row_len` items, a whole number of the module's
+    /// tiles each (kernels/heads.cuh, `TileRows`).
+    TileRows { row_len: u64 },
     /// Segments starting where a byte of `flags` (one per item) is nonzero.
     Flags { flags: u64 },
     /// Segments starting where a bit of `bits` (64-bit words, `len / 64 +
@@ -144,6 +147,7 @@ impl Segments {
         match self {
             Segments::Whole => Stage::SinglePass,
             Segments::Rows { .. } => Stage::SinglePassRows,
+            Segments::TileRows { .. } => Stage::SinglePassTileRows,
             Segments::Flags { .. } => Stage::SinglePassFlags,
             Segments::Bits { .. } => Stage::SinglePassBits,
             Segments::Mapped { .. } => Stage::SinglePassMapped,
@@ -208,6 +212,7 @@ impl SinglePass<'_> {
         let (row_len, stride, flags) = match segments {
             Segments::Whole => (len64, len64, 0u64),
             Segments::Rows { row_len, stride } => (row_len, stride, 0),
+            Segments::TileRows { row_len } => (row_len, row_len, 0),
             Segments::Flags { flags } => (len64, len64, flags),
             Segments::Bits { bits } => (len64, len64, bits),
             // The mapped kernel reads its second and third arrays there.

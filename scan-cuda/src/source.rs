@@ -214,7 +214,12 @@ impl ModuleSource {
             for stage in Stage::SINGLE_PASS.into_iter().filter(|s| kernels.contains(s)) {
                 // Every single-pass kernel takes the same arguments; each
                 // reads the segment description it needs (heads.cuh).
-                let segmented = matches!(stage, Stage::SinglePassRows | Stage::SinglePassFlags | Stage::SinglePassBits);
+                // (Rows of whole tiles take the plain code path, but their
+                // tiles are independent of other rows': no fixed groups.)
+                let segmented = matches!(
+                    stage,
+                    Stage::SinglePassRows | Stage::SinglePassTileRows | Stage::SinglePassFlags | Stage::SinglePassBits
+                );
                 // Where items come from and go (kernels/maps.cuh). The mapped
                 // kernel's input arrays 2 and 3 take the arguments that
                 // describe rows elsewhere (SinglePass::launch).
@@ -257,6 +262,7 @@ impl ModuleSource {
                 };
                 let heads = match stage {
                     Stage::SinglePassRows => "scan::RowHeads{len, row_len, stride}",
+                    Stage::SinglePassTileRows => "scan::TileRows{len, row_len}",
                     Stage::SinglePassFlags => "scan::FlagHeads{len, flags}",
                     // The same pointer argument: the bits are 64-bit words.
                     Stage::SinglePassBits => "scan::BitHeads{len, (const unsigned long long*)flags}",

@@ -226,6 +226,10 @@ pub fn row_lengths<Op: CudaOp>() -> Vec<usize> {
     for tile in [single_pass_tile::<Op>().max(2), segmented_tile::<Op>().max(2)] {
         lengths.extend([tile - 1, tile, tile + 1]);
     }
+    // Rows of whole tiles of the rows kernels (heads.cuh, TileRows): one
+    // tile each, and several, whose look-back must stop at the row's start.
+    let tile = segmented_tile::<Op>().max(2);
+    lengths.extend([2 * tile, 3 * tile]);
     lengths.sort_unstable();
     lengths.dedup();
     lengths
