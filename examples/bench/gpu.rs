@@ -519,11 +519,17 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     if sizes.contains(&4) {
         // The segmented kernels on f32 (rows, offsets, flags: the f32 cases
         // of `--gpu-rows-only`): 32-item runs with and without early loads,
-        // and 16-item runs with them (the default, SinglePassPolicy::for_segments).
-        // The recurrence rows (8-byte items, 16 per thread either way) are
-        // left out.
-        let segmented_shapes: [Shape; 3] =
-            [(256, 32, 1, 3, 2, None, false), (256, 32, 1, 3, 2, None, EL), (256, 16, 1, 3, 2, None, EL)];
+        // and 16-item runs with them (the default, SinglePassPolicy::for_segments),
+        // in 2 and in 3 stages (3 is the plain deterministic shape's: rows of
+        // whole tiles run the plain code path, and 256 x 2^20 is one
+        // look-back chain per row). The recurrence rows (8-byte items, 16
+        // per thread either way) are left out.
+        let segmented_shapes: [Shape; 4] = [
+            (256, 32, 1, 3, 2, None, false),
+            (256, 32, 1, 3, 2, None, EL),
+            (256, 16, 1, 3, 2, None, EL),
+            (256, 16, 1, 3, 3, None, EL),
+        ];
         for shape in segmented_shapes {
             let cuda = Cuda::new().map_err(|e| e.to_string())?.with_tuning(tuning(shape));
             let f32_cases = |r: &crate::Row| !r.method.contains("copy") && !r.case.contains("linear recurrence");
