@@ -91,7 +91,7 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
 
 /// Batched rows (7/11's CPU cases): f32 add over 4096 rows of 4096 and over
 /// 2^20 rows of 16, each row scanned independently (`Cpu::scan_rows`).
-/// Many rows go to the threads whole, one thread per row.
+/// Many rows go to the threads in contiguous shares, each row on one thread.
 fn batched_rows(reps: usize) -> Result<Vec<Row>, String> {
     let mut rng = Rng::fresh("bench rows");
     let mut out = Vec::new();

@@ -7,6 +7,8 @@
 //! operands are never reordered and non-commutative operators stay correct.
 //! The chunks are then stitched together by combining each with the total of
 //! the chunks before it (and the tile's prefix), a pass over data in cache.
+//! A tile too short for chains to pay (under `CHAINS * MIN_CHAIN` items:
+//! the last tile of some scans, every tile of very large items) is one chain.
 
 use scan_core::ScanOp;
 
@@ -23,8 +25,9 @@ pub(crate) const CHAINS: usize = 8;
 const MIN_CHAIN: usize = 16;
 
 /// Whether a tile of `n` items is scanned as one chain from the identity:
-/// then its scan is the sequential fold, bit for bit (nothing is stitched),
-/// so a caller may run that fold instead.
+/// then a tile's scan is the sequential fold, bit for bit (nothing is
+/// stitched). A whole input of `n` items is one such tile only when `n` is
+/// also at most a tile ([`crate::tiled::is_sequential_fold`]).
 pub(crate) fn is_one_chain(n: usize) -> bool {
     n < CHAINS * MIN_CHAIN
 }

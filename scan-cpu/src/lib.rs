@@ -6,7 +6,7 @@
 //!   multi-block driver, with blocks scanned and fixed up on several threads.
 //! * [`Algorithm::Tiled`] (the default, the fast path): threads take
 //!   cache-sized tiles in order; each tile is scanned as several independent
-//!   chains in one loop, takes its prefix from its predecessors through a
+//!   chains in one loop (one chain under 128 items), takes its prefix from its predecessors through a
 //!   decoupled look-back, and is written out with non-temporal stores when the
 //!   output is large, so that the scan moves about as many bytes as a copy.
 //!

@@ -89,6 +89,13 @@ pub(crate) unsafe fn scan<Op: ScanOp>(bufs: Buffers<Op::Item>, spec: ScanSpec, t
     }
 }
 
+/// Whether a tiled scan of `len` items is the sequential fold, bit for bit:
+/// one tile ([`tile_len`]) scanned as one chain from the identity
+/// ([`kernel::is_one_chain`]), so callers may run the fold instead.
+pub(crate) fn is_sequential_fold<T>(len: usize) -> bool {
+    len <= tile_len::<T>() && kernel::is_one_chain(len)
+}
+
 /// Whether a scan of `len` items should write its output with non-temporal stores.
 pub(crate) fn should_stream<T>(len: usize) -> bool {
     len.saturating_mul(std::mem::size_of::<T>()) >= STREAM_MIN_BYTES

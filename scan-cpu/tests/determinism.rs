@@ -70,3 +70,34 @@ fn exact_operators_are_identical_on_every_algorithm_run_and_thread_count() {
     }
     assert!(results.windows(2).all(|w| w[0] == w[1]), "the algorithms disagree on u32 add");
 }
+
+/// `Algorithm::Tiled`'s documented short case: an input under 128 items is
+/// one tile of one chain, so its floats are the sequential fold's bits, for
+/// every spec, in place and out of place, on any thread count; and rows of
+/// such inputs, each row the fold of its own items.
+#[test]
+fn short_tiled_scans_are_the_sequential_fold_bit_for_bit() {
+    let mut rng = Rng::fresh("short tiled");
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    let fold = Cpu::new().with_algorithm(Algorithm::Sequential);
+    for len in [1, 2, 15, 16, 17, 100, 127] {
+        let x: Vec<f32> = rng.vec(len, |r| (r.range_f64(-1.0, 1.0) * 1e3) as f32);
+        for spec in ScanSpec::ALL {
+            let want = bits(&fold.scan::<Add<f32>>(&x, spec).unwrap());
+            for threads in [1, 2, 4] {
+                let cpu = Cpu::new().with_algorithm(Algorithm::Tiled).with_threads(threads);
+                assert_eq!(bits(&cpu.scan::<Add<f32>>(&x, spec).unwrap()), want, "len {len} {spec:?}");
+                let mut data = x.clone();
+                cpu.scan_in_place::<Add<f32>>(&mut data, spec).unwrap();
+                assert_eq!(bits(&data), want, "in place, len {len} {spec:?}");
+            }
+        }
+        // 3000 rows of `len`: each row's bits are its own fold's.
+        let rows: Vec<f32> = rng.vec(3000 * len, |r| (r.range_f64(-1.0, 1.0) * 1e3) as f32);
+        let mut out = vec![0.0f32; rows.len()];
+        Cpu::new().with_threads(2).scan_rows::<Add<f32>>(&rows, &mut out, 3000, ScanSpec::inclusive()).unwrap();
+        for (r, got) in rows.chunks_exact(len).zip(out.chunks_exact(len)) {
+            assert_eq!(bits(got), bits(&fold.scan::<Add<f32>>(r, ScanSpec::inclusive()).unwrap()), "rows of {len}");
+        }
+    }
+}

@@ -27,8 +27,9 @@
 //  3. each warp loads its segment of the tile into slot k; each lane
 //     reduces its run (thread), and the warp scans and the warp totals give
 //     each lane its prefix within the tile and the tile's aggregate (block);
-//  4. thread 0 publishes the aggregate at once (tile 0: its inclusive
-//     prefix), and the slot is handed to the look-back warp.
+//  4. thread 0 publishes the aggregate at once (tile 0, and with TileRows a
+//     tile that starts a row: its inclusive prefix), and the slot is handed
+//     to the look-back warp.
 // With EARLY (the policy's early_loads) the order is 2, the loads of 3 into
 // registers, 1, then the rest of 3: the loads are in flight while the slot's
 // previous tile is stored, and that store rescans in shared memory a vector
@@ -70,7 +71,11 @@
 // head), and a tile that contains a head publishes its inclusive prefix at
 // once (the combination from its last head to its end): no look-back waits
 // past the first tile of its own segment. A tile looks back only when its
-// first position is not a head. The carry is not used.
+// first position is not a head. The carry is not used. Rows of whole tiles
+// (TileRows) take the plain code path instead: no head falls inside a
+// tile, and a tile that starts a row (slot_heads[k] bit 0, set by thread 0
+// and handed over with slot_tile[k]) starts from no prefix, publishes its
+// aggregate as its inclusive prefix and does not look back.
 //
 // `src` and `dst` say where items come from and results go (maps.cuh): item
 // arrays, or with fused maps a lift of input arrays and a project into an

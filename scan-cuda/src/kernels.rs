@@ -41,8 +41,8 @@ pub(crate) enum Stage {
 }
 
 impl Stage {
-    /// The single-pass stages: one kernel template, four segmentations and
-    /// the fused maps.
+    /// The single-pass stages: one kernel template, one sequence, four
+    /// segmentations (rows, rows of whole tiles, flags, bits) and the fused maps.
     pub(crate) const SINGLE_PASS: [Stage; 6] = [
         Stage::SinglePass,
         Stage::SinglePassRows,
