@@ -20,7 +20,8 @@ use crate::{rows, sequential, tiled};
 ///   from run to run and for every thread count;
 /// - `Tiled` groups inside a tile by the tile's length alone
 ///   ([`tile_len`](crate::tile_len) items; a tile under 128 items is one
-///   chain, so an input that short is the sequential fold), and combines the tiles' totals
+///   chain, so an input that short and within one tile is the sequential
+///   fold), and combines the tiles' totals
 ///   in tile order, as one thread carrying its prefix from tile to tile
 ///   would, whichever predecessor a tile's look-back met: the same bits from
 ///   run to run and for every thread count (the look-back combines forward
