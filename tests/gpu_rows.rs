@@ -11,10 +11,11 @@
 mod support;
 
 use scan::ops::{Add, LinearRecurrence, MatMul2x2, Max};
+use scan_core::reference;
 use scan_core::{Error, ScanSpec};
 use scan_cuda::{Algorithm, Tuning};
 use scan_testing::Rng;
-use support::gpu::{check_many, cuda, exact, executors, small_int};
+use support::gpu::{check_many, cuda, exact, executors, poisoned, random_starts, segmented_tile, small_int};
 use support::ops::AddF64x8;
 use support::user_ops::{CountAndSum, QuaternionProduct};
 
@@ -91,6 +92,93 @@ fn rows_and_segments_survive_the_adversarial_schedule() {
         check_many::<Add<u32>>(&cuda, "adversarial add u32", 1 << 20, |r| r.next_u64() as u32, exact);
         let lr = |r: &mut Rng| (r.below(3) as f64 - 1.0, small_int(r));
         check_many::<LinearRecurrence<f64>>(&cuda, "adversarial linear recurrence f64", 1 << 20, lr, exact);
+    }
+}
+
+/// Consecutive rows of whole tiles (kernels/heads.cuh, `TileRows`) whose
+/// look-backs cross the deterministic look-back's fixed groups (128 tiles
+/// for f32, 64 for 8-byte items) and the free look-back's windows: rows of
+/// 1 to 300 tiles, starting inside groups and spanning several, under the
+/// adversarial schedule too; exact against the reference (a non-commutative
+/// operator among them), and float rows bitwise identical on every schedule
+/// (the rows module's deterministic default for 4-byte items).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn rows_of_whole_tiles_cross_look_back_groups_exactly_and_deterministically() {
+    let tile = segmented_tile::<Add<f32>>();
+    assert_eq!(tile, segmented_tile::<LinearRecurrence<f32>>(), "one tile for both operators' rows");
+    let shapes = [(64, 2), (200, 3), (3, 200), (5, 129), (2, 300), (1000, 1)];
+    let mut rng = Rng::fresh("rows of whole tiles");
+    let seeds = [0, 1, 0x5eed];
+    for (rows, tiles) in shapes {
+        let len = rows * tiles * tile;
+        let ints: Vec<f32> = rng.vec(len, |r| small_int(r) as f32);
+        let lr: Vec<(f32, f32)> = rng.vec(len, |r| (r.below(3) as f32 - 1.0, small_int(r) as f32));
+        let floats: Vec<f32> = rng.vec(len, |r| r.range_f64(-1.0, 1.0) as f32);
+        for spec in ScanSpec::ALL {
+            let want = reference::scan_rows::<Add<f32>>(&ints, rows, spec).unwrap();
+            let want_lr = reference::scan_rows::<LinearRecurrence<f32>>(&lr, rows, spec).unwrap();
+            let mut first_bits: Option<Vec<u32>> = None;
+            for seed in seeds {
+                for deterministic in [None, Some(false), Some(true)] {
+                    let mut tuning = Tuning::default().adversarial_schedule(seed);
+                    if let Some(d) = deterministic {
+                        tuning = tuning.deterministic(d);
+                    }
+                    let cuda = cuda().with_algorithm(Algorithm::SinglePass).with_tuning(tuning);
+                    let ctx = format!("{rows} rows of {tiles} tiles, {spec:?}, seed {seed}, {deterministic:?}");
+                    let mut out = poisoned::<f32>(len);
+                    cuda.scan_rows::<Add<f32>>(&ints, &mut out, rows, spec).unwrap();
+                    assert!(out.iter().zip(&want).all(|(a, b)| a == b), "add f32, {ctx}");
+                    let mut out_lr = poisoned::<(f32, f32)>(len);
+                    cuda.scan_rows::<LinearRecurrence<f32>>(&lr, &mut out_lr, rows, spec).unwrap();
+                    if let Some(i) = (0..len).find(|&i| out_lr[i] != want_lr[i]) {
+                        panic!("linear recurrence f32, {ctx}: item {i}: {:?} against {:?}", out_lr[i], want_lr[i]);
+                    }
+                    // The default (deterministic) shape: the same bits on every schedule.
+                    if deterministic.is_none() {
+                        let mut out = poisoned::<f32>(len);
+                        cuda.scan_rows::<Add<f32>>(&floats, &mut out, rows, spec).unwrap();
+                        let bits: Vec<u32> = out.iter().map(|x| x.to_bits()).collect();
+                        match &first_bits {
+                            None => first_bits = Some(bits),
+                            Some(b) => assert!(b == &bits, "float rows differ between schedules: {ctx}"),
+                        }
+                    }
+                }
+            }
+        }
+        eprintln!("{rows} rows of {tiles} whole tiles: exact, and float rows bitwise identical on 3 schedules");
+    }
+}
+
+/// Segments by offsets take 32-item runs for f32 and the shorter runs where
+/// the long ones spill (the bf16 recurrence, 4-byte items too), as the
+/// driver reports the kernels' local memory; both are exact.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn segment_kernels_fall_back_to_shorter_runs_where_long_runs_spill() {
+    let cuda = cuda().with_algorithm(Algorithm::SinglePass);
+    let f32_policy = cuda.offsets_policy::<Add<f32>>().unwrap().expect("single-pass kernels");
+    assert_eq!((f32_policy.items_per_thread, f32_policy.early_loads), (32, false), "f32: {f32_policy:?}");
+    type LrBf16 = LinearRecurrence<scan_core::maps::bf16>;
+    let bf16_policy = cuda.offsets_policy::<LrBf16>().unwrap().expect("single-pass kernels");
+    assert_eq!(bf16_policy.items_per_thread, 16, "the bf16 recurrence spills at 32: {bf16_policy:?}");
+    let mut rng = Rng::fresh("segment fallback");
+    let n = 3 << 20;
+    let starts = random_starts(&mut rng, n, 1 << 16);
+    let one = scan_core::maps::bf16::from_f32(1.0);
+    let lr: Vec<(scan_core::maps::bf16, scan_core::maps::bf16)> = rng.vec(n, |r| {
+        let b = scan_core::maps::bf16::from_f32(r.below(3) as f32 - 1.0);
+        (if r.below(8) == 0 { scan_core::maps::bf16::from_f32(0.0) } else { one }, b)
+    });
+    for spec in ScanSpec::ALL {
+        let want = reference::scan_segments::<LrBf16>(&lr, &starts, spec).unwrap();
+        let mut out = poisoned(n);
+        cuda.scan_segments::<LrBf16>(&lr, &mut out, &starts, spec).unwrap();
+        if let Some(i) = (0..n).find(|&i| out[i] != want[i]) {
+            panic!("bf16 recurrence segments, {spec:?}: item {i}: {:?} against {:?}", out[i], want[i]);
+        }
     }
 }
 

@@ -22,7 +22,10 @@
 //              plain code path (NONE), and a tile that starts a row neither
 //              looks back nor joins a prefix. The segmented path's extra
 //              work per item (Headed<Op>, head masks) is gone: rows of 4096
-//              f32 items with 4096-item tiles are independent tiles.
+//              f32 items with 4096-item tiles are independent tiles. The
+//              other tiles look back no further than their row's first
+//              tile (`first_tile`), with the free look-back or the
+//              deterministic one's fixed groups (lookback.cuh).
 //
 // Tiles cover scan positions whatever the segments, so short and long
 // segments fill tiles alike. Inside a tile the scans are segmented: the
@@ -81,6 +84,12 @@ struct TileRows {
     // len is a whole number of rows).
     template <int TILE>
     __device__ __forceinline__ bool starts(i64 tile) const { return (u64)tile * TILE % row_len == 0; }
+    // The first tile of tile `tile`'s row.
+    template <int TILE>
+    __device__ __forceinline__ i64 first_tile(i64 tile) const {
+        const i64 per_row = (i64)(row_len / TILE);
+        return tile - tile % per_row;
+    }
 };
 
 struct RowHeads {

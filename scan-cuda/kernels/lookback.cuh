@@ -38,8 +38,13 @@ __device__ __forceinline__ unsigned wait_status(const Status& status, i64 pred, 
     }
 }
 
+//
+// `scan_start` is the first tile of the scan that `tile` belongs to (0, or the
+// first tile of its row for rows of whole tiles): tiles before it count as
+// an identity prefix, never waited for, so a row does not wait for the rows
+// before it.
 template <class Op, int PER_LANE, class Status>
-__device__ __forceinline__ typename Op::Item lookback(const Status& status, i64 tile, unsigned epoch) {
+__device__ __forceinline__ typename Op::Item lookback(const Status& status, i64 tile, unsigned epoch, i64 scan_start) {
     typedef typename Op::Item Item;
     constexpr int WINDOW = 32 * PER_LANE;
     const unsigned lane = lane_id();
@@ -53,10 +58,10 @@ __device__ __forceinline__ typename Op::Item lookback(const Status& status, i64 
 #pragma unroll
         for (int j = 0; j < PER_LANE; ++j) {
             values[j] = Op::identity();
-            codes[j] = base + j < 0 ? status_code(epoch, STATUS_PREFIX) : status.read(base + j, values[j]);
+            codes[j] = base + j < scan_start ? status_code(epoch, STATUS_PREFIX) : status.read(base + j, values[j]);
         }
         // This lane's part of the window, left to right from its nearest
-        // inclusive prefix; before tile 0 is an identity prefix.
+        // inclusive prefix; before tile `scan_start` is an identity prefix.
         Item part = Op::identity();
         bool has_prefix = false;
 #pragma unroll
@@ -93,12 +98,20 @@ __device__ __forceinline__ typename Op::Item lookback(const Status& status, i64 
 // last tile waits for every aggregate of its group; on the H200 groups of 64
 // tiles ran fastest (0.80 of copy; 256: 0.34, 128: 0.74, 32: 0.58;
 // bench/gpu-h200-results.md).
+//
+// Rows of whole tiles: `scan_start` is the first tile of `tile`'s row. Tiles
+// before it are left out of the window, and a group that starts at or
+// before it needs no prior prefix; the grouping still depends on t, G and
+// the row length alone.
 template <class Op, int PER_LANE, class Status>
 __device__ __forceinline__ typename Op::Item lookback_fixed(const Status& status, i64 tile, unsigned epoch,
-                                                           const typename Op::Item* before_all) {
+                                                           const typename Op::Item* before_all, i64 scan_start) {
     typedef typename Op::Item Item;
     constexpr i64 GROUP = 32 * PER_LANE;
     const i64 start = tile - tile % GROUP;
+    // Whether the group starts after the first tile of this scan, so that
+    // the previous group's inclusive prefix joins.
+    const bool joins_prior = start > scan_start;
     const unsigned lane = lane_id();
     // Issue every read first: the group's earlier aggregates, and (lane 0)
     // the previous group's inclusive prefix.
@@ -108,31 +121,33 @@ __device__ __forceinline__ typename Op::Item lookback_fixed(const Status& status
     for (int j = 0; j < PER_LANE; ++j) {
         const i64 t = start + (i64)lane * PER_LANE + j;
         values[j] = Op::identity();
-        codes[j] = t < tile ? status.read(t, values[j]) : 0u;
+        codes[j] = t >= scan_start && t < tile ? status.read(t, values[j]) : 0u;
     }
     Item prior = Op::identity();
     unsigned prior_code = 0;
-    if (lane == 0 && start > 0) prior_code = status.read(start - 1, prior);
+    if (lane == 0 && joins_prior) prior_code = status.read(start - 1, prior);
     Item part = Op::identity();
+    bool any = false;  // (the lane's first tile is taken as it is, not combined with the identity)
 #pragma unroll
     for (int j = 0; j < PER_LANE; ++j) {
         const i64 t = start + (i64)lane * PER_LANE + j;
-        if (t < tile) {
+        if (t >= scan_start && t < tile) {
             if ((codes[j] >> 2) != epoch || (codes[j] & 3u) == 0) wait_status(status, t, epoch, values[j]);
-            part = j == 0 ? values[j] : Op::combine(part, values[j]);
+            part = any ? Op::combine(part, values[j]) : values[j];
+            any = true;
         }
     }
     const Item window = Shuffle<Item>::from(warp_reduce<Op>(part), 0);
-    if (start > 0) {
+    if (joins_prior) {
         if (lane == 0 && ((prior_code >> 2) != epoch || (prior_code & 3u) != STATUS_PREFIX)) {
             // Only a group's last tile publishes a prefix; wait until it has.
             while (wait_status(status, start - 1, epoch, prior) != STATUS_PREFIX) __nanosleep(64);
         }
         prior = Shuffle<Item>::from(prior, 0);
-    } else if (before_all != nullptr) {
+    } else if (scan_start == 0 && before_all != nullptr) {
         prior = *before_all;
     } else {
-        return window;  // tile > 0 here: the window holds tile 0 at least
+        return window;  // tile > scan_start here: the window holds that tile at least
     }
     return tile == start ? prior : Op::combine(prior, window);
 }

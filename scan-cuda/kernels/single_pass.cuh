@@ -162,9 +162,11 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     // Rows of whole tiles (heads.cuh, TileRows): the plain path, and slot
     // k's bit 0 of slot_heads says that its tile starts a row.
     constexpr bool TILE_ROWS = Heads::TILE_ROWS;
-    static_assert(!(DETERMINISTIC && (SEGMENTED || TILE_ROWS)), "the deterministic look-back serves plain scans");
+    static_assert(!(DETERMINISTIC && SEGMENTED), "the deterministic look-back serves plain scans and rows of whole tiles");
     // Deterministic: only the last tile of each group of GROUP publishes its
-    // inclusive prefix (lookback.cuh, lookback_fixed).
+    // inclusive prefix (lookback.cuh, lookback_fixed); with rows of whole
+    // tiles the groups stay where they are, and a tile looks back no further
+    // than its row's first tile.
     constexpr i64 GROUP = 32 * LOOKBACK;
     typedef BlockScan<typename If<SEGMENTED, Headed<Op>, Op>::type, THREADS, SCANNERS> Block;
     static_assert(ITEMS <= 64, "a run's heads are one 64-bit mask");
@@ -195,8 +197,12 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
             if (tile >= tiles) return;
             // Segmented, a tile that starts a segment has no prefix to find.
             if (tile != 0 && !((SEGMENTED || TILE_ROWS) && (slot_heads[k] & 1u))) {
-                const Item before = DETERMINISTIC ? lookback_fixed<Op, LOOKBACK>(status, tile, epoch, carry_in)
-                                                  : lookback<Op, LOOKBACK>(status, tile, epoch);
+                // The first tile of this tile's scan: its row's, or tile 0.
+                i64 scan_start = 0;
+                if constexpr (TILE_ROWS) scan_start = heads.template first_tile<TILE>(tile);
+                const Item before = DETERMINISTIC
+                                        ? lookback_fixed<Op, LOOKBACK>(status, tile, epoch, carry_in, scan_start)
+                                        : lookback<Op, LOOKBACK>(status, tile, epoch, scan_start);
                 if (lane_id() == 0) {
                     chaos_pause(chaos, 2, tile);
                     const Item inclusive = Op::combine(before, slot_aggregate[k].get());
@@ -384,8 +390,10 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
                 }
                 if (tile + 1 < tiles) {
                     // Deterministic: tile 0 is one of its group's aggregates
-                    // (the carry joins in each look-back, lookback_fixed).
-                    if (DETERMINISTIC) {
+                    // (the carry joins in each look-back, lookback_fixed);
+                    // a row's first tile too, unless it ends its group,
+                    // whose inclusive prefix the next group reads.
+                    if (DETERMINISTIC && tile % GROUP != GROUP - 1) {
                         status.publish(tile, status_code(epoch, STATUS_AGGREGATE), aggregate);
                     } else {
                         status.publish(tile, status_code(epoch, STATUS_PREFIX), inclusive);

@@ -21,7 +21,7 @@ use crate::discover;
 use crate::kernels::{Family, Stage};
 use crate::module::{lock, Module};
 use crate::nvrtc;
-use crate::policy::{Algorithm, Tuning};
+use crate::policy::{Algorithm, SinglePassPolicy, Tuning};
 use crate::selective::SelectiveKernel;
 use crate::selective_backward::SelectiveBackwardKernels;
 use crate::sharded::ShardKernelCache;
@@ -313,6 +313,20 @@ impl Cuda {
         })
     }
 
+    /// The single-pass shape `Op`'s segment scans by offsets
+    /// ([`scan_segments`](Cuda::scan_segments)) run with on this GPU, or
+    /// `None` when they run Blelloch's scans: for 4-byte items
+    /// [`SinglePassPolicy::for_segment_heads`]' long runs, or
+    /// [`SinglePassPolicy::for_segments`]' shorter ones where the long runs
+    /// spill for `Op` (the driver reports local memory). Builds the module
+    /// if needed.
+    pub fn offsets_policy<Op: CudaOp>(&self) -> Result<Option<SinglePassPolicy>> {
+        if self.module::<Op>()?.plan(self.algorithm).is_err() {
+            return Ok(None);
+        }
+        Ok(self.module_of::<Op>(Family::Offsets)?.plan(self.algorithm).ok())
+    }
+
     /// The device's name, e.g. "NVIDIA H200".
     pub fn name(&self) -> &str {
         &self.name
@@ -571,11 +585,7 @@ impl Cuda {
                 let single_pass = self.single_pass(&rows_module)?;
                 // Consecutive rows of whole tiles: the plain code path, each
                 // row's first tile starting afresh (kernels/heads.cuh).
-                let segments = if stride == row_len && row_len % single_pass.policy.tile() == 0 {
-                    Segments::TileRows { row_len: row_len as u64 }
-                } else {
-                    Segments::Rows { row_len: row_len as u64, stride: stride as u64 }
-                };
+                let segments = Segments::for_rows(single_pass.policy.tile(), row_len, stride);
                 single_pass.launch(src.unwrap_or(dst), dst, len, segments, spec)
             }
             // A fallback was reported once, when the module was built.
@@ -705,9 +715,19 @@ impl Cuda {
             return Ok(m.clone());
         }
         let started = Instant::now();
-        let source = source()?;
-        let module =
+        let mut source = source()?;
+        let mut module =
             self.load_cached(&source.code, &source.op_name, started, |cubin| Module::load(&self.ctx, &source, cubin))?;
+        // Long runs that spilled for this operator: the shorter ones
+        // (ModuleSource::fallback), also through the disk cache.
+        if let Some(fallback) = source.fallback.take() {
+            if module.spills()? {
+                module = self.load_cached(&fallback.code, &fallback.op_name, Instant::now(), |cubin| {
+                    Module::load(&self.ctx, &fallback, cubin)
+                })?;
+                source = *fallback;
+            }
+        }
         if let (Family::Whole, Err(Some(why))) = (family, module.plan(self.algorithm)) {
             // Once per operator and executor: the user asked for the fast path.
             eprintln!("scan-cuda: `{}` runs the Blelloch scan instead of the single-pass scan: {why}", source.op_name);
@@ -804,6 +824,21 @@ pub fn compile_segmented_with<Op: CudaOp>(arch: &str, tuning: Tuning) -> Result<
         }
     }
     Ok(cubins)
+}
+
+/// ptxas' report (registers, stack frame, spills) of `Op`'s rows and
+/// segment modules for `arch` under `tuning`, one after the other: register
+/// budgets of the segmented kernels checked without a GPU.
+pub fn ptxas_report_segmented_with<Op: CudaOp>(arch: &str, tuning: Tuning) -> Result<String> {
+    let mut report = String::new();
+    for family in [Family::Rows, Family::Flags, Family::Offsets] {
+        let source = ModuleSource::family_of::<Op>(capability_of(arch)?, tuning, family)?;
+        if source.stages().iter().any(|s| Stage::SINGLE_PASS.contains(s)) {
+            report.push_str(&nvrtc::ptxas_report(&source.code, &source.op_name, arch)?);
+            report.push('\n');
+        }
+    }
+    Ok(report)
 }
 
 /// 90 for `"sm_90"` (or `"sm_90a"`).

@@ -81,8 +81,8 @@ pub use buffer::DeviceBuffer;
 pub use cache::default_dir as cache_dir;
 pub use compact::compile_compact_for_arch;
 pub use cuda::{
-    compile_for_arch, compile_segmented_for_arch, compile_segmented_with, compile_with, module_source, CompileStats,
-    Cuda,
+    compile_for_arch, compile_segmented_for_arch, compile_segmented_with, compile_with, module_source,
+    ptxas_report_segmented_with, CompileStats, Cuda,
 };
 /// Items that [`Cuda::alloc`] can zero-fill (cudarc's marker trait).
 pub use cudarc::driver::ValidAsZeroBits;

@@ -91,6 +91,23 @@ fn persistent_grid(
 }
 
 impl Module {
+    /// Whether any single-pass kernel of the module uses local memory per
+    /// thread (a stack frame: registers spilled), as the driver reports it.
+    pub(crate) fn spills(&self) -> Result<bool> {
+        for (stage, _) in &self.single_pass_grid {
+            for (direction, kind) in variants() {
+                let spec = scan_core::ScanSpec { direction, kind };
+                if let Some(f) = self.kernels.get(*stage, spec) {
+                    let bytes = f.local_size_bytes().map_err(|e| driver_error("local memory query", e))?;
+                    if bytes > 0 {
+                        return Ok(true);
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
     /// The persistent grid of single-pass `stage` (0 if the module lacks it).
     pub(crate) fn grid(&self, stage: Stage) -> u32 {
         self.single_pass_grid.iter().find(|(s, _)| *s == stage).map_or(0, |&(_, g)| g)

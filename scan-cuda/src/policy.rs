@@ -110,10 +110,13 @@ pub struct SinglePassPolicy {
     /// Whether plain scans group their look-backs the same way in every run
     /// (fixed groups of `32 * lookback` tiles, see `lookback_fixed` in
     /// kernels/lookback.cuh), so that float results are bitwise identical
-    /// from run to run on the same GPU and build. Segmented scans (rows,
-    /// flags, offsets) and fused maps are not covered. On by default for
-    /// plain scans of 4-byte items ([`SinglePassPolicy::plain_default`]),
-    /// off otherwise: [`Cuda::with_deterministic`](crate::Cuda::with_deterministic).
+    /// from run to run on the same GPU and build. Rows of whole tiles (the
+    /// rows kernel's tile divides the row length) are covered: they take
+    /// the plain code path, and each row starts afresh inside the fixed
+    /// groups. Other rows, segments (flags, offsets) and fused maps are not.
+    /// On by default for plain scans and rows of 4-byte items
+    /// ([`SinglePassPolicy::plain_default`]), off otherwise:
+    /// [`Cuda::with_deterministic`](crate::Cuda::with_deterministic).
     pub deterministic: bool,
     /// Fused maps (kernels/maps.cuh): whether a whole, aligned segment's
     /// input arrays are staged as 16-byte vectors in the warp's slice and
@@ -291,9 +294,39 @@ impl SinglePassPolicy {
     /// against 0.69), but the same shape spills 8 to 250 bytes per thread
     /// for 4-byte items whose operator is longer than an add (the bf16
     /// recurrence) and for 2-byte items at 32 (NVRTC, sm_90), and the
-    /// policy sees only the item size.
+    /// policy sees only the item size: the segment kernels take them with a
+    /// fallback ([`for_segment_heads`](SinglePassPolicy::for_segment_heads)).
+    /// Rows of 4-byte items derive theirs from the deterministic shape (16
+    /// items, three stages, fixed groups of 128 tiles): rows of whole tiles
+    /// run the plain code path, where that shape ran fastest.
     pub fn for_segments(self) -> SinglePassPolicy {
         SinglePassPolicy { items_per_thread: self.items_per_thread.min(16), ..self }
+    }
+
+    /// The policy of the segment kernels (by head flags, by offsets) derived
+    /// from a plain scan's: the plain 32-item runs where it has them (4-byte
+    /// items), without early loads, else
+    /// [`for_segments`](SinglePassPolicy::for_segments)'s. H200, f32 add at
+    /// 2^28 (bench/gpu-h200-results.md, 2026-12-02): by offsets 0.76 of copy
+    /// against 0.69 for 16-item runs with early loads, by flags 0.70 against
+    /// 0.66. The long runs spill for operators longer than an add (the bf16
+    /// recurrence: 48 to 144 bytes of stack on sm_90): a module whose
+    /// kernels use local memory is built again with `for_segments`' shape
+    /// (`ModuleSource::family_of`).
+    ///
+    /// ```
+    /// use scan_cuda::SinglePassPolicy;
+    /// let f32_runs = SinglePassPolicy::for_item(4, 90).unwrap().for_segment_heads();
+    /// assert_eq!((f32_runs.items_per_thread, f32_runs.early_loads), (32, false));
+    /// let pairs = SinglePassPolicy::for_item(8, 90).unwrap();
+    /// assert_eq!(pairs.for_segment_heads(), pairs.for_segments());
+    /// ```
+    pub fn for_segment_heads(self) -> SinglePassPolicy {
+        if self.items_per_thread == 32 {
+            SinglePassPolicy { early_loads: false, ..self }
+        } else {
+            self.for_segments()
+        }
     }
 
     /// The policy of fused-map kernels (`Cuda::scan_mapped`) derived from a

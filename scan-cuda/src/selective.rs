@@ -488,21 +488,26 @@ impl Cuda {
 /// Lets `function` take all the dynamic shared memory a block may have
 /// (`limit` less its static shared memory) and returns that amount. Raising
 /// the cap changes no launch that asks for less: it is a permission, not a
-/// reservation.
+/// reservation. Without the opt-in a block has 48 KiB, static and dynamic
+/// together; a GPU that refuses the opt-in (an architecture whose entry in
+/// `shared_limit_per_block` is wrong) keeps that cap, so that only the
+/// launches that need more fail, with a clear error (`block_launch`), not
+/// the load.
 fn opt_in_dynamic_shared(function: &CudaFunction, limit: usize) -> Result<usize> {
     use cudarc::driver::sys::CUfunction_attribute as Attribute;
     let fixed = function
         .get_attribute(Attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
         .map_err(|e| driver_error("shared memory query", e))?;
-    let dynamic = limit.saturating_sub(usize::try_from(fixed).unwrap_or(0));
-    if dynamic > 48 * 1024 {
-        function
-            .set_attribute(Attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic as i32)
-            .map_err(|e| driver_error("opting in to shared memory", e))?;
-        Ok(dynamic)
-    } else {
-        Ok(dynamic.min(48 * 1024))
+    let fixed = usize::try_from(fixed).unwrap_or(0);
+    let without_opt_in = (48 * 1024usize).saturating_sub(fixed);
+    let wanted = limit.saturating_sub(fixed);
+    if wanted > without_opt_in {
+        let asked = i32::try_from(wanted).unwrap_or(i32::MAX);
+        if function.set_attribute(Attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, asked).is_ok() {
+            return Ok(wanted);
+        }
     }
+    Ok(without_opt_in)
 }
 
 /// Compiles the selective-scan kernel for `arch` (e.g. `"sm_90"`) with NVRTC

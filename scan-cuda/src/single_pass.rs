@@ -143,6 +143,17 @@ pub(crate) enum Segments {
 }
 
 impl Segments {
+    /// How `rows` rows of `row_len` items, `stride` apart, run on kernels
+    /// of `tile` items: consecutive rows of whole tiles on the plain code
+    /// path ([`Segments::TileRows`]), others as [`Segments::Rows`].
+    pub(crate) fn for_rows(tile: usize, row_len: usize, stride: usize) -> Segments {
+        if stride == row_len && row_len % tile == 0 {
+            Segments::TileRows { row_len: row_len as u64 }
+        } else {
+            Segments::Rows { row_len: row_len as u64, stride: stride as u64 }
+        }
+    }
+
     fn stage(self) -> Stage {
         match self {
             Segments::Whole => Stage::SinglePass,
@@ -249,5 +260,40 @@ impl SinglePass<'_> {
         let mut state = lock(&self.module.tile_state);
         let args = state.next_launch(self.stream, tiles, self.policy, self.module.item_size)?;
         launch(&args).inspect_err(|_| state.reset())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::Family;
+    use crate::source::ModuleSource;
+    use crate::Tuning;
+    use scan_core::ops::{Add, LinearRecurrence};
+
+    /// The rows module's tile on the H200 (sm_90).
+    fn rows_tile<Op: scan_core::CudaOp>() -> usize {
+        let source = ModuleSource::family_of::<Op>(90, Tuning::default(), Family::Rows).unwrap();
+        source.single_pass.unwrap().tile()
+    }
+
+    #[test]
+    fn consecutive_rows_of_whole_tiles_take_the_plain_code_path() {
+        let tile = rows_tile::<Add<f32>>();
+        assert_eq!(tile, 4096, "f32 rows of 4096 (the benchmark's) are one tile each");
+        for row_len in [tile, 2 * tile, 1 << 20] {
+            assert!(
+                matches!(Segments::for_rows(tile, row_len, row_len), Segments::TileRows { .. }),
+                "rows of {row_len}"
+            );
+        }
+        // Not whole tiles, or strided: the segmented path.
+        for (row_len, stride) in [(32, 32), (tile - 1, tile - 1), (tile + 1, tile + 1), (tile, tile + 1)] {
+            assert!(
+                matches!(Segments::for_rows(tile, row_len, stride), Segments::Rows { .. }),
+                "rows of {row_len}, stride {stride}"
+            );
+        }
+        assert_eq!(rows_tile::<LinearRecurrence<f32>>(), 4096, "the recurrence's rows of 4096 too");
     }
 }

@@ -61,6 +61,10 @@ pub struct ModuleSource {
     pub blelloch: BlellochPolicy,
     /// Which kernels the code instantiates.
     pub(crate) family: Family,
+    /// The same kernels in a shape that needs fewer registers, built instead
+    /// when this one's kernels use local memory (they spilled): the segment
+    /// kernels' long runs ([`SinglePassPolicy::for_segment_heads`]).
+    pub(crate) fallback: Option<Box<ModuleSource>>,
 }
 
 impl ModuleSource {
@@ -73,10 +77,24 @@ impl ModuleSource {
     }
 
     /// [`ModuleSource::of`] for the kernels of `family`.
+    /// The segment kernels (flags, offsets) of 4-byte items take long runs,
+    /// which spill for some operators: such a source carries a
+    /// [`fallback`](ModuleSource::fallback) with shorter runs.
     pub(crate) fn family_of<Op: CudaOp>(arch: u32, tuning: Tuning, family: Family) -> Result<ModuleSource> {
-        let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, family, None)?;
         let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());
-        Ok(Self::assemble(&Op::cuda_source(), size, align, single_pass, blelloch, family, None))
+        let build = |short_runs: bool| -> Result<ModuleSource> {
+            let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, family, None, short_runs)?;
+            Ok(Self::assemble(&Op::cuda_source(), size, align, single_pass, blelloch, family, None))
+        };
+        let mut source = build(false)?;
+        // (A shape a Tuning sets is the shape that runs: no fallback.)
+        if matches!(family, Family::Flags | Family::Offsets) && !tuning.overrides_launch_shape() {
+            let short = build(true)?;
+            if short.single_pass != source.single_pass {
+                source.fallback = Some(Box::new(short));
+            }
+        }
+        Ok(source)
     }
 
     /// The module of `Op` scanned through the maps `M` from the input arrays
@@ -88,7 +106,7 @@ impl ModuleSource {
         arrays: &[String],
     ) -> Result<ModuleSource> {
         let input_bytes = std::mem::size_of::<M::Input>();
-        let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, Family::Mapped, Some(input_bytes))?;
+        let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, Family::Mapped, Some(input_bytes), false)?;
         let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());
         let maps = MapsSource { source: M::cuda_source(), arrays: arrays.to_vec() };
         Ok(Self::assemble(&Op::cuda_source(), size, align, single_pass, blelloch, Family::Mapped, Some(&maps)))
@@ -97,12 +115,15 @@ impl ModuleSource {
     /// The single-pass policy (or why there is none) and the Blelloch
     /// policy of `Op`'s kernels of `family`; `maps_input` is what fused maps
     /// read per position ([`Family::Mapped`]; `None` counts them as wide as
-    /// the items, the shorter runs).
+    /// the items, the shorter runs); `short_runs` asks the segment kernels
+    /// (flags, offsets) for [`SinglePassPolicy::for_segments`]' runs instead
+    /// of [`SinglePassPolicy::for_segment_heads`]' (which spilled).
     fn policies<Op: CudaOp>(
         arch: u32,
         tuning: Tuning,
         family: Family,
         maps_input: Option<usize>,
+        short_runs: bool,
     ) -> Result<(std::result::Result<SinglePassPolicy, String>, BlellochPolicy)> {
         let size = std::mem::size_of::<Op::Item>();
         let blelloch = BlellochPolicy::for_item_size(size)?;
@@ -111,10 +132,19 @@ impl ModuleSource {
         // at 2^28: 0.92 of copy against 0.84, SinglePassPolicy::deterministic_for).
         // A Tuning that sets a shape gets that shape on `for_item`'s, as it did
         // before this default.
-        let deterministic =
-            tuning.deterministic_setting().unwrap_or(size == 4 && family == Family::Whole && !tuning.overrides_shape());
+        // Rows take it too: their kernel for rows of whole tiles is the plain
+        // one, and its fixed groups look back no further than a row's start.
+        let default_deterministic =
+            size == 4 && matches!(family, Family::Whole | Family::Rows) && !tuning.overrides_shape();
+        let deterministic = tuning.deterministic_setting().unwrap_or(default_deterministic);
         let single_pass = match SinglePassPolicy::for_item(size, arch) {
-            Ok(p) if family.is_segmented() => Ok(tuning.apply(p.for_segments()).validate(size, arch)?),
+            Ok(p) if family == Family::Rows => {
+                let p = if deterministic { p.deterministic_for(size, arch) } else { p };
+                Ok(tuning.apply(p.for_segments()).validate(size, arch)?)
+            }
+            // Segments by flags or offsets: long runs, unless they spilled.
+            Ok(p) if family.is_segmented() && short_runs => Ok(tuning.apply(p.for_segments()).validate(size, arch)?),
+            Ok(p) if family.is_segmented() => Ok(tuning.apply(p.for_segment_heads()).validate(size, arch)?),
             Ok(p) if family == Family::Mapped && !tuning.sets_run_shape() => {
                 Ok(tuning.apply(p.for_maps(maps_input.unwrap_or(size), size)).validate(size, arch)?)
             }
@@ -204,7 +234,7 @@ impl ModuleSource {
             );
         }
         if let Ok(p) = single_pass {
-            let (threads, items, min_blocks, lookback) = (p.threads, p.items_per_thread, p.blocks_per_sm, p.lookback);
+            let (threads, items, min_blocks) = (p.threads, p.items_per_thread, p.blocks_per_sm);
             let block_threads = p.block_threads();
             let stages = p.stages;
             let status = match p.status {
@@ -214,12 +244,9 @@ impl ModuleSource {
             for stage in Stage::SINGLE_PASS.into_iter().filter(|s| kernels.contains(s)) {
                 // Every single-pass kernel takes the same arguments; each
                 // reads the segment description it needs (heads.cuh).
-                // (Rows of whole tiles take the plain code path, but their
-                // tiles are independent of other rows': no fixed groups.)
-                let segmented = matches!(
-                    stage,
-                    Stage::SinglePassRows | Stage::SinglePassTileRows | Stage::SinglePassFlags | Stage::SinglePassBits
-                );
+                // Rows of whole tiles take the plain code path, and the
+                // deterministic look-back when the policy asks for it.
+                let segmented = matches!(stage, Stage::SinglePassRows | Stage::SinglePassFlags | Stage::SinglePassBits);
                 // Where items come from and go (kernels/maps.cuh). The mapped
                 // kernel's input arrays 2 and 3 take the arguments that
                 // describe rows elsewhere (SinglePass::launch).
@@ -233,6 +260,11 @@ impl ModuleSource {
                 // items'; staged maps load through the slice, after the store.
                 let early = p.early_loads && !(mapped.is_some() && p.staged_maps);
                 let deterministic = p.deterministic && !segmented;
+                // A deterministic policy's `lookback` sizes its fixed groups
+                // (32 x lookback tiles); the free look-back of the segmented
+                // kernels in the same module (rows that are not whole tiles)
+                // reads one status per lane, the window measured fastest.
+                let lookback = if p.deterministic && !deterministic { 1 } else { p.lookback };
                 let (in_type, out_type, row_params, src, dst) = match mapped {
                     Some(m) => {
                         let a = |k: usize| m.arrays.get(k).unwrap_or(&m.arrays[0]).as_str();
@@ -288,7 +320,7 @@ impl ModuleSource {
                 }
             }
         }
-        ModuleSource { op_name: name.clone(), code, item_size: size, single_pass, blelloch, family }
+        ModuleSource { op_name: name.clone(), code, item_size: size, single_pass, blelloch, family, fallback: None }
     }
 }
 
@@ -300,7 +332,7 @@ mod tests {
     #[test]
     fn fused_map_kernels_take_their_own_shape_unless_tuned() {
         let policy = |family, input_bytes, tuning| {
-            ModuleSource::policies::<Add<f32>>(90, tuning, family, input_bytes).unwrap().0.unwrap()
+            ModuleSource::policies::<Add<f32>>(90, tuning, family, input_bytes, false).unwrap().0.unwrap()
         };
         let plain = SinglePassPolicy::for_item(4, 90).unwrap();
         // f32 in: shorter runs (the early loads hold them); bf16 in: the plain shape.
@@ -317,15 +349,26 @@ mod tests {
 
     #[test]
     fn plain_scans_of_four_byte_items_are_deterministic_unless_told_otherwise() {
-        let whole = |tuning| ModuleSource::policies::<Add<f32>>(90, tuning, Family::Whole, None).unwrap().0.unwrap();
+        let whole =
+            |tuning| ModuleSource::policies::<Add<f32>>(90, tuning, Family::Whole, None, false).unwrap().0.unwrap();
         let base = SinglePassPolicy::for_item(4, 90).unwrap();
         assert_eq!(whole(Tuning::default()), base.deterministic_for(4, 90));
         assert_eq!(whole(Tuning::default().deterministic(true)), base.deterministic_for(4, 90));
         assert_eq!(whole(Tuning::default().deterministic(false)), base);
-        let wide = ModuleSource::policies::<Add<f64>>(90, Tuning::default(), Family::Whole, None).unwrap().0.unwrap();
+        let wide =
+            ModuleSource::policies::<Add<f64>>(90, Tuning::default(), Family::Whole, None, false).unwrap().0.unwrap();
         assert!(!wide.deterministic, "8-byte items: the free look-back");
-        let rows = ModuleSource::policies::<Add<f32>>(90, Tuning::default(), Family::Rows, None).unwrap().0.unwrap();
-        assert!(!rows.deterministic, "segmented scans: not covered");
+        let rows =
+            |tuning| ModuleSource::policies::<Add<f32>>(90, tuning, Family::Rows, None, false).unwrap().0.unwrap();
+        assert_eq!(
+            rows(Tuning::default()),
+            base.deterministic_for(4, 90).for_segments(),
+            "rows of whole tiles: fixed groups"
+        );
+        assert!(!rows(Tuning::default().deterministic(false)).deterministic);
+        let flags =
+            ModuleSource::policies::<Add<f32>>(90, Tuning::default(), Family::Flags, None, false).unwrap().0.unwrap();
+        assert!(!flags.deterministic, "segments by flags or offsets: not covered");
         // A shape set by a Tuning applies to for_item's policy, free look-back.
         let tuned = whole(Tuning::default().items_per_thread(32).lookback(1));
         assert_eq!(tuned, Tuning::default().items_per_thread(32).lookback(1).apply(base));
@@ -333,9 +376,34 @@ mod tests {
         assert_eq!(whole(Tuning::default()), SinglePassPolicy::plain_default(4, 90).unwrap());
         // The mode on an item or GPU without single-pass kernels: Blelloch, no error.
         for mode in [true, false] {
-            let old_gpu =
-                ModuleSource::policies::<Add<f32>>(61, Tuning::default().deterministic(mode), Family::Whole, None);
+            let old_gpu = ModuleSource::policies::<Add<f32>>(
+                61,
+                Tuning::default().deterministic(mode),
+                Family::Whole,
+                None,
+                false,
+            );
             assert!(old_gpu.unwrap().0.is_err(), "sm_61, deterministic({mode}): the Blelloch fallback");
         }
+    }
+
+    #[test]
+    fn segment_kernels_take_long_runs_with_a_fallback_where_the_items_have_them() {
+        let base = SinglePassPolicy::for_item(4, 90).unwrap();
+        for family in [Family::Flags, Family::Offsets] {
+            let source = ModuleSource::family_of::<Add<f32>>(90, Tuning::default(), family).unwrap();
+            assert_eq!(source.single_pass, Ok(base.for_segment_heads()), "{family:?}");
+            let fallback = source.fallback.as_ref().expect("4-byte items: a fallback with shorter runs");
+            assert_eq!(fallback.single_pass, Ok(base.for_segments()), "{family:?}");
+            assert!(fallback.fallback.is_none());
+            // Runs a Tuning sets are the runs that run: no fallback then.
+            let tuned =
+                ModuleSource::family_of::<Add<f32>>(90, Tuning::default().items_per_thread(32), family).unwrap();
+            assert!(tuned.fallback.is_none(), "{family:?}: a tuned shape has no fallback");
+        }
+        // 8-byte items have 16-item runs already; rows keep theirs.
+        let pairs = ModuleSource::family_of::<Add<f64>>(90, Tuning::default(), Family::Offsets).unwrap();
+        assert!(pairs.fallback.is_none());
+        assert!(ModuleSource::family_of::<Add<f32>>(90, Tuning::default(), Family::Rows).unwrap().fallback.is_none());
     }
 }
