@@ -143,14 +143,14 @@ impl SinglePassPolicy {
     /// (e.g. 90 for the H100/H200), or why the single-pass kernels cannot run
     /// them.
     ///
-    /// Each thread keeps a run of about 128 bytes (32 `f32`s, 8 16-byte
-    /// items; 256 bytes for items of 17 to 32 bytes), loaded with 16-byte
+    /// Each thread keeps a run of about 128 bytes (32 `f32`s; 256 bytes, 16
+    /// f64 pairs or 8 quaternions, for items of 9 to 32 bytes), loaded with 16-byte
     /// vectors where the run length allows; 256 threads for small items,
     /// fewer for large ones so registers last; the
     /// look-back reads 32 predecessors per round trip; two stages, so a
     /// block scans the next tile while its look-back warp finds the prefix of
     /// the last one, and as many blocks per SM as their shared memory allows
-    /// (measured on the H200: bench/gpu-h200-results.md); items of 1 to 16
+    /// (measured on the H200: bench/gpu-h200-results.md); items of 1 to 8
     /// bytes (powers of two) issue a tile's loads before the store of the
     /// previous tile ([`SinglePassPolicy::early_loads`]).
     ///
@@ -177,10 +177,13 @@ impl SinglePassPolicy {
                  (a thread keeps its items in registers)"
             ));
         }
-        // Runs of 256 bytes for 17- to 32-byte items (8 quaternions): with
-        // 96 scanning threads and three blocks per SM they ran at 0.64 of
-        // copy on the H200, against 0.51 for 4 items x 128 threads.
-        let run_bytes = if (17..=32).contains(&size) { 256 } else { 128 };
+        // Runs of 256 bytes for 9- to 32-byte items: 8 quaternions with 96
+        // scanning threads and three blocks per SM ran at 0.64 of copy on
+        // the H200, against 0.51 for 4 items x 128 threads; 16 f64 pairs
+        // with 128 threads, two blocks per SM and no early loads at 0.71,
+        // against 0.67 for 8 x 256 with early loads (bench
+        // --gpu-policies-only, 2026-12-02; 12-byte items not timed).
+        let run_bytes = if (9..=32).contains(&size) { 256 } else { 128 };
         let mut items = (run_bytes / size).clamp(1, 64);
         // Prefer a run that moves as whole 16-byte vectors, if that costs at
         // most half the run.
@@ -190,17 +193,17 @@ impl SinglePassPolicy {
             }
         }
         let threads = match size {
-            0..=16 => 256,
+            0..=8 => 256,
+            9..=16 => 128,
             17..=32 => 96,
             33..=64 => 128,
             _ => 64,
         };
         let status = if size <= 8 { StatusLayout::Packed } else { StatusLayout::Split };
         // Registers for up to 1024 resident threads (64 each) for items of
-        // up to 8 bytes; 576 (two blocks of 256 + 32 threads, 112 registers
-        // each) for 9 to 16 bytes, where one block ran at 0.57 of copy and
-        // two at 0.67 (H200, f64 pairs at 2^27, one call; one block with
-        // three or four slots: 0.61); 384 (three blocks of 96 + 32) for 17
+        // up to 8 bytes; 320 (two blocks of 128 + 32 threads) for 9 to 16
+        // bytes (with 8-item runs of 256 threads one block ran at 0.57 of
+        // copy and two at 0.67; H200, f64 pairs at 2^27); 384 (three blocks of 96 + 32) for 17
         // to 32 bytes (quaternions: 0.64 of copy with 8-item runs, against
         // 0.51 for three blocks of 128 + 32 with 4-item runs); 512 past
         // that; as far as shared memory
@@ -208,7 +211,7 @@ impl SinglePassPolicy {
         // Policy tables: bench/gpu-h200-results.md.
         let threads_per_sm = match size {
             0..=8 => 1024,
-            9..=16 => 576,
+            9..=16 => 320,
             17..=32 => 384,
             _ => 512,
         };
@@ -220,10 +223,10 @@ impl SinglePassPolicy {
             blocks_per_sm: 1,
             stages: 2,
             // Measured on the H200 (bench/gpu-h200-results.md): 0.83 -> 0.85
-            // of copy for f32 add, 0.83 -> 0.88 for the f32 recurrence, 0.67
-            // -> 0.68 for 16-byte items; 0.57 -> 0.51 for 32-byte items,
-            // whose loads need the registers the store uses.
-            early_loads: size.is_power_of_two() && size <= 16,
+            // of copy for f32 add, 0.83 -> 0.88 for the f32 recurrence; 16
+            // f64 pairs per thread 0.71 -> 0.68 and 32-byte items 0.57 ->
+            // 0.51, whose loads need the registers the store uses.
+            early_loads: size.is_power_of_two() && size <= 8,
             deterministic: false,
             staged_maps: false,
         };
@@ -800,6 +803,18 @@ mod tests {
         assert_ne!(DETERMINISTIC_LOOKBACK, 4);
         assert_eq!(wide.lookback, 4);
         assert_eq!(Tuning::default().deterministic(false).apply(p), p);
+    }
+
+    #[test]
+    fn sixteen_byte_items_take_the_measured_shape() {
+        // H200, f64 pairs at 2^27: 128 x 16, two blocks per SM, no early
+        // loads 0.71 of copy, against 0.67 for 256 x 8 with early loads.
+        let p = SinglePassPolicy::for_item(16, 90).unwrap();
+        assert_eq!((p.threads, p.items_per_thread, p.blocks_per_sm, p.stages), (128, 16, 2, 2));
+        assert_eq!((p.status, p.early_loads, p.lookback), (StatusLayout::Split, false, 1));
+        p.validate(16, 90).unwrap();
+        // 12-byte items: whole 16-byte vectors per run (20 items).
+        assert_eq!(SinglePassPolicy::for_item(12, 90).unwrap().items_per_thread, 20);
     }
 
     #[test]
