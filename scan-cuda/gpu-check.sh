@@ -7,6 +7,7 @@
 #   bash scan-cuda/gpu-check.sh host       # quickstart at 2^24 and 2^28 (no environment set up), bench --gpu-host-only
 #   bash scan-cuda/gpu-check.sh bench      # examples/bench --gpu, peers, plot
 #   bash scan-cuda/gpu-check.sh rows       # rows and segments: bench --gpu-rows-only, examples/compact, peers --rows-only
+#                                          # (SCAN_BENCH_ROWS_SWEEP=1 adds tile shapes for f32 rows of 65536 x 4096)
 #   bash scan-cuda/gpu-check.sh fused      # fused maps: bench --gpu-fused-only (the recurrence from a[], b[] to h[];
 #                                          # bf16 sums in f32), peers --half-only (torch.cumsum on bf16);
 #                                          # SCAN_BENCH_FUSED_SWEEP=1 adds tile shapes at 2^28

@@ -129,7 +129,9 @@ fn rows_of_whole_tiles_cross_look_back_groups_exactly_and_deterministically() {
                     let ctx = format!("{rows} rows of {tiles} tiles, {spec:?}, seed {seed}, {deterministic:?}");
                     let mut out = poisoned::<f32>(len);
                     cuda.scan_rows::<Add<f32>>(&ints, &mut out, rows, spec).unwrap();
-                    assert!(out.iter().zip(&want).all(|(a, b)| a == b), "add f32, {ctx}");
+                    if let Some(i) = (0..len).find(|&i| out[i] != want[i]) {
+                        panic!("add f32, {ctx}: item {i}: {} against {}", out[i], want[i]);
+                    }
                     let mut out_lr = poisoned::<(f32, f32)>(len);
                     cuda.scan_rows::<LinearRecurrence<f32>>(&lr, &mut out_lr, rows, spec).unwrap();
                     if let Some(i) = (0..len).find(|&i| out_lr[i] != want_lr[i]) {

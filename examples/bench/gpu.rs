@@ -83,7 +83,14 @@ pub fn run(args: &Args) -> Result<Report, String> {
         return Ok(Report { about, rows, notes });
     }
     if args.gpu_rows_only {
-        rows = crate::gpu_rows::run(cuda, args.reps)?;
+        // SCAN_BENCH_ROWS_SWEEP=1 adds tile shapes for one case; =only times them alone.
+        let sweep = std::env::var("SCAN_BENCH_ROWS_SWEEP").ok();
+        if sweep.as_deref() != Some("only") {
+            rows = crate::gpu_rows::run(cuda, args.reps)?;
+        }
+        if sweep.is_some() {
+            rows.extend(crate::gpu_rows::sweep(args.reps)?);
+        }
         let about = format!("GPU: {cuda}: rows and segments only, single-pass, one call between two CUDA events");
         return Ok(Report { about, rows, notes });
     }
@@ -518,12 +525,13 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
 
     if sizes.contains(&4) {
         // The segmented kernels on f32 (rows, offsets, flags: the f32 cases
-        // of `--gpu-rows-only`): 32-item runs with and without early loads,
-        // and 16-item runs with them (the default, SinglePassPolicy::for_segments),
-        // in 2 and in 3 stages (3 is the plain deterministic shape's: rows of
-        // whole tiles run the plain code path, and 256 x 2^20 is one
-        // look-back chain per row). The recurrence rows (8-byte items, 16
-        // per thread either way) are left out.
+        // of `--gpu-rows-only`): 32-item runs with and without early loads
+        // (without: the flags' and offsets' default, for_segment_heads), and
+        // 16-item runs with them, in 2 and in 3 stages (3 is the rows'
+        // default, the plain deterministic shape's: rows of whole tiles run
+        // the plain code path). A Tuning's shape runs the free look-back.
+        // The recurrence rows (8-byte items, 16 per thread either way) are
+        // left out.
         let segmented_shapes: [Shape; 4] = [
             (256, 32, 1, 3, 2, None, false),
             (256, 32, 1, 3, 2, None, EL),

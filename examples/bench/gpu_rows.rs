@@ -10,7 +10,7 @@
 
 use scan::ops::{Add, LinearRecurrence};
 use scan::{CudaOp, ScanSpec};
-use scan_cuda::{Cuda, DeviceBuffer};
+use scan_cuda::{Cuda, DeviceBuffer, Tuning};
 use scan_testing::Rng;
 
 use crate::Row;
@@ -137,5 +137,24 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<Vec<Row>, String> {
     rows.extend(timed(cuda, &format!("{name}, by head flags"), &input, &want, reps, |out| {
         cuda.scan_flagged_device_into::<Add<f32>>(&input, out, &dev_heads, ScanSpec::inclusive())
     })?);
+    Ok(rows)
+}
+
+/// f32 rows of 65536 x 4096 (one tile each: the plain code path, no
+/// look-back) under other tile shapes of the rows kernel, with the default
+/// first (`SCAN_BENCH_ROWS_SWEEP=1` with `--gpu-rows-only`): the default (16
+/// items, three stages) ran at 0.93 of copy, two stages at 0.94 in an
+/// earlier call; the bar is 4.0 TB/s, about 0.96.
+pub fn sweep(reps: usize) -> Result<Vec<Row>, String> {
+    // (scanning threads, items per thread, blocks per SM, stages): 4096-item tiles.
+    let shapes: [(u32, u32, u32, u32); 5] =
+        [(256, 16, 3, 2), (256, 16, 3, 3), (128, 32, 4, 2), (128, 32, 3, 3), (512, 8, 2, 2)];
+    let mut rows = Vec::new();
+    for (threads, items, blocks, stages) in shapes {
+        let tuning = Tuning::default().threads(threads).items_per_thread(items).blocks_per_sm(blocks).stages(stages);
+        let cuda = Cuda::new().map_err(|e| e.to_string())?.with_tuning(tuning);
+        let name = format!("f32 add rows 65536 x 4096, {threads} x {items}, {blocks} blocks/SM, {stages} stages");
+        rows.extend(rows_case::<Add<f32>>(&cuda, &name, 65536, 4096, reps, small)?);
+    }
     Ok(rows)
 }

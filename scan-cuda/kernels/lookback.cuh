@@ -38,7 +38,6 @@ __device__ __forceinline__ unsigned wait_status(const Status& status, i64 pred, 
     }
 }
 
-//
 // `scan_start` is the first tile of the scan that `tile` belongs to (0, or the
 // first tile of its row for rows of whole tiles): tiles before it count as
 // an identity prefix, never waited for, so a row does not wait for the rows

@@ -28,8 +28,9 @@
 //     reduces its run (thread), and the warp scans and the warp totals give
 //     each lane its prefix within the tile and the tile's aggregate (block);
 //  4. thread 0 publishes the aggregate at once (tile 0, and with TileRows a
-//     tile that starts a row: its inclusive prefix), and the slot is handed
-//     to the look-back warp.
+//     tile that starts a row: its inclusive prefix, or with DETERMINISTIC its
+//     aggregate unless it ends its fixed group), and the slot is handed to
+//     the look-back warp.
 // With EARLY (the policy's early_loads) the order is 2, the loads of 3 into
 // registers, 1, then the rest of 3: the loads are in flight while the slot's
 // previous tile is stored, and that store rescans in shared memory a vector
@@ -75,7 +76,9 @@
 // (TileRows) take the plain code path instead: no head falls inside a
 // tile, and a tile that starts a row (slot_heads[k] bit 0, set by thread 0
 // and handed over with slot_tile[k]) starts from no prefix, publishes its
-// aggregate as its inclusive prefix and does not look back.
+// aggregate as its inclusive prefix (DETERMINISTIC: as an aggregate, unless
+// it ends its fixed group) and does not look back; the other tiles look
+// back no further than their row's first tile.
 //
 // `src` and `dst` say where items come from and results go (maps.cuh): item
 // arrays, or with fused maps a lift of input arrays and a project into an
@@ -162,7 +165,8 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     // Rows of whole tiles (heads.cuh, TileRows): the plain path, and slot
     // k's bit 0 of slot_heads says that its tile starts a row.
     constexpr bool TILE_ROWS = Heads::TILE_ROWS;
-    static_assert(!(DETERMINISTIC && SEGMENTED), "the deterministic look-back serves plain scans and rows of whole tiles");
+    static_assert(!(DETERMINISTIC && SEGMENTED),
+                  "the deterministic look-back serves plain scans and rows of whole tiles");
     // Deterministic: only the last tile of each group of GROUP publishes its
     // inclusive prefix (lookback.cuh, lookback_fixed); with rows of whole
     // tiles the groups stay where they are, and a tile looks back no further

@@ -279,9 +279,12 @@ impl Cuda {
     /// so float sums can differ in the last bits from run to run (integers
     /// never do). Deterministic scans group the predecessors in fixed groups
     /// instead (`SinglePassPolicy::deterministic`): the same grouping in
-    /// every run, on the same GPU and build, whatever the scheduling. Rows
-    /// and segmented scans are not covered; the Blelloch algorithm is
-    /// deterministic anyway.
+    /// every run, on the same GPU and build, whatever the scheduling. This
+    /// covers consecutive rows of whole tiles too (the row length a
+    /// multiple of the rows kernel's tile, 4096 for 4-byte items: the plain
+    /// code path, and deterministic by default for 4-byte items); strided
+    /// rows, other rows and segmented scans are not covered. The Blelloch
+    /// algorithm is deterministic anyway.
     ///
     /// ```no_run
     /// # fn main() -> scan_core::Result<()> {
@@ -320,6 +323,16 @@ impl Cuda {
     /// [`SinglePassPolicy::for_segments`]' shorter ones where the long runs
     /// spill for `Op` (the driver reports local memory). Builds the module
     /// if needed.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::ops::Add;
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// if let Some(policy) = cuda.offsets_policy::<Add<f32>>()? {
+    ///     println!("segments by offsets: {} items per thread", policy.items_per_thread);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn offsets_policy<Op: CudaOp>(&self) -> Result<Option<SinglePassPolicy>> {
         if self.module::<Op>()?.plan(self.algorithm).is_err() {
             return Ok(None);
@@ -815,26 +828,45 @@ pub fn compile_segmented_for_arch<Op: CudaOp>(arch: &str) -> Result<Vec<Vec<u8>>
 
 /// Like [`compile_segmented_for_arch`], with the single-pass policy
 /// overridden by `tuning`.
+///
+/// Each module's fallback (the shorter runs loaded where the long ones
+/// spill, `SinglePassPolicy::for_segment_heads`) is compiled too, after it.
 pub fn compile_segmented_with<Op: CudaOp>(arch: &str, tuning: Tuning) -> Result<Vec<Vec<u8>>> {
     let mut cubins = Vec::new();
     for family in [Family::Rows, Family::Flags, Family::Offsets] {
         let source = ModuleSource::family_of::<Op>(capability_of(arch)?, tuning, family)?;
         if source.stages().iter().any(|s| Stage::SINGLE_PASS.contains(s)) {
             cubins.push(nvrtc::compile_cubin(&source.code, &source.op_name, arch)?);
+            if let Some(fallback) = &source.fallback {
+                cubins.push(nvrtc::compile_cubin(&fallback.code, &fallback.op_name, arch)?);
+            }
         }
     }
     Ok(cubins)
 }
 
 /// ptxas' report (registers, stack frame, spills) of `Op`'s rows and
-/// segment modules for `arch` under `tuning`, one after the other: register
-/// budgets of the segmented kernels checked without a GPU.
+/// segment modules for `arch` under `tuning`, one after the other, each in
+/// the build that would run: a module with a fallback whose long runs use
+/// local memory is reported in its fallback's shape, as the executor
+/// chooses at load. Register budgets of the segmented kernels checked
+/// without a GPU.
+///
+/// ```no_run
+/// use scan_core::ops::Add;
+/// let report = scan_cuda::ptxas_report_segmented_with::<Add<f32>>("sm_90", scan_cuda::Tuning::default()).unwrap();
+/// assert!(report.contains("single_pass_bits_forward_inclusive"));
+/// ```
 pub fn ptxas_report_segmented_with<Op: CudaOp>(arch: &str, tuning: Tuning) -> Result<String> {
     let mut report = String::new();
     for family in [Family::Rows, Family::Flags, Family::Offsets] {
         let source = ModuleSource::family_of::<Op>(capability_of(arch)?, tuning, family)?;
         if source.stages().iter().any(|s| Stage::SINGLE_PASS.contains(s)) {
-            report.push_str(&nvrtc::ptxas_report(&source.code, &source.op_name, arch)?);
+            let mut part = nvrtc::ptxas_report(&source.code, &source.op_name, arch)?;
+            if let Some(fallback) = source.fallback.as_ref().filter(|_| nvrtc::reports_local_memory(&part)) {
+                part = nvrtc::ptxas_report(&fallback.code, &fallback.op_name, arch)?;
+            }
+            report.push_str(&part);
             report.push('\n');
         }
     }

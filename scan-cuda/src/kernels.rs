@@ -98,8 +98,10 @@ pub(crate) enum Family {
 }
 
 impl Family {
-    /// Whether this family scans segments (rows, flags, offsets), with
-    /// [`SinglePassPolicy::for_segments`](crate::SinglePassPolicy::for_segments)'s shape.
+    /// Whether this family scans segments (rows, flags, offsets): rows with
+    /// [`SinglePassPolicy::for_segments`](crate::SinglePassPolicy::for_segments)'
+    /// shape (of the deterministic one for 4-byte items), flags and offsets
+    /// with [`SinglePassPolicy::for_segment_heads`](crate::SinglePassPolicy::for_segment_heads)'.
     pub(crate) fn is_segmented(self) -> bool {
         matches!(self, Family::Rows | Family::Flags | Family::Offsets)
     }

@@ -93,6 +93,10 @@ fn persistent_grid(
 impl Module {
     /// Whether any single-pass kernel of the module uses local memory per
     /// thread (a stack frame: registers spilled), as the driver reports it.
+    /// Any stack frame counts, also one an operator needs whatever the run
+    /// length (a call that is not inlined): such an operator takes the
+    /// shorter runs, which cost it a second module build (counted as such
+    /// in `CompileStats`) and no correctness.
     pub(crate) fn spills(&self) -> Result<bool> {
         for (stage, _) in &self.single_pass_grid {
             for (direction, kind) in variants() {

@@ -102,6 +102,22 @@ pub fn ptxas_report(code: &str, op: &str, arch: &str) -> Result<String> {
         .map(|(_, log)| log)
 }
 
+/// Whether ptxas' report (see [`ptxas_report`]) gives any kernel a stack
+/// frame or spills: the local memory the driver reports at load
+/// (`Module::spills`), seen without a GPU.
+pub(crate) fn reports_local_memory(report: &str) -> bool {
+    report.lines().filter(|l| l.contains("bytes stack frame")).any(|l| {
+        l.split(',').any(|part| {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            words
+                .iter()
+                .position(|&w| w == "bytes")
+                .and_then(|at| words.get(at.checked_sub(1)?)?.parse::<u64>().ok())
+                .is_some_and(|n| n > 0)
+        })
+    })
+}
+
 /// Owns an NVRTC program: destroyed on every path out.
 struct Program(sys::nvrtcProgram);
 
@@ -149,4 +165,15 @@ fn compile_unguarded(code: &str, op: &str, arch: &str, extra: &[&str]) -> Result
 fn c_text(bytes: &[c_char]) -> String {
     let bytes: Vec<u8> = bytes.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
     String::from_utf8_lossy(&bytes).trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn local_memory_is_read_from_ptxas_lines() {
+        let clean = "ptxas info    : Function properties for k\nptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads";
+        let spilled = "ptxas         .     48 bytes stack frame, 62 bytes spill stores, 76 bytes spill loads";
+        assert!(!super::reports_local_memory(clean));
+        assert!(super::reports_local_memory(&format!("{clean}\n{spilled}")));
+    }
 }

@@ -203,12 +203,12 @@ impl SinglePassPolicy {
         // Registers for up to 1024 resident threads (64 each) for items of
         // up to 8 bytes; 320 (two blocks of 128 + 32 threads) for 9 to 16
         // bytes (with 8-item runs of 256 threads one block ran at 0.57 of
-        // copy and two at 0.67; H200, f64 pairs at 2^27); 384 (three blocks of 96 + 32) for 17
-        // to 32 bytes (quaternions: 0.64 of copy with 8-item runs, against
-        // 0.51 for three blocks of 128 + 32 with 4-item runs); 512 past
-        // that; as far as shared memory
-        // allows. A window of 32 predecessors (wider windows measured slower).
-        // Policy tables: bench/gpu-h200-results.md.
+        // copy and two at 0.67; H200, f64 pairs at 2^27); 384 (three
+        // blocks of 96 + 32) for 17 to 32 bytes (quaternions: 0.64 of copy
+        // with 8-item runs, against 0.51 for three blocks of 128 + 32 with
+        // 4-item runs); 512 past that; as far as shared memory allows. A
+        // window of 32 predecessors (wider windows measured slower). Policy
+        // tables: bench/gpu-h200-results.md.
         let threads_per_sm = match size {
             0..=8 => 1024,
             9..=16 => 320,
@@ -307,8 +307,8 @@ impl SinglePassPolicy {
     }
 
     /// The policy of the segment kernels (by head flags, by offsets) derived
-    /// from a plain scan's: the plain 32-item runs where it has them (4-byte
-    /// items), without early loads, else
+    /// from a plain scan's: the plain 32-item runs where it has them (items
+    /// of 3 or 4 bytes), without early loads, else
     /// [`for_segments`](SinglePassPolicy::for_segments)'s. H200, f32 add at
     /// 2^28 (bench/gpu-h200-results.md, 2026-12-02): by offsets 0.76 of copy
     /// against 0.69 for 16-item runs with early loads, by flags 0.70 against
@@ -596,7 +596,8 @@ impl Tuning {
         self
     }
 
-    /// Whether plain scans are run-to-run deterministic (see
+    /// Whether plain scans and consecutive rows of whole tiles are
+    /// run-to-run deterministic (see
     /// [`SinglePassPolicy::deterministic`]); without a
     /// [`lookback`](Tuning::lookback), a deterministic policy reads
     /// [`DETERMINISTIC_LOOKBACK`] statuses per lane (4 for 4-byte items:
@@ -614,13 +615,19 @@ impl Tuning {
         self
     }
 
+    /// [`Tuning::lookback`] as set.
+    pub(crate) fn lookback_setting(self) -> Option<u32> {
+        self.lookback
+    }
+
     /// Whether [`Tuning::deterministic`] is set on.
     pub fn is_deterministic(self) -> bool {
         self.deterministic == Some(true)
     }
 
     /// [`Tuning::deterministic`] as set: `None` when left to the policy
-    /// (deterministic for plain scans of 4-byte items).
+    /// (deterministic for plain scans and rows of whole tiles of 4-byte
+    /// items).
     pub fn deterministic_setting(self) -> Option<bool> {
         self.deterministic
     }

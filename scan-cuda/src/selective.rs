@@ -503,8 +503,11 @@ fn opt_in_dynamic_shared(function: &CudaFunction, limit: usize) -> Result<usize>
     let wanted = limit.saturating_sub(fixed);
     if wanted > without_opt_in {
         let asked = i32::try_from(wanted).unwrap_or(i32::MAX);
-        if function.set_attribute(Attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, asked).is_ok() {
-            return Ok(wanted);
+        match function.set_attribute(Attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, asked) {
+            Ok(()) => return Ok(wanted),
+            // A refusal (more than this GPU allows); other errors are errors.
+            Err(e) if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_INVALID_VALUE => {}
+            Err(e) => return Err(driver_error("opting in to shared memory", e)),
         }
     }
     Ok(without_opt_in)

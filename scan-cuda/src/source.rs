@@ -84,7 +84,7 @@ impl ModuleSource {
         let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());
         let build = |short_runs: bool| -> Result<ModuleSource> {
             let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, family, None, short_runs)?;
-            Ok(Self::assemble(&Op::cuda_source(), size, align, single_pass, blelloch, family, None))
+            Ok(Self::assemble(&Op::cuda_source(), (size, align), single_pass, blelloch, family, None, tuning))
         };
         let mut source = build(false)?;
         // (A shape a Tuning sets is the shape that runs: no fallback.)
@@ -109,7 +109,15 @@ impl ModuleSource {
         let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, Family::Mapped, Some(input_bytes), false)?;
         let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());
         let maps = MapsSource { source: M::cuda_source(), arrays: arrays.to_vec() };
-        Ok(Self::assemble(&Op::cuda_source(), size, align, single_pass, blelloch, Family::Mapped, Some(&maps)))
+        Ok(Self::assemble(
+            &Op::cuda_source(),
+            (size, align),
+            single_pass,
+            blelloch,
+            Family::Mapped,
+            Some(&maps),
+            tuning,
+        ))
     }
 
     /// The single-pass policy (or why there is none) and the Blelloch
@@ -165,12 +173,12 @@ impl ModuleSource {
 
     fn assemble(
         op: &CudaSource,
-        size: usize,
-        align: usize,
+        (size, align): (usize, usize),
         single_pass: std::result::Result<SinglePassPolicy, String>,
         blelloch: BlellochPolicy,
         family: Family,
         maps: Option<&MapsSource>,
+        tuning: Tuning,
     ) -> ModuleSource {
         let kernels = family.stages(single_pass.is_ok());
         let name = &op.name;
@@ -263,8 +271,10 @@ impl ModuleSource {
                 // A deterministic policy's `lookback` sizes its fixed groups
                 // (32 x lookback tiles); the free look-back of the segmented
                 // kernels in the same module (rows that are not whole tiles)
-                // reads one status per lane, the window measured fastest.
-                let lookback = if p.deterministic && !deterministic { 1 } else { p.lookback };
+                // reads one status per lane, the window measured fastest,
+                // unless a Tuning sets it.
+                let lookback =
+                    if p.deterministic && !deterministic { tuning.lookback_setting().unwrap_or(1) } else { p.lookback };
                 let (in_type, out_type, row_params, src, dst) = match mapped {
                     Some(m) => {
                         let a = |k: usize| m.arrays.get(k).unwrap_or(&m.arrays[0]).as_str();
@@ -385,6 +395,30 @@ mod tests {
             );
             assert!(old_gpu.unwrap().0.is_err(), "sm_61, deterministic({mode}): the Blelloch fallback");
         }
+    }
+
+    /// The instantiation of kernel `name` in `code`: its template arguments.
+    fn instantiation<'a>(code: &'a str, name: &str) -> &'a str {
+        let at = code.find(&format!(" {name}(")).unwrap_or_else(|| panic!("no {name}"));
+        let args = code[at..].find("scan::single_pass<").unwrap() + at;
+        &code[args..args + code[args..].find(">(").unwrap()]
+    }
+
+    #[test]
+    fn rows_modules_take_the_fixed_groups_for_whole_tiles_and_one_status_per_lane_elsewhere() {
+        let code = |tuning| ModuleSource::family_of::<Add<f32>>(90, tuning, Family::Rows).unwrap().code;
+        // (threads, items, look-back statuses per lane, stages, early loads, deterministic, reverse, inclusive)
+        let default = code(Tuning::default());
+        let tile_rows = instantiation(&default, "single_pass_tile_rows_forward_inclusive");
+        assert!(tile_rows.ends_with(", 256, 16, 4, 3, true, true, false, true"), "{tile_rows}");
+        let rows = instantiation(&default, "single_pass_rows_forward_inclusive");
+        assert!(rows.ends_with(", 256, 16, 1, 3, true, false, false, true"), "{rows}");
+        // A look-back width a Tuning sets is the width both run.
+        let tuned = code(Tuning::default().deterministic(true).lookback(2));
+        let rows = instantiation(&tuned, "single_pass_rows_forward_inclusive");
+        assert!(rows.ends_with(", 2, 3, true, false, false, true"), "{rows}");
+        let tile_rows = instantiation(&tuned, "single_pass_tile_rows_forward_inclusive");
+        assert!(tile_rows.ends_with(", 2, 3, true, true, false, true"), "{tile_rows}");
     }
 
     #[test]

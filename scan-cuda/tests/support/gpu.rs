@@ -211,11 +211,21 @@ pub fn small_int(rng: &mut Rng) -> f64 {
     rng.below(17) as f64 - 8.0
 }
 
-/// The tile of `Op`'s rows, flags and offsets kernels on an sm_90 GPU
+/// The tile of `Op`'s rows kernels on an sm_90 GPU
 /// (`SinglePassPolicy::for_segments`: shorter than the plain scan's for
-/// items of 4 bytes or less).
+/// items of 4 bytes or less; 4-byte items take it from the deterministic
+/// shape, whose tile is the same 256 x 16, as the unit test
+/// `consecutive_rows_of_whole_tiles_take_the_plain_code_path` checks), and
+/// the flags and offsets kernels' fallback tile.
 pub fn segmented_tile<Op: CudaOp>() -> usize {
     SinglePassPolicy::for_item(std::mem::size_of::<Op::Item>(), 90).map_or(0, |p| p.for_segments().tile())
+}
+
+/// The tile of `Op`'s flags and offsets kernels on an sm_90 GPU where their
+/// long runs do not spill (`SinglePassPolicy::for_segment_heads`: 32-item
+/// runs for 4-byte items).
+pub fn segment_heads_tile<Op: CudaOp>() -> usize {
+    SinglePassPolicy::for_item(std::mem::size_of::<Op::Item>(), 90).map_or(0, |p| p.for_segment_heads().tile())
 }
 
 /// The row lengths around every boundary, for `Op`'s single-pass
@@ -339,15 +349,19 @@ pub fn check_many<Op: CudaOp>(
                 }
             }
         }
-        // Around the segmented kernels' tile (for_segments) and the plain one.
-        let seg_tile = segmented_tile::<Op>().max(2);
-        for n in [1, 100, 3 * seg_tile + 5, 3 * tile + 5, (1 << 20) + 7] {
+        // Around the segment kernels' tiles (for_segment_heads, and
+        // for_segments where those spill) and the plain one.
+        let (seg_tile, heads_tile) = (segmented_tile::<Op>().max(2), segment_heads_tile::<Op>().max(2));
+        let mut lengths = vec![1, 100, 3 * seg_tile + 5, 3 * heads_tile + 5, 3 * tile + 5, (1 << 20) + 7];
+        lengths.sort_unstable();
+        lengths.dedup();
+        for n in lengths {
             if n > limit {
                 continue;
             }
             for spec in ScanSpec::ALL {
                 let input = rng.vec(n, &mut gen);
-                let starts = random_starts(&mut rng, n, seg_tile);
+                let starts = random_starts(&mut rng, n, heads_tile);
                 let want = reference::scan_segments::<Op>(&input, &starts, spec).unwrap();
                 let ctx = format!("{label} ({}): {n} items, {} starts, {spec:?}", cuda.algorithm(), starts.len());
 
