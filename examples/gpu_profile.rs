@@ -1,13 +1,14 @@
 //! One GPU scan, run a few times, for profilers (Nsight Compute) to look at:
 //!
 //! ```text
-//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|selective] [log2 n] [single-pass|blelloch]
+//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|f32-add-offsets|selective] [log2 n] [single-pass|blelloch]
 //! ncu --launch-skip 2 --launch-count 1 -k regex:single_pass target/release/examples/gpu_profile f32-add 28
 //! ```
 //!
 //! Inputs are pseudo-random (a Weyl sequence), the scan is inclusive, forward and out of
 //! place between device buffers, three times. `f32-add-rows` scans rows of
-//! 4096 items (2^n items in all) in one launch. `linrec-fused` is the f32
+//! 4096 items (2^n items in all) in one launch, `f32-add-offsets` segments
+//! of 1 to 2000 items given by their starts. `linrec-fused` is the f32
 //! recurrence through fused maps (a[], b[] -> h[]), `bf16-fused` bf16 sums
 //! accumulated in f32 and written as bf16 (`WidenNarrow`). `selective` runs the
 //! selective scan of issue 8/11's benchmark (batch 8, dim 1536, L 4096, N 16,
@@ -84,8 +85,33 @@ fn main() -> scan::Result<()> {
         }
         "linrec-f64" => run::<LinearRecurrence<f64>>(&cuda, &(0..n).map(|i| (a(i), b(i))).collect::<Vec<_>>(), 1),
         "f32-add-rows" => run::<Add<f32>>(&cuda, &(0..n).map(|i| b(i) as f32).collect::<Vec<_>>(), (n / 4096).max(1)),
+        "f32-add-offsets" => offsets(&cuda, &(0..n).map(|i| b(i) as f32).collect::<Vec<_>>()),
         _ => run::<Add<f32>>(&cuda, &(0..n).map(|i| b(i) as f32).collect::<Vec<_>>(), 1),
     }
+}
+
+/// Segments by offsets (7/11's case): lengths spread over 1..=2000 (a Weyl
+/// sequence), three times.
+fn offsets(cuda: &Cuda, x: &[f32]) -> scan::Result<()> {
+    let mut starts = vec![0u64];
+    let mut at = 0usize;
+    for i in 1.. {
+        at += 1 + ((i as f64 * 0.618_033_988_749_895).fract() * 2000.0) as usize;
+        if at >= x.len() {
+            break;
+        }
+        starts.push(at as u64);
+    }
+    let input = cuda.upload(x)?;
+    let mut output = cuda.upload(x)?;
+    let starts = cuda.upload(&starts)?;
+    for _ in 0..3 {
+        let ((), ms) = cuda
+            .time(|| cuda.scan_segments_device_into::<Add<f32>>(&input, &mut output, &starts, ScanSpec::inclusive()))?;
+        let gbps = 2.0 * std::mem::size_of_val(x) as f64 / (f64::from(ms) * 1e-3) / 1e9;
+        println!("{} items by offsets in {ms:.3} ms: {gbps:.0} GB/s", x.len());
+    }
+    Ok(())
 }
 
 /// The selective scan of the 8/11 benchmark, three times.

@@ -140,21 +140,34 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
-/// f32 rows of 65536 x 4096 (one tile each: the plain code path, no
-/// look-back) under other tile shapes of the rows kernel, with the default
-/// first (`SCAN_BENCH_ROWS_SWEEP=1` with `--gpu-rows-only`): the default (16
-/// items, three stages) ran at 0.93 of copy, two stages at 0.94 in an
-/// earlier call; the bar is 4.0 TB/s, about 0.96.
+/// f32 rows of 65536 x 4096 under other tile shapes of the rows kernels,
+/// the default first (`SCAN_BENCH_ROWS_SWEEP=1` with `--gpu-rows-only`): rows
+/// of one tile run a block each (kernels/row_tiles.cuh) in 4096-item tiles of
+/// several shapes; 2048-item tiles make them rows of two whole tiles, the
+/// single-pass path they took before (0.93 of copy on the H200; the bar is
+/// 4.0 TB/s, about 0.96). Rows of 3000 compare partial rows of one tile with
+/// the segmented path that 2048-item tiles give them.
 pub fn sweep(reps: usize) -> Result<Vec<Row>, String> {
-    // (scanning threads, items per thread, blocks per SM, stages): 4096-item tiles.
-    let shapes: [(u32, u32, u32, u32); 5] =
-        [(256, 16, 3, 2), (256, 16, 3, 3), (128, 32, 4, 2), (128, 32, 3, 3), (512, 8, 2, 2)];
+    // (row length, scanning threads, items per thread; None: the default).
+    let shapes: [(usize, Option<(u32, u32)>); 6] = [
+        (4096, None),
+        (4096, Some((128, 32))),
+        (4096, Some((512, 8))),
+        (4096, Some((256, 8))),
+        (3000, None),
+        (3000, Some((256, 8))),
+    ];
     let mut rows = Vec::new();
-    for (threads, items, blocks, stages) in shapes {
-        let tuning = Tuning::default().threads(threads).items_per_thread(items).blocks_per_sm(blocks).stages(stages);
+    for (row_len, shape) in shapes {
+        let (tuning, label) = match shape {
+            None => (Tuning::default(), "default shape".to_string()),
+            Some((threads, items)) => {
+                (Tuning::default().threads(threads).items_per_thread(items), format!("{threads} x {items}"))
+            }
+        };
         let cuda = Cuda::new().map_err(|e| e.to_string())?.with_tuning(tuning);
-        let name = format!("f32 add rows 65536 x 4096, {threads} x {items}, {blocks} blocks/SM, {stages} stages");
-        rows.extend(rows_case::<Add<f32>>(&cuda, &name, 65536, 4096, reps, small)?);
+        let name = format!("f32 add rows 65536 x {row_len}, {label}");
+        rows.extend(rows_case::<Add<f32>>(&cuda, &name, 65536, row_len, reps, small)?);
     }
     Ok(rows)
 }

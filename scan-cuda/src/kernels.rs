@@ -18,8 +18,13 @@ pub(crate) enum Stage {
     /// The single-pass scan of rows, each on its own (heads.cuh, `RowHeads`).
     SinglePassRows,
     /// The single-pass scan of consecutive rows of whole tiles (heads.cuh,
-    /// `TileRows`): the plain code path, a row's first tile not looking back.
+    /// `TileRows`), two or more each: the plain code path, a row's first
+    /// tile not looking back.
     SinglePassTileRows,
+    /// Rows of at most one tile each, a block per row (kernels/row_tiles.cuh):
+    /// no tile counter, status or look-back. It takes the single-pass
+    /// kernels' arguments and tile shape, so it launches like them.
+    SinglePassRowTiles,
     /// The single-pass scan of segments marked by head flags (`FlagHeads`).
     SinglePassFlags,
     /// Head flags from segment starts, checking them (kernels/segments.cuh);
@@ -41,12 +46,14 @@ pub(crate) enum Stage {
 }
 
 impl Stage {
-    /// The single-pass stages: one kernel template, one sequence, four
-    /// segmentations (rows, rows of whole tiles, flags, bits) and the fused maps.
-    pub(crate) const SINGLE_PASS: [Stage; 6] = [
+    /// The single-pass stages: one kernel signature; one sequence, five
+    /// segmentations (rows, rows of whole tiles, rows of one tile, flags,
+    /// bits) and the fused maps.
+    pub(crate) const SINGLE_PASS: [Stage; 7] = [
         Stage::SinglePass,
         Stage::SinglePassRows,
         Stage::SinglePassTileRows,
+        Stage::SinglePassRowTiles,
         Stage::SinglePassFlags,
         Stage::SinglePassBits,
         Stage::SinglePassMapped,
@@ -66,6 +73,7 @@ impl Stage {
             Stage::SinglePass => format!("single_pass_{dir}_{kind}"),
             Stage::SinglePassRows => format!("single_pass_rows_{dir}_{kind}"),
             Stage::SinglePassTileRows => format!("single_pass_tile_rows_{dir}_{kind}"),
+            Stage::SinglePassRowTiles => format!("single_pass_row_tiles_{dir}_{kind}"),
             Stage::SinglePassFlags => format!("single_pass_flags_{dir}_{kind}"),
             Stage::SegmentFlags => "segment_flags".to_string(),
             Stage::SinglePassBits => format!("single_pass_bits_{dir}_{kind}"),
@@ -112,7 +120,7 @@ impl Family {
         match (self, single_pass) {
             (Family::Whole, true) => vec![Stage::BlellochScanTiles, Stage::BlellochAddPrefixes, Stage::SinglePass],
             (Family::Whole, false) => vec![Stage::BlellochScanTiles, Stage::BlellochAddPrefixes],
-            (Family::Rows, true) => vec![Stage::SinglePassRows, Stage::SinglePassTileRows],
+            (Family::Rows, true) => vec![Stage::SinglePassRows, Stage::SinglePassTileRows, Stage::SinglePassRowTiles],
             (Family::Flags, true) => vec![Stage::SegmentFlags, Stage::SinglePassFlags],
             (Family::Offsets, true) => vec![Stage::SegmentBits, Stage::SinglePassBits],
             (Family::Mapped, true) => vec![Stage::SinglePassMapped],

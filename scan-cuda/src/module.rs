@@ -55,7 +55,9 @@ impl Module {
 
 /// Lets the single-pass kernels of `stage` use their slots' dynamic shared
 /// memory (past the 48 KiB default, an opt-in) and returns how many of their
-/// blocks the GPU holds at once.
+/// blocks the GPU holds at once. Rows of one tile (kernels/row_tiles.cuh)
+/// launch blocks of the scanning threads alone with one tile's slices; the
+/// count is theirs then, though their launches take a block per row.
 fn persistent_grid(
     ctx: &Arc<CudaContext>,
     kernels: &KernelTable,
@@ -63,7 +65,10 @@ fn persistent_grid(
     policy: &SinglePassPolicy,
     item_size: usize,
 ) -> Result<u32> {
-    let bytes = policy.dynamic_shared_bytes(item_size);
+    let (threads, bytes) = match stage {
+        Stage::SinglePassRowTiles => (policy.threads, policy.row_tile_shared_bytes(item_size)),
+        _ => (policy.block_threads(), policy.dynamic_shared_bytes(item_size)),
+    };
     let dynamic = i32::try_from(bytes).map_err(|_| Error::TooLarge { what: "shared memory".into() })?;
     let sms = ctx
         .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
@@ -77,14 +82,13 @@ fn persistent_grid(
         f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, dynamic)
             .map_err(|e| driver_error(&format!("opting in to {bytes} bytes of shared memory"), e))?;
         let blocks = f
-            .occupancy_max_active_blocks_per_multiprocessor(policy.block_threads(), bytes, None)
+            .occupancy_max_active_blocks_per_multiprocessor(threads, bytes, None)
             .map_err(|e| driver_error("occupancy query", e))?;
         per_sm = per_sm.min(blocks);
     }
     if per_sm == 0 {
         return Err(Error::BadTuning(format!(
-            "no block of the single-pass kernels fits an SM ({} threads, {bytes} bytes of shared memory)",
-            policy.block_threads()
+            "no block of the single-pass kernels fits an SM ({threads} threads, {bytes} bytes of shared memory)"
         )));
     }
     Ok(per_sm * sms.max(1) as u32)

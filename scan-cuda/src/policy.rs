@@ -383,6 +383,16 @@ impl SinglePassPolicy {
         self.stages as usize * self.threads as usize * (run + 16 + size)
     }
 
+    /// Dynamic shared memory of one block of the rows-of-one-tile kernel
+    /// (kernels/row_tiles.cuh) for items of `size` bytes: one tile's
+    /// exchange slices, at least what it uses and at most
+    /// [`dynamic_shared_bytes`](Self::dynamic_shared_bytes), which its
+    /// kernels are opted in to.
+    pub fn row_tile_shared_bytes(self, size: usize) -> usize {
+        let run = self.items_per_thread as usize * size.max(1);
+        self.threads as usize * (run + 16)
+    }
+
     /// All the shared memory of one block for items of `size` bytes: the
     /// buffers and the block scan, an upper bound of what the kernel uses.
     pub fn shared_bytes(self, size: usize) -> usize {

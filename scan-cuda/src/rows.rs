@@ -3,10 +3,18 @@
 //!
 //! With the single-pass algorithm each call is one launch, whatever the
 //! number and the lengths of the rows or segments (plus, for segments given
-//! by starts, one small launch that turns them into head flags): tiles cover
-//! the items regardless of where rows start, and each tile scans its rows or
-//! segments on their own (kernels/heads.cuh). With Blelloch's, each row or
-//! segment is one scan.
+//! by starts, one small launch that turns them into head flags). The kernel
+//! goes by the row length, in the rows module's tiles (4096 items for f32):
+//!
+//! * rows of more than half a tile and at most one: a block per row, nothing
+//!   shared between blocks (kernels/row_tiles.cuh);
+//! * consecutive rows of two or more whole tiles: the plain single-pass scan,
+//!   each row's first tile starting afresh (kernels/heads.cuh, `TileRows`);
+//! * any other rows and every segment: tiles cover the items regardless of
+//!   where rows start, each tile scanning its rows or segments on their own
+//!   with a look-back that stops at a segment's head (heads.cuh).
+//!
+//! With Blelloch's, each row or segment is one scan.
 //!
 //! The layouts are pictured in the docs of [`Cuda`] ("Rows and segments").
 

@@ -24,6 +24,10 @@ use crate::span::Span;
 /// Epochs are 30 bits in a status code (`epoch << 2 | kind`).
 const EPOCH_LIMIT: u32 = 1 << 30;
 
+/// The most blocks a launch of rows of one tile has; they stride over the
+/// rows past that (kernels/row_tiles.cuh).
+const MAX_ROW_BLOCKS: usize = 1 << 30;
+
 /// Where each part of the status scratch starts, in bytes.
 const COUNTER_BYTES: usize = 256;
 
@@ -131,6 +135,10 @@ pub(crate) enum Segments {
     /// Consecutive rows of `row_len` items, a whole number of the module's
     /// tiles each (kernels/heads.cuh, `TileRows`).
     TileRows { row_len: u64 },
+    /// Rows of `row_len` items, `stride` apart, each at most one of the
+    /// module's tiles and more than half of one: a block per row
+    /// (kernels/row_tiles.cuh), no status.
+    RowTiles { row_len: u64, stride: u64 },
     /// Segments starting where a byte of `flags` (one per item) is nonzero.
     Flags { flags: u64 },
     /// Segments starting where a bit of `bits` (64-bit words, `len / 64 +
@@ -143,11 +151,15 @@ pub(crate) enum Segments {
 }
 
 impl Segments {
-    /// How `rows` rows of `row_len` items, `stride` apart, run on kernels
-    /// of `tile` items: consecutive rows of whole tiles on the plain code
-    /// path ([`Segments::TileRows`]), others as [`Segments::Rows`].
+    /// How rows of `row_len` items, `stride` apart, run on kernels of
+    /// `tile` items: rows of one tile, or of more than half of one, a block
+    /// each ([`Segments::RowTiles`]); consecutive rows of whole tiles on the
+    /// plain code path ([`Segments::TileRows`]); others as
+    /// [`Segments::Rows`], several short rows to a tile.
     pub(crate) fn for_rows(tile: usize, row_len: usize, stride: usize) -> Segments {
-        if stride == row_len && row_len % tile == 0 {
+        if row_len <= tile && 2 * row_len > tile {
+            Segments::RowTiles { row_len: row_len as u64, stride: stride as u64 }
+        } else if stride == row_len && row_len % tile == 0 {
             Segments::TileRows { row_len: row_len as u64 }
         } else {
             Segments::Rows { row_len: row_len as u64, stride: stride as u64 }
@@ -159,6 +171,7 @@ impl Segments {
             Segments::Whole => Stage::SinglePass,
             Segments::Rows { .. } => Stage::SinglePassRows,
             Segments::TileRows { .. } => Stage::SinglePassTileRows,
+            Segments::RowTiles { .. } => Stage::SinglePassRowTiles,
             Segments::Flags { .. } => Stage::SinglePassFlags,
             Segments::Bits { .. } => Stage::SinglePassBits,
             Segments::Mapped { .. } => Stage::SinglePassMapped,
@@ -205,14 +218,29 @@ impl SinglePass<'_> {
         }
         let stage = segments.stage();
         let tiles = len.div_ceil(self.policy.tile());
-        // A persistent grid: blocks take tiles from the counter until none
-        // are left (kernels/single_pass.cuh).
-        let blocks = tiles.min(self.module.grid(stage).max(1) as usize);
-        let shared = self.policy.dynamic_shared_bytes(self.module.item_size);
-        let cfg = LaunchConfig {
-            grid_dim: (grid(blocks)?, 1, 1),
-            block_dim: (self.policy.block_threads(), 1, 1),
-            shared_mem_bytes: u32::try_from(shared).map_err(|_| Error::TooLarge { what: "shared memory".into() })?,
+        let cfg = if let Segments::RowTiles { row_len, .. } = segments {
+            // A block per row, as many as a grid holds (the blocks stride
+            // over the rows past that), the scanning threads alone, and one
+            // tile's slices (kernels/row_tiles.cuh).
+            let rows = len / row_len.max(1) as usize;
+            let shared = self.policy.row_tile_shared_bytes(self.module.item_size);
+            LaunchConfig {
+                grid_dim: (grid(rows.min(MAX_ROW_BLOCKS))?, 1, 1),
+                block_dim: (self.policy.threads, 1, 1),
+                shared_mem_bytes: u32::try_from(shared)
+                    .map_err(|_| Error::TooLarge { what: "shared memory".into() })?,
+            }
+        } else {
+            // A persistent grid: blocks take tiles from the counter until
+            // none are left (kernels/single_pass.cuh).
+            let blocks = tiles.min(self.module.grid(stage).max(1) as usize);
+            let shared = self.policy.dynamic_shared_bytes(self.module.item_size);
+            LaunchConfig {
+                grid_dim: (grid(blocks)?, 1, 1),
+                block_dim: (self.policy.block_threads(), 1, 1),
+                shared_mem_bytes: u32::try_from(shared)
+                    .map_err(|_| Error::TooLarge { what: "shared memory".into() })?,
+            }
         };
         let kernel = self
             .module
@@ -224,6 +252,7 @@ impl SinglePass<'_> {
             Segments::Whole => (len64, len64, 0u64),
             Segments::Rows { row_len, stride } => (row_len, stride, 0),
             Segments::TileRows { row_len } => (row_len, row_len, 0),
+            Segments::RowTiles { row_len, stride } => (row_len, stride, 0),
             Segments::Flags { flags } => (len64, len64, flags),
             Segments::Bits { bits } => (len64, len64, bits),
             // The mapped kernel reads its second and third arrays there.
@@ -250,8 +279,9 @@ impl SinglePass<'_> {
             // touches nothing else.
             unsafe { launch.launch(cfg) }.map(|_| ()).map_err(|e| driver_error("launch of the single-pass scan", e))
         };
-        if tiles == 1 {
-            // One tile has no predecessor and no successor: no status.
+        if tiles == 1 || matches!(segments, Segments::RowTiles { .. }) {
+            // One tile has no predecessor and no successor, nor has a row
+            // of one tile: no status.
             let none = StatusArgs { counter: 0, words: 0, aggregates: 0, prefixes: 0, epoch: 0 };
             return launch(&none);
         }
@@ -278,17 +308,25 @@ mod tests {
     }
 
     #[test]
-    fn consecutive_rows_of_whole_tiles_take_the_plain_code_path() {
+    fn rows_of_one_tile_take_a_block_each_and_longer_whole_tiles_the_plain_code_path() {
         let tile = rows_tile::<Add<f32>>();
         assert_eq!(tile, 4096, "f32 rows of 4096 (the benchmark's) are one tile each");
-        for row_len in [tile, 2 * tile, 1 << 20] {
+        // More than half a tile, at most one: a block per row, strided or not.
+        for (row_len, stride) in [(tile, tile), (tile - 1, tile - 1), (tile / 2 + 1, tile / 2 + 1), (tile, tile + 1)] {
+            assert!(
+                matches!(Segments::for_rows(tile, row_len, stride), Segments::RowTiles { .. }),
+                "rows of {row_len}, stride {stride}"
+            );
+        }
+        for row_len in [2 * tile, 3 * tile, 1 << 20] {
             assert!(
                 matches!(Segments::for_rows(tile, row_len, row_len), Segments::TileRows { .. }),
                 "rows of {row_len}"
             );
         }
-        // Not whole tiles, or strided: the segmented path.
-        for (row_len, stride) in [(32, 32), (tile - 1, tile - 1), (tile + 1, tile + 1), (tile, tile + 1)] {
+        // Short rows, rows of more than a tile that are not whole tiles, or
+        // strided: the segmented path.
+        for (row_len, stride) in [(32, 32), (tile / 2, tile / 2), (tile + 1, tile + 1), (2 * tile, 2 * tile + 1)] {
             assert!(
                 matches!(Segments::for_rows(tile, row_len, stride), Segments::Rows { .. }),
                 "rows of {row_len}, stride {stride}"

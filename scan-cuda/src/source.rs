@@ -21,7 +21,7 @@ pub(crate) fn kernel_files(files: &[(&str, &str)]) -> String {
 
 /// The kernel templates, layered as in CUB (thread, warp, block, device), in
 /// the order they build on each other.
-const TEMPLATES: [(&str, &str); 13] = [
+const TEMPLATES: [(&str, &str); 14] = [
     ("util.cuh", include_str!("../kernels/util.cuh")),
     ("thread.cuh", include_str!("../kernels/thread.cuh")),
     ("warp.cuh", include_str!("../kernels/warp.cuh")),
@@ -32,6 +32,7 @@ const TEMPLATES: [(&str, &str); 13] = [
     ("lookback.cuh", include_str!("../kernels/lookback.cuh")),
     ("maps.cuh", include_str!("../kernels/maps.cuh")),
     ("single_pass.cuh", include_str!("../kernels/single_pass.cuh")),
+    ("row_tiles.cuh", include_str!("../kernels/row_tiles.cuh")),
     ("blelloch.cuh", include_str!("../kernels/blelloch.cuh")),
     ("propagate.cuh", include_str!("../kernels/propagate.cuh")),
     ("segments.cuh", include_str!("../kernels/segments.cuh")),
@@ -314,17 +315,43 @@ impl ModuleSource {
                     let reverse = direction == scan_core::Direction::Reverse;
                     let inclusive = kind == Kind::Inclusive;
                     let kernel = stage.kernel_name(direction, kind);
+                    let (bounds, body) = if stage == Stage::SinglePassRowTiles {
+                        // A block per row, the scanning threads alone, and
+                        // blocks enough per SM to keep loads in flight
+                        // (row_tiles.cuh): at least 1024 threads (at most
+                        // 64 registers each, like Blelloch's) where a run
+                        // fits in half of them (f32: 63 registers, no
+                        // spill); longer runs keep the policy's budget
+                        // (16 f64 pairs spilled 450 bytes under 64).
+                        let row_blocks =
+                            if items as usize * size <= 128 { (1024 / threads).max(min_blocks) } else { min_blocks };
+                        (
+                            format!("{threads}, {row_blocks}"),
+                            format!(
+                                "extern __shared__ __align__(16) unsigned char slices[];\n\
+                                 \x20 scan::row_tiles<{name}, {threads}, {items}, {reverse}, {inclusive}>(\n\
+                                 \x20     src, dst, len / row_len, row_len, stride, slices);"
+                            ),
+                        )
+                    } else {
+                        (
+                            format!("{block_threads}, {min_blocks}"),
+                            format!(
+                                "extern __shared__ __align__(16) unsigned char slots[];\n\
+                                 \x20 scan::single_pass<{name}, {threads}, {items}, {lookback}, {stages}, {early}, {deterministic}, {reverse}, {inclusive}>(\n\
+                                 \x20     {src}, {dst}, len, carry_in, carry_out, counter, {status}::make(words, aggregates, prefixes), epoch, chaos,\n\
+                                 \x20     {heads}, slots);"
+                            ),
+                        )
+                    };
                     let _ = write!(
                         code,
-                        "extern \"C\" __global__ void __launch_bounds__({block_threads}, {min_blocks}) {kernel}(\n\
+                        "extern \"C\" __global__ void __launch_bounds__({bounds}) {kernel}(\n\
                          \x20   const {in_type}* src, {out_type}* dst, unsigned long long len, const {item}* carry_in,\n\
                          \x20   {item}* carry_out, unsigned long long* counter,\n\
                          \x20   void* words, void* aggregates, void* prefixes, unsigned epoch, unsigned chaos,\n\
                          \x20   {row_params}, const unsigned char* flags) {{\n\
-                         \x20 extern __shared__ __align__(16) unsigned char slots[];\n\
-                         \x20 scan::single_pass<{name}, {threads}, {items}, {lookback}, {stages}, {early}, {deterministic}, {reverse}, {inclusive}>(\n\
-                         \x20     {src}, {dst}, len, carry_in, carry_out, counter, {status}::make(words, aggregates, prefixes), epoch, chaos,\n\
-                         \x20     {heads}, slots);\n\
+                         \x20 {body}\n\
                          }}\n"
                     );
                 }

@@ -117,7 +117,7 @@ fn the_rows_and_segments_kernels_build_for_every_item_shape() {
 /// kernels' 32-item runs where they fit (f32) and their fallback where they
 /// do not (the bf16 recurrence, whose long runs must spill for the fallback
 /// to be what runs: its flags and offsets kernels), and 16 f64 pairs per
-/// thread.
+/// thread; rows of one tile (a block each) among them.
 #[test]
 #[ignore = "needs libnvrtc"]
 fn the_segmented_kernels_that_run_do_not_spill() {
@@ -125,11 +125,16 @@ fn the_segmented_kernels_that_run_do_not_spill() {
         let name = std::any::type_name::<Op>();
         let report = scan_cuda::ptxas_report_segmented_with::<Op>("sm_90", Tuning::default())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
-        for kernel in ["single_pass_tile_rows_forward_inclusive", "single_pass_bits_reverse_exclusive"] {
+        for kernel in [
+            "single_pass_tile_rows_forward_inclusive",
+            "single_pass_row_tiles_reverse_exclusive",
+            "single_pass_bits_reverse_exclusive",
+        ] {
             assert!(report.contains(kernel), "{name}: no {kernel} in\n{report}");
         }
         let spills = scan_testing::kernels_that_spill(&report, "single_pass");
         assert!(spills.is_empty(), "{name}: {}", spills.join("\n"));
+        eprintln!("{name}:\n{report}");
         report
     }
     check::<Add<f32>>();

@@ -236,10 +236,13 @@ pub fn row_lengths<Op: CudaOp>() -> Vec<usize> {
     for tile in [single_pass_tile::<Op>().max(2), segmented_tile::<Op>().max(2)] {
         lengths.extend([tile - 1, tile, tile + 1]);
     }
-    // Rows of whole tiles of the rows kernels (heads.cuh, TileRows): one
-    // tile each, and several, whose look-back must stop at the row's start.
+    // Rows of whole tiles of the rows kernels (heads.cuh, TileRows): several
+    // tiles each, whose look-back must stop at the row's start; and the
+    // edges of rows of one tile, a block each (row_tiles.cuh): more than
+    // half a tile (partial warps past the row's end), or half (several rows
+    // to a tile).
     let tile = segmented_tile::<Op>().max(2);
-    lengths.extend([2 * tile, 3 * tile]);
+    lengths.extend([2 * tile, 3 * tile, tile / 2, tile / 2 + 1]);
     lengths.sort_unstable();
     lengths.dedup();
     lengths
@@ -295,7 +298,18 @@ pub fn check_many<Op: CudaOp>(
             }
         }
     }
-    let strided = [(3, 5, 7), (1000, 33, 40), (7, tile + 1, tile + 9), (4096, 1, 3), (2, 1000, 5000)];
+    // (Rows of one tile, strided: row_tiles.cuh; the last two unaligned.)
+    let rows_tile = segmented_tile::<Op>().max(2);
+    let strided = [
+        (3, 5, 7),
+        (1000, 33, 40),
+        (7, tile + 1, tile + 9),
+        (4096, 1, 3),
+        (2, 1000, 5000),
+        (5, rows_tile, rows_tile + 4),
+        (6, rows_tile - 3, rows_tile + 9),
+        (4, rows_tile / 2 + 1, rows_tile + 1),
+    ];
     for cuda in executors {
         let blelloch = cuda.algorithm() == Algorithm::Blelloch;
         for &(rows, len) in &shapes {
