@@ -15,7 +15,9 @@ use scan_core::reference;
 use scan_core::{Error, ScanSpec};
 use scan_cuda::{Algorithm, Tuning};
 use scan_testing::Rng;
-use support::gpu::{check_many, cuda, exact, executors, poisoned, random_starts, segmented_tile, small_int};
+use support::gpu::{
+    check_many, cuda, exact, executors, poisoned, random_starts, segment_heads_tile, segmented_tile, small_int,
+};
 use support::ops::AddF64x8;
 use support::user_ops::{CountAndSum, QuaternionProduct};
 
@@ -215,6 +217,31 @@ fn bad_shapes_and_offsets_are_errors_that_write_nothing() {
             assert_eq!(dev_out.download().unwrap(), out, "{starts:?}: a rejected device call wrote");
         }
         assert_eq!(out, [7; 6], "a rejected call wrote");
+        // Device starts over several tiles, found bad after the single-pass
+        // scan is queued (it reads the check itself and writes nothing).
+        let n = 5 * segment_heads_tile::<AddU32>() + 3;
+        let long: Vec<u32> = (0..n as u32).collect();
+        let poison = vec![7u32; n];
+        let dev_in = cuda.upload(&long).unwrap();
+        let mut dev_out = cuda.upload(&poison).unwrap();
+        let third = n as u64 / 3;
+        for starts in [vec![0, 2 * third, third], vec![0, 1, n as u64 + 1], vec![third, 0, 1]] {
+            let dev_starts = cuda.upload(&starts).unwrap();
+            let got = cuda.scan_segments_device_into::<AddU32>(&dev_in, &mut dev_out, &dev_starts, spec);
+            let want = if starts[0] == third { 1 } else { 2 };
+            assert!(
+                matches!(got, Err(Error::BadSegments { index, .. }) if index == want),
+                "{starts:?} over {n} items: {got:?}"
+            );
+            assert!(dev_out.download().unwrap() == poison, "{starts:?} over {n} items: a rejected device call wrote");
+        }
+        // Good starts on the same buffers still scan.
+        let starts = [0, third, 2 * third];
+        let dev_starts = cuda.upload(&starts).unwrap();
+        cuda.scan_segments_device_into::<AddU32>(&dev_in, &mut dev_out, &dev_starts, spec).unwrap();
+        let starts: Vec<usize> = starts.iter().map(|&s| s as usize).collect();
+        let want = reference::scan_segments::<AddU32>(&long, &starts, spec).unwrap();
+        assert!(dev_out.download().unwrap() == want, "good starts over {n} items after rejected ones");
         // Heads of the wrong length; strides that overlap or overrun.
         assert!(matches!(
             cuda.scan_flagged::<AddU32>(&input, &mut out, &[true; 5], spec),

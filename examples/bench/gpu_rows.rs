@@ -94,22 +94,25 @@ where
     })
 }
 
-/// Runs the cases; `reps` timed calls each.
+/// Runs the cases; `reps` timed calls each. `SCAN_BENCH_ROWS_CASES=segments`
+/// runs the segmented cases alone (a short device call).
 pub fn run(cuda: &Cuda, reps: usize) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
-    for (r, l) in [(65536, 4096), (256, 1 << 20), (4096, 4096), (1 << 20, 32)] {
-        let name = format!("f32 add rows {r} x {l}");
-        rows.extend(rows_case::<Add<f32>>(cuda, &name, r, l, reps, small)?);
+    if std::env::var("SCAN_BENCH_ROWS_CASES").as_deref() != Ok("segments") {
+        for (r, l) in [(65536, 4096), (256, 1 << 20), (4096, 4096), (1 << 20, 32)] {
+            let name = format!("f32 add rows {r} x {l}");
+            rows.extend(rows_case::<Add<f32>>(cuda, &name, r, l, reps, small)?);
+        }
+        let lr = |r: &mut Rng| (r.below(3) as f32 - 1.0, small(r));
+        rows.extend(rows_case::<LinearRecurrence<f32>>(
+            cuda,
+            "linear recurrence f32 pairs rows 65536 x 4096",
+            65536,
+            4096,
+            reps,
+            lr,
+        )?);
     }
-    let lr = |r: &mut Rng| (r.below(3) as f32 - 1.0, small(r));
-    rows.extend(rows_case::<LinearRecurrence<f32>>(
-        cuda,
-        "linear recurrence f32 pairs rows 65536 x 4096",
-        65536,
-        4096,
-        reps,
-        lr,
-    )?);
 
     // Segmented f32 add, 2^28 items, segment lengths uniform in [1, 2000].
     let n = 1usize << 28;

@@ -65,7 +65,8 @@ const USAGE: &str =
   --gpu-policies-only  time only those (GPU)
   --policy-items LIST  the item sizes whose shapes are timed, e.g. 16,32 (default 4,8,16,32)
   --gpu-host-only  time only scans from and to host slices against the pinned link (GPU)
-  --gpu-rows-only  time only rows and segments in one launch (GPU)
+  --gpu-rows-only  time only rows and segments in one launch (GPU; SCAN_BENCH_ROWS_CASES=segments:
+                   the segments alone; SCAN_BENCH_ROWS_SWEEP=1|only: tile shapes of 65536 x 4096 rows)
   --gpu-fused-only time only the fused-maps recurrence (GPU)
   --gpu-selective-only  time only the selective scan (GPU)
   --size-log2 N    items per CPU case: 2^N (default 26)

@@ -27,6 +27,9 @@
 //              tile (`first_tile`), with the free look-back or the
 //              deterministic one's fixed groups (lookback.cuh).
 //
+// `refused()`: whether the scan must write nothing (BitHeads from starts
+// found bad; the others never refuse).
+//
 // Tiles cover scan positions whatever the segments, so short and long
 // segments fill tiles alike. Inside a tile the scans are segmented: the
 // thread and block layers run Headed<Op>, the lifted monoid over (value,
@@ -66,6 +69,7 @@ struct NoHeads {
     // a reverse scan).
     __device__ __forceinline__ u64 memory(u64 m) const { return m; }
     __device__ __forceinline__ bool contiguous() const { return true; }
+    __device__ __forceinline__ bool refused() const { return false; }
     template <int N, bool REVERSE>
     __device__ __forceinline__ u64 run(u64) const { return 0; }
 };
@@ -78,6 +82,7 @@ struct TileRows {
 
     __device__ __forceinline__ u64 memory(u64 m) const { return m; }
     __device__ __forceinline__ bool contiguous() const { return true; }
+    __device__ __forceinline__ bool refused() const { return false; }
     template <int N, bool REVERSE>
     __device__ __forceinline__ u64 run(u64) const { return 0; }
     // Whether tile `tile` of TILE items starts a row (in either direction:
@@ -101,6 +106,7 @@ struct RowHeads {
 
     __device__ __forceinline__ u64 memory(u64 m) const { return m / row_len * stride + m % row_len; }
     __device__ __forceinline__ bool contiguous() const { return stride == row_len; }
+    __device__ __forceinline__ bool refused() const { return false; }
     // Bit i set where scan position q + i is a head, for a run of N <= 64.
     template <int N, bool REVERSE>
     __device__ __forceinline__ u64 run(u64 q) const {
@@ -122,6 +128,7 @@ struct FlagHeads {
 
     __device__ __forceinline__ u64 memory(u64 m) const { return m; }
     __device__ __forceinline__ bool contiguous() const { return true; }
+    __device__ __forceinline__ bool refused() const { return false; }
     template <int N, bool REVERSE>
     __device__ __forceinline__ u64 run(u64 q) const {
         u64 mask = 0;
@@ -161,10 +168,13 @@ struct BitHeads {
     static constexpr bool NONE = false;
     static constexpr bool TILE_ROWS = false;
     u64 len;
-    const u64* bits;  // len / 64 + 2 words, zero past len
+    const u64* bits;  // len / 64 + 2 words, zero past len, then the check word
 
     __device__ __forceinline__ u64 memory(u64 m) const { return m; }
     __device__ __forceinline__ bool contiguous() const { return true; }
+    // The starts' check (segments.cuh): nonzero when a start was bad. The
+    // scan is queued before the host reads it, and writes nothing then.
+    __device__ __forceinline__ bool refused() const { return bits[len / 64 + 2] != 0; }
     // Bits a .. a + n - 1 of memory order (n <= 64, a <= len), bit 0 first.
     __device__ __forceinline__ u64 window(u64 a, int n) const {
         const u64 w = a / 64, s = a % 64;

@@ -189,6 +189,9 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     __shared__ unsigned slot_heads[STAGES];
     __shared__ unsigned heads_before[SEGMENTED ? STAGES * WARPS : 1];
 
+    // Segments from starts found bad (heads.cuh, BitHeads): nothing is
+    // written; every thread returns before any barrier or claim.
+    if (heads.refused()) return;
     const i64 tiles = (i64)((len + TILE - 1) / TILE);
     const int warp = (int)warp_id();
 

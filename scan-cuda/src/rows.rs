@@ -18,7 +18,7 @@
 //!
 //! The layouts are pictured in the docs of [`Cuda`] ("Rows and segments").
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use scan_core::{reference, CudaOp, Error, Result, ScanSpec};
 
 use crate::blelloch::grid;
@@ -306,9 +306,9 @@ impl Cuda {
 
     /// [`scan_segments`](Cuda::scan_segments) on device buffers: `starts`
     /// (CSR offsets) on the device too. Checking them means reading one word
-    /// back, so this call waits for the flags kernel before it queues the
-    /// scan; a bad start is an [`Error::BadSegments`] naming it, and nothing
-    /// is written then.
+    /// back, so this call waits for the scan (the single-pass kernel reads
+    /// the check itself; Blelloch's scans wait for the check); a bad start
+    /// is an [`Error::BadSegments`] naming it, and nothing is written then.
     pub fn scan_segments_device_into<Op: CudaOp>(
         &self,
         input: &DeviceBuffer<Op::Item>,
@@ -351,9 +351,13 @@ impl Cuda {
     }
 
     /// Queues the segmented scan of `len` items from `src` (or in place) to
-    /// `dst`, segments beginning at the device `starts` (checked first: this
-    /// waits for the check). Single-pass: the starts become head bits (1/8
-    /// byte per item); Blelloch: head flags, to find the segments.
+    /// `dst`, segments beginning at the device `starts`, and checks them:
+    /// waits for the stream and reads one word back. Single-pass: the starts
+    /// become head bits (1/8 byte per item) and the scan is queued behind
+    /// them at once, reading the check itself (it writes nothing after a bad
+    /// start, kernels/heads.cuh `BitHeads::refused`), so the one wait comes
+    /// after the scan and no round trip to the host separates the two
+    /// kernels. Blelloch: head flags, checked before its scans are queued.
     fn scan_starts_raw<Op: CudaOp>(
         &self,
         src: Option<u64>,
@@ -364,39 +368,49 @@ impl Cuda {
     ) -> Result<()> {
         match self.module::<Op>()?.plan(self.algorithm()) {
             Ok(_) => {
-                // Words of 64 bits, one spare: BitHeads reads a word past
-                // the one holding the last item (kernels/heads.cuh).
-                let bits = self.heads_from_starts::<Op, u32>(starts, len, 2 * (len / 64 + 2), Stage::SegmentBits)?;
-                let (bits_ptr, sync) = bits.device_ptr(self.stream());
+                // One spare word past the one holding the last item, which
+                // BitHeads reads (kernels/heads.cuh).
+                let words = len / 64 + 2;
+                let heads = self.heads_from_starts::<Op>(starts, len, words, Stage::SegmentBits)?;
+                let (bits_ptr, sync) = heads.device_ptr(self.stream());
                 drop(sync);
                 let module = self.module_of::<Op>(Family::Offsets)?;
-                // `bits` is freed in stream order, after the scan.
-                self.single_pass(&module)?.launch(src.unwrap_or(dst), dst, len, Segments::Bits { bits: bits_ptr }, spec)
+                // `heads` is freed in stream order, after the scan.
+                self.single_pass(&module)?.launch(
+                    src.unwrap_or(dst),
+                    dst,
+                    len,
+                    Segments::Bits { bits: bits_ptr },
+                    spec,
+                )?;
+                self.check_starts(starts, len, &heads, words)
             }
             Err(_) => {
-                let flags = self.heads_from_starts::<Op, u8>(starts, len, len, Stage::SegmentFlags)?;
+                let words = len.div_ceil(8);
+                let flags = self.heads_from_starts::<Op>(starts, len, words, Stage::SegmentFlags)?;
+                self.check_starts(starts, len, &flags, words)?;
                 self.scan_flags_raw::<Op>(src, dst, len, &FlagBytes::Owned(flags), spec)
             }
         }
     }
 
-    /// `words` zeroed words with the heads of device `starts` set by
-    /// `stage` (a flag byte per item, or a bit), checked: waits for the
-    /// kernel and reads back whether a start was bad.
-    fn heads_from_starts<Op: CudaOp, W: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits>(
+    /// `words` zeroed 64-bit words with the heads of device `starts` set by
+    /// `stage` (a flag byte per item, or a bit), and after them the check
+    /// word: 0, or `!i` for the first bad start `i` (kernels/segments.cuh).
+    /// Queued; [`check_starts`](Cuda::check_starts) reads the check.
+    fn heads_from_starts<Op: CudaOp>(
         &self,
         starts: &DeviceBuffer<u64>,
         len: usize,
         words: usize,
         stage: Stage,
-    ) -> Result<CudaSlice<W>> {
+    ) -> Result<CudaSlice<u64>> {
         let stream = self.stream();
-        let mut heads = stream.alloc_zeros::<W>(words).map_err(|e| driver_error("head flags allocation", e))?;
+        let mut heads =
+            stream.alloc_zeros::<u64>(words + 1).map_err(|e| driver_error("segment heads allocation", e))?;
         if starts.is_empty() {
             return Ok(heads);
         }
-        // The first bad start's index, or u64::MAX.
-        let mut bad = stream.clone_htod(&[u64::MAX]).map_err(|e| driver_error("upload", e))?;
         // The check kernels are item-independent; each family that uses one
         // has it.
         let family = if stage == Stage::SegmentBits { Family::Offsets } else { Family::Flags };
@@ -408,25 +422,37 @@ impl Cuda {
         let count = starts.len() as u64;
         let len64 = len as u64;
         let starts_ptr = starts.device_ptr(stream);
+        let (heads_ptr, sync) = heads.device_ptr_mut(stream);
+        drop(sync);
+        let check_ptr = heads_ptr + 8 * words as u64;
         let blocks = starts.len().div_ceil(256).min(4096);
         let cfg = LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        {
-            let mut launch = stream.launch_builder(kernel);
-            launch.arg(&starts_ptr).arg(&count).arg(&len64).arg(&mut heads).arg(&mut bad);
-            // SAFETY: `starts` holds `count` u64s and `bad` one u64; `heads`
-            // holds a byte per item (flags) or len / 64 + 2 64-bit words
-            // (bits), and the kernels write only the heads of starts below
-            // len. All live until the download below has waited.
-            unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the segment heads kernel", e))?;
-        }
-        let first_bad = stream.clone_dtoh(&bad).map_err(|e| driver_error("download", e))?[0];
-        if first_bad != u64::MAX {
-            // Name the start as the host check does.
-            let host: Vec<usize> = starts.download()?.into_iter().map(|s| s as usize).collect();
-            reference::segments(len, &host)?;
-            return Err(Error::Other(format!("internal: start {first_bad} was reported bad but checks out")));
-        }
+        let mut launch = stream.launch_builder(kernel);
+        launch.arg(&starts_ptr).arg(&count).arg(&len64).arg(&heads_ptr).arg(&check_ptr);
+        // SAFETY: `starts` holds `count` u64s; `heads` holds `words` + 1
+        // 64-bit words: a byte per item (flags, `words` >= len / 8) or a bit
+        // per item (`words` >= len / 64 + 1), then the check word, and the
+        // kernels write only the heads of starts below len and the check.
+        // Both live until the stream has run the kernel (`heads` is freed in
+        // stream order).
+        unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the segment heads kernel", e))?;
         Ok(heads)
+    }
+
+    /// Waits for the stream and reads the check word of `heads` (after its
+    /// `words` words of heads, [`heads_from_starts`](Cuda::heads_from_starts)):
+    /// a bad start is [`Error::BadSegments`], named as the host check names it.
+    fn check_starts(&self, starts: &DeviceBuffer<u64>, len: usize, heads: &CudaSlice<u64>, words: usize) -> Result<()> {
+        let check = self
+            .stream()
+            .clone_dtoh(&heads.slice(words..words + 1))
+            .map_err(|e| driver_error("download of the segment starts' check", e))?[0];
+        if check == 0 {
+            return Ok(());
+        }
+        let host: Vec<usize> = starts.download()?.into_iter().map(|s| s as usize).collect();
+        reference::segments(len, &host)?;
+        Err(Error::Other(format!("internal: start {} was reported bad but checks out", !check)))
     }
 
     /// Queues the segmented scan of `len` items from `src` (or in place) to
@@ -458,7 +484,10 @@ impl Cuda {
             Err(_) => {
                 // Blelloch: one scan per segment, found from the flags.
                 let bytes: Vec<u8> = match flags {
-                    FlagBytes::Owned(f) => self.stream().clone_dtoh(f).map_err(|e| driver_error("download", e))?,
+                    FlagBytes::Owned(f) => {
+                        let words = self.stream().clone_dtoh(f).map_err(|e| driver_error("download", e))?;
+                        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+                    }
                     FlagBytes::Heads(heads) => heads.download()?.into_iter().map(u8::from).collect(),
                 };
                 let size = std::mem::size_of::<Op::Item>() as u64;
@@ -477,7 +506,8 @@ impl Cuda {
 /// Head flags on the device, one byte per item: made by a call (freed in
 /// stream order after it), or the caller's.
 enum FlagBytes<'a> {
-    Owned(CudaSlice<u8>),
+    /// A byte per item in 64-bit words (heads_from_starts).
+    Owned(CudaSlice<u64>),
     Heads(&'a DeviceBuffer<bool>),
 }
 

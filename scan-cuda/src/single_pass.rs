@@ -142,7 +142,9 @@ pub(crate) enum Segments {
     /// Segments starting where a byte of `flags` (one per item) is nonzero.
     Flags { flags: u64 },
     /// Segments starting where a bit of `bits` (64-bit words, `len / 64 +
-    /// 2` of them, zero past `len`) is set.
+    /// 2` of them, zero past `len`) is set; the word after them is the
+    /// starts' check, and the kernel writes nothing unless it is 0
+    /// (kernels/segments.cuh).
     Bits { bits: u64 },
     /// One scan of everything through a mapped module's maps: `src` is the
     /// first input array, these the second and third (0 when absent), and

@@ -226,8 +226,8 @@ impl ModuleSource {
             let _ = write!(
                 code,
                 "extern \"C\" __global__ void {}(const unsigned long long* starts, unsigned long long count,\n\
-                 \x20   unsigned long long len, unsigned char* flags, unsigned long long* first_bad) {{\n\
-                 \x20 scan::segment_flags(starts, count, len, flags, first_bad);\n\
+                 \x20   unsigned long long len, unsigned char* flags, unsigned long long* check) {{\n\
+                 \x20 scan::segment_flags(starts, count, len, flags, check);\n\
                  }}\n",
                 Stage::SegmentFlags.kernel_name(scan_core::Direction::Forward, Kind::Inclusive)
             );
@@ -236,8 +236,8 @@ impl ModuleSource {
             let _ = write!(
                 code,
                 "extern \"C\" __global__ void {}(const unsigned long long* starts, unsigned long long count,\n\
-                 \x20   unsigned long long len, unsigned* bits, unsigned long long* first_bad) {{\n\
-                 \x20 scan::segment_bits(starts, count, len, bits, first_bad);\n\
+                 \x20   unsigned long long len, unsigned* bits, unsigned long long* check) {{\n\
+                 \x20 scan::segment_bits(starts, count, len, bits, check);\n\
                  }}\n",
                 Stage::SegmentBits.kernel_name(scan_core::Direction::Forward, Kind::Inclusive)
             );
