@@ -528,8 +528,10 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
         // of `--gpu-rows-only`): 32-item runs with and without early loads
         // (without: the flags' and offsets' default, for_segment_heads), and
         // 16-item runs with them, in 2 and in 3 stages (3 is the rows'
-        // default, the plain deterministic shape's: rows of whole tiles run
-        // the plain code path). A Tuning's shape runs the free look-back.
+        // default, the plain deterministic shape's: rows of two or more
+        // whole tiles run the plain code path; rows of one tile, 65536 x
+        // 4096 and 4096 x 4096, run row_tiles.cuh, where stages and early
+        // loads do not apply). A Tuning's shape runs the free look-back.
         // The recurrence rows (8-byte items, 16 per thread either way) are
         // left out.
         let segmented_shapes: [Shape; 4] = [

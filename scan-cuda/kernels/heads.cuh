@@ -18,12 +18,12 @@
 //              the scan reads 1/8 byte per item for its heads, where
 //              FlagHeads reads one (and a flags pass writes one).
 //   TileRows   consecutive rows of `row_len` items, a whole number of tiles
-//              each: no head falls inside a tile, so the kernel takes the
-//              plain code path (NONE), and a tile that starts a row neither
-//              looks back nor joins a prefix. The segmented path's extra
-//              work per item (Headed<Op>, head masks) is gone: rows of 4096
-//              f32 items with 4096-item tiles are independent tiles. The
-//              other tiles look back no further than their row's first
+//              each (two or more: rows of one tile run row_tiles.cuh, a
+//              block per row): no head falls inside a tile, so the kernel
+//              takes the plain code path (NONE), and a tile that starts a
+//              row neither looks back nor joins a prefix. The segmented
+//              path's extra work per item (Headed<Op>, head masks) is gone.
+//              The other tiles look back no further than their row's first
 //              tile (`first_tile`), with the free look-back or the
 //              deterministic one's fixed groups (lookback.cuh).
 //

@@ -84,7 +84,8 @@ impl std::fmt::Display for CompileStats {
 /// # Rows and segments
 ///
 /// Many independent scans in one call, each one launch with the
-/// single-pass algorithm whatever their number and lengths: rows of equal
+/// single-pass algorithm whatever their number and lengths (segments by
+/// starts add one small launch that turns the starts into head bits): rows of equal
 /// length (`scan_rows*`), rows with a stride (`scan_rows_strided*`), and
 /// segments of any lengths, by starts (`scan_segments*`, CSR offsets) or by
 /// head flags (`scan_flagged*`). Each has host-slice forms and
@@ -282,9 +283,11 @@ impl Cuda {
     /// every run, on the same GPU and build, whatever the scheduling. This
     /// covers consecutive rows of whole tiles too (the row length a
     /// multiple of the rows kernel's tile, 4096 for 4-byte items: the plain
-    /// code path, and deterministic by default for 4-byte items); strided
-    /// rows, other rows and segmented scans are not covered. The Blelloch
-    /// algorithm is deterministic anyway.
+    /// code path, and deterministic by default for 4-byte items). Rows of
+    /// more than half a tile and at most one (2049 to 4096 f32 items,
+    /// strided or not) are deterministic whatever this says: a block scans
+    /// each row alone. Other rows and segmented scans are not covered. The
+    /// Blelloch algorithm is deterministic anyway.
     ///
     /// ```no_run
     /// # fn main() -> scan_core::Result<()> {
@@ -596,8 +599,10 @@ impl Cuda {
             Ok(_) => {
                 let rows_module = self.module_of::<Op>(Family::Rows)?;
                 let single_pass = self.single_pass(&rows_module)?;
-                // Consecutive rows of whole tiles: the plain code path, each
-                // row's first tile starting afresh (kernels/heads.cuh).
+                // By row length (Segments::for_rows): rows of one tile a
+                // block each (kernels/row_tiles.cuh); consecutive rows of
+                // whole tiles the plain code path, each row's first tile
+                // starting afresh (kernels/heads.cuh); others segmented.
                 let segments = Segments::for_rows(single_pass.policy.tile(), row_len, stride);
                 single_pass.launch(src.unwrap_or(dst), dst, len, segments, spec)
             }

@@ -113,7 +113,10 @@ pub struct SinglePassPolicy {
     /// from run to run on the same GPU and build. Rows of whole tiles (the
     /// rows kernel's tile divides the row length) are covered: they take
     /// the plain code path, and each row starts afresh inside the fixed
-    /// groups. Other rows, segments (flags, offsets) and fused maps are not.
+    /// groups. Rows of more than half a tile and at most one are
+    /// deterministic whatever this says (a block per row,
+    /// kernels/row_tiles.cuh). Other rows, segments (flags, offsets) and
+    /// fused maps are not.
     /// On by default for plain scans and rows of 4-byte items
     /// ([`SinglePassPolicy::plain_default`]), off otherwise:
     /// [`Cuda::with_deterministic`](crate::Cuda::with_deterministic).
@@ -385,9 +388,8 @@ impl SinglePassPolicy {
 
     /// Dynamic shared memory of one block of the rows-of-one-tile kernel
     /// (kernels/row_tiles.cuh) for items of `size` bytes: one tile's
-    /// exchange slices, at least what it uses and at most
-    /// [`dynamic_shared_bytes`](Self::dynamic_shared_bytes), which its
-    /// kernels are opted in to.
+    /// exchange slices (at least what it uses), what its kernels are opted
+    /// in to and launched with.
     pub fn row_tile_shared_bytes(self, size: usize) -> usize {
         let run = self.items_per_thread as usize * size.max(1);
         self.threads as usize * (run + 16)

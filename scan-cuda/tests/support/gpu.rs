@@ -215,7 +215,8 @@ pub fn small_int(rng: &mut Rng) -> f64 {
 /// (`SinglePassPolicy::for_segments`: shorter than the plain scan's for
 /// items of 4 bytes or less; 4-byte items take it from the deterministic
 /// shape, whose tile is the same 256 x 16, as the unit test
-/// `consecutive_rows_of_whole_tiles_take_the_plain_code_path` checks), and
+/// `rows_of_one_tile_take_a_block_each_and_longer_whole_tiles_the_plain_code_path`
+/// checks), and
 /// the flags and offsets kernels' fallback tile.
 pub fn segmented_tile<Op: CudaOp>() -> usize {
     SinglePassPolicy::for_item(std::mem::size_of::<Op::Item>(), 90).map_or(0, |p| p.for_segments().tile())
@@ -307,7 +308,7 @@ pub fn check_many<Op: CudaOp>(
         (4096, 1, 3),
         (2, 1000, 5000),
         (5, rows_tile, rows_tile + 4),
-        (6, rows_tile - 3, rows_tile + 9),
+        (6, rows_tile.saturating_sub(3).max(1), rows_tile + 9),
         (4, rows_tile / 2 + 1, rows_tile + 1),
     ];
     for cuda in executors {
