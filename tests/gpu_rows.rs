@@ -218,30 +218,19 @@ fn bad_shapes_and_offsets_are_errors_that_write_nothing() {
         }
         assert_eq!(out, [7; 6], "a rejected call wrote");
         // Device starts over several tiles, found bad after the single-pass
-        // scan is queued (it reads the check itself and writes nothing).
+        // scan is queued (it reads the check itself and writes nothing), in
+        // every direction and kind, for 4-byte items and for 16-byte ones
+        // (split status); good starts on the same buffers then scan.
         let n = 5 * segment_heads_tile::<AddU32>() + 3;
         let long: Vec<u32> = (0..n as u32).collect();
-        let poison = vec![7u32; n];
-        let dev_in = cuda.upload(&long).unwrap();
-        let mut dev_out = cuda.upload(&poison).unwrap();
+        let pairs: Vec<(f64, f64)> = (0..n).map(|i| ((i % 3) as f64 - 1.0, (i % 7) as f64)).collect();
         let third = n as u64 / 3;
-        for starts in [vec![0, 2 * third, third], vec![0, 1, n as u64 + 1], vec![third, 0, 1]] {
-            let dev_starts = cuda.upload(&starts).unwrap();
-            let got = cuda.scan_segments_device_into::<AddU32>(&dev_in, &mut dev_out, &dev_starts, spec);
-            let want = if starts[0] == third { 1 } else { 2 };
-            assert!(
-                matches!(got, Err(Error::BadSegments { index, .. }) if index == want),
-                "{starts:?} over {n} items: {got:?}"
-            );
-            assert!(dev_out.download().unwrap() == poison, "{starts:?} over {n} items: a rejected device call wrote");
+        let bad = [vec![0, 2 * third, third], vec![0, 1, n as u64 + 1], vec![third, 0, 1]];
+        let good = [0, third, 2 * third];
+        for spec in ScanSpec::ALL {
+            rejects_bad_device_starts::<AddU32>(&cuda, &long, &bad, &good, spec);
+            rejects_bad_device_starts::<LinearRecurrence<f64>>(&cuda, &pairs, &bad, &good, spec);
         }
-        // Good starts on the same buffers still scan.
-        let starts = [0, third, 2 * third];
-        let dev_starts = cuda.upload(&starts).unwrap();
-        cuda.scan_segments_device_into::<AddU32>(&dev_in, &mut dev_out, &dev_starts, spec).unwrap();
-        let starts: Vec<usize> = starts.iter().map(|&s| s as usize).collect();
-        let want = reference::scan_segments::<AddU32>(&long, &starts, spec).unwrap();
-        assert!(dev_out.download().unwrap() == want, "good starts over {n} items after rejected ones");
         // Heads of the wrong length; strides that overlap or overrun.
         assert!(matches!(
             cuda.scan_flagged::<AddU32>(&input, &mut out, &[true; 5], spec),
@@ -265,6 +254,41 @@ fn bad_shapes_and_offsets_are_errors_that_write_nothing() {
         assert_eq!(out, [7; 6], "a rejected call wrote");
         assert_eq!(dev_out.download().unwrap(), out, "a rejected device call wrote");
     }
+}
+
+/// Device `starts` that are bad (the first bad one at index 1 when the
+/// starts begin above 0, else 2) are errors that leave the output as it was;
+/// `good` starts then scan as the reference does.
+fn rejects_bad_device_starts<Op: scan::CudaOp>(
+    cuda: &scan_cuda::Cuda,
+    input: &[Op::Item],
+    bad: &[Vec<u64>],
+    good: &[u64],
+    spec: ScanSpec,
+) where
+    Op::Item: PartialEq + std::fmt::Debug,
+{
+    let name = std::any::type_name::<Op>();
+    let n = input.len();
+    let dev_in = cuda.upload(input).unwrap();
+    // (Not `poisoned`: its floats may be NaNs, and the check compares.)
+    let poison: Vec<Op::Item> = input.iter().rev().copied().collect();
+    let mut dev_out = cuda.upload(&poison).unwrap();
+    for starts in bad {
+        let dev_starts = cuda.upload(starts).unwrap();
+        let got = cuda.scan_segments_device_into::<Op>(&dev_in, &mut dev_out, &dev_starts, spec);
+        let want = if starts[0] > 0 { 1 } else { 2 };
+        assert!(
+            matches!(got, Err(Error::BadSegments { index, .. }) if index == want),
+            "{name}, {spec:?}, {starts:?} over {n} items: {got:?}"
+        );
+        assert!(dev_out.download().unwrap() == poison, "{name}, {spec:?}, {starts:?}: a rejected device call wrote");
+    }
+    let dev_starts = cuda.upload(good).unwrap();
+    cuda.scan_segments_device_into::<Op>(&dev_in, &mut dev_out, &dev_starts, spec).unwrap();
+    let starts: Vec<usize> = good.iter().map(|&s| s as usize).collect();
+    let want = reference::scan_segments::<Op>(input, &starts, spec).unwrap();
+    assert!(dev_out.download().unwrap() == want, "{name}, {spec:?}: good starts after rejected ones");
 }
 
 /// Rows past 2^31 items in all (two rows of 2^30 + 3 u32 ones, in place on

@@ -77,7 +77,9 @@ impl std::fmt::Display for CompileStats {
 /// error. Calls on device buffers (`scan_device`, `scan_device_into`) are
 /// queued on the executor's stream and return at once, like CUB's or
 /// torch's: the next download or [`synchronize`](Cuda::synchronize) waits
-/// for them and reports an asynchronous failure. Every operation of an
+/// for them and reports an asynchronous failure (one exception:
+/// [`scan_segments_device_into`](Cuda::scan_segments_device_into) checks its
+/// device starts, which means reading a word back after the scan). Every operation of an
 /// executor goes to its one stream, so they run in the order they are
 /// called.
 ///

@@ -319,12 +319,17 @@ impl ModuleSource {
                         // A block per row, the scanning threads alone, and
                         // blocks enough per SM to keep loads in flight
                         // (row_tiles.cuh): at least 1024 threads (at most
-                        // 64 registers each, like Blelloch's) where a run
-                        // fits in half of them (f32: 63 registers, no
-                        // spill); longer runs keep the policy's budget
-                        // (16 f64 pairs spilled 450 bytes under 64).
-                        let row_blocks =
-                            if items as usize * size <= 128 { (1024 / threads).max(min_blocks) } else { min_blocks };
+                        // 64 registers each, like Blelloch's) for items of
+                        // up to 8 bytes whose run fits in half of them (f32:
+                        // 63 registers, f32 pairs 64, no spill); longer runs
+                        // and wider items keep the policy's budget (16 f64
+                        // pairs spilled 450 bytes under 64, two 64-byte
+                        // items 140 to 310).
+                        let row_blocks = if size <= 8 && items as usize * size <= 128 {
+                            (1024 / threads).max(min_blocks)
+                        } else {
+                            min_blocks
+                        };
                         (
                             format!("{threads}, {row_blocks}"),
                             format!(

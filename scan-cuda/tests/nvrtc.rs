@@ -160,6 +160,30 @@ fn the_segmented_kernels_that_run_do_not_spill() {
     // 16-item runs: DEVELOPERS.md, not covered here.)
 }
 
+/// Rows of one tile (kernels/row_tiles.cuh, a block per row, launch bounds
+/// of 1024 threads per SM where a run is at most 128 bytes) spill nothing:
+/// every item shape of the tests in its default shape, and f32 in the tile
+/// shapes the rows bench times (`SCAN_BENCH_ROWS_SWEEP`).
+#[test]
+#[ignore = "needs libnvrtc"]
+fn rows_of_one_tile_spill_nothing_in_any_shape_that_runs() {
+    fn check<Op: CudaOp>(tuning: Tuning) {
+        let name = std::any::type_name::<Op>();
+        let report = scan_cuda::ptxas_report_segmented_with::<Op>("sm_90", tuning)
+            .unwrap_or_else(|e| panic!("{name}, {tuning:?}: {e}"));
+        assert!(report.contains("single_pass_row_tiles_reverse_exclusive"), "{name}: no row tiles kernel");
+        let spills = scan_testing::kernels_that_spill(&report, "single_pass_row_tiles");
+        assert!(spills.is_empty(), "{name}, {tuning:?}: {}", spills.join("\n"));
+    }
+    check::<AddF64x8>(Tuning::default());
+    check::<CountAndSum>(Tuning::default());
+    check::<QuaternionProduct>(Tuning::default());
+    check::<LinearRecurrence<scan_core::maps::bf16>>(Tuning::default());
+    for (threads, items) in [(128, 32), (512, 8)] {
+        check::<Add<f32>>(Tuning::default().threads(threads).items_per_thread(items));
+    }
+}
+
 /// The stream-compaction kernels (one module for every item type), for both
 /// architectures.
 #[test]
