@@ -100,8 +100,10 @@ fn rows_and_segments_survive_the_adversarial_schedule() {
 /// Consecutive rows of whole tiles (kernels/heads.cuh, `TileRows`) whose
 /// look-backs cross the deterministic look-back's fixed groups (128 tiles
 /// for f32, 64 for 8-byte items) and the free look-back's windows: rows of
-/// 2 to 300 tiles, starting inside groups and spanning several (and rows of
-/// one tile, a block each: row_tiles.cuh), under the adversarial schedule too; exact against the reference (a non-commutative
+/// 2 to 300 tiles, starting inside groups and spanning several, and 1000
+/// rows of one tile (row_tiles.cuh: a block per row, and under the
+/// adversarial schedule two blocks striding over them), under the
+/// adversarial schedule too; exact against the reference (a non-commutative
 /// operator among them), and float rows bitwise identical on every schedule
 /// (the rows module's deterministic default for 4-byte items).
 #[test]

@@ -675,8 +675,9 @@ impl Tuning {
     /// A debugging mode for tests: with a seed other than 0, blocks claim
     /// their tiles in an order unrelated to their index and publish their
     /// status late, at pseudo-random, sometimes skipping the aggregate, so
-    /// that the look-back meets every mix of statuses. Results must not
-    /// change; only speed does.
+    /// that the look-back meets every mix of statuses; rows of one tile
+    /// (a block per row otherwise) run on two blocks that stride over the
+    /// rows. Results must not change; only speed does.
     pub fn adversarial_schedule(mut self, seed: u32) -> Self {
         self.adversarial_seed = seed;
         self

@@ -28,6 +28,9 @@ const EPOCH_LIMIT: u32 = 1 << 30;
 /// rows past that (kernels/row_tiles.cuh).
 const MAX_ROW_BLOCKS: usize = 1 << 30;
 
+/// The blocks of rows of one tile under the adversarial schedule.
+const ADVERSARIAL_ROW_BLOCKS: usize = 2;
+
 /// Where each part of the status scratch starts, in bytes.
 const COUNTER_BYTES: usize = 256;
 
@@ -224,10 +227,14 @@ impl SinglePass<'_> {
             // A block per row, as many as a grid holds (the blocks stride
             // over the rows past that), the scanning threads alone, and one
             // tile's slices (kernels/row_tiles.cuh).
+            // Under the adversarial schedule two blocks stride over all the
+            // rows, so that tests reach the stride and the block-scan
+            // scratches' alternation.
             let rows = len / row_len.max(1) as usize;
+            let cap = if self.chaos != 0 { ADVERSARIAL_ROW_BLOCKS } else { MAX_ROW_BLOCKS };
             let shared = self.policy.row_tile_shared_bytes(self.module.item_size);
             LaunchConfig {
-                grid_dim: (grid(rows.min(MAX_ROW_BLOCKS))?, 1, 1),
+                grid_dim: (grid(rows.min(cap))?, 1, 1),
                 block_dim: (self.policy.threads, 1, 1),
                 shared_mem_bytes: u32::try_from(shared)
                     .map_err(|_| Error::TooLarge { what: "shared memory".into() })?,
