@@ -113,6 +113,12 @@ fn an_adversarial_schedule_neither_deadlocks_nor_changes_results() {
         (r.next_u64() as i32, r.next_u64() as i32, r.below(4) as u32)
     });
     adversarial::<MatMul2x2<i32>>("matmul2x2 i32 (16 B)", None, |r| std::array::from_fn(|_| r.next_u64() as i32));
+    adversarial::<MatMul2x2<i32>>("matmul2x2 i32 (16 B, tagged)", Some(StatusLayout::Tagged), |r| {
+        std::array::from_fn(|_| r.next_u64() as i32)
+    });
+    adversarial::<AffineI32Counted>("affine i32 counted (12 B, tagged)", Some(StatusLayout::Tagged), |r| {
+        (r.next_u64() as i32, r.next_u64() as i32, r.below(4) as u32)
+    });
     adversarial::<QuaternionProduct>("quaternion product (32 B)", None, |r| {
         let mut q = [0.0; 4];
         q[r.below(4) as usize] = if r.below(2) == 0 { -1.0 } else { 1.0 };
@@ -170,6 +176,8 @@ fn every_status_layout_and_tile_shape_is_exact() {
         (256, 32, 1, 2, None, true),
         (96, 3, 2, 3, None, true),
         (128, 16, 1, 4, Some(StatusLayout::Split), true),
+        (256, 16, 2, 2, Some(StatusLayout::Tagged), false),
+        (96, 8, 1, 3, Some(StatusLayout::Tagged), true),
         (32, 1, 1, 3, None, true),
         (128, 64, 3, 1, None, true),
     ];

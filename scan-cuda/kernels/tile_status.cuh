@@ -19,7 +19,13 @@
 //   with ld.acquire and only then the value, which the release/acquire pair
 //   guarantees to be the one published. Aggregates and prefixes live in
 //   different arrays, so upgrading a tile's status never overwrites a value
-//   that a reader may be loading.
+//   that a reader may be loading. A read is two dependent round trips.
+// * Tagged (any item; meant for 9 to 32 bytes): the item in 8-byte pieces,
+//   each in a 16-byte word beside the code, every word written and read by
+//   one access as Packed's 16-byte case. A reader loads all of a tile's
+//   words at once (one round trip) and takes the value only when every word
+//   carries the same code: a tile midway through an upgrade (aggregate to
+//   prefix) reads as unpublished, and the reader looks again.
 
 namespace scan {
 
@@ -70,6 +76,47 @@ struct PackedStatus {
             memcpy(&value, &bits, sizeof(Item));
             return (unsigned)word;
         }
+    }
+};
+
+template <class Item>
+struct TaggedStatus {
+    static constexpr int PIECES = (int)((sizeof(Item) + 7) / 8);
+    u64* words;  // 2 * PIECES per tile: (code, piece) pairs
+
+    static __device__ __forceinline__ TaggedStatus make(void* words, void*, void*) {
+        TaggedStatus s;
+        s.words = static_cast<u64*>(words);
+        return s;
+    }
+
+    __device__ __forceinline__ void publish(i64 tile, unsigned code, Item value) const {
+        u64 bits[PIECES] = {};
+        memcpy(bits, &value, sizeof(Item));
+        u64* w = words + 2 * PIECES * tile;
+#pragma unroll
+        for (int p = 0; p < PIECES; ++p) {
+            asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(w + 2 * p), "l"((u64)code),
+                         "l"(bits[p])
+                         : "memory");
+        }
+    }
+
+    __device__ __forceinline__ unsigned read(i64 tile, Item& value) const {
+        u64 codes[PIECES], bits[PIECES];
+        const u64* w = words + 2 * PIECES * tile;
+#pragma unroll
+        for (int p = 0; p < PIECES; ++p) {
+            asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+                         : "=l"(codes[p]), "=l"(bits[p])
+                         : "l"(w + 2 * p)
+                         : "memory");
+        }
+        bool agree = true;
+#pragma unroll
+        for (int p = 1; p < PIECES; ++p) agree = agree && codes[p] == codes[0];
+        memcpy(&value, bits, sizeof(Item));
+        return agree ? (unsigned)codes[0] : 0u;  // 0: no epoch's status
     }
 };
 

@@ -74,8 +74,14 @@ pub enum StatusLayout {
     /// access (items of up to 8 bytes).
     Packed,
     /// A status array and separate value arrays, ordered by release/acquire
-    /// (any item).
+    /// (any item): a read is two dependent round trips, the code, then the
+    /// value.
     Split,
+    /// The item in 8-byte pieces, each in a 16-byte word beside the status
+    /// (any item; meant for 9 to 32 bytes): a reader loads every word in
+    /// one round trip and takes the value when all of them carry the same
+    /// status (kernels/tile_status.cuh). Twice the value's bytes per tile.
+    Tagged,
 }
 
 /// The launch shape of the single-pass kernels for one item type.
@@ -409,6 +415,7 @@ impl SinglePassPolicy {
             StatusLayout::Packed if size <= 4 => 8,
             StatusLayout::Packed => 16,
             StatusLayout::Split => 4 + 2 * size,
+            StatusLayout::Tagged => 16 * size.max(1).div_ceil(8),
         }
     }
 
@@ -823,6 +830,18 @@ mod tests {
         assert_ne!(DETERMINISTIC_LOOKBACK, 4);
         assert_eq!(wide.lookback, 4);
         assert_eq!(Tuning::default().deterministic(false).apply(p), p);
+    }
+
+    #[test]
+    fn tagged_statuses_take_a_sixteen_byte_word_per_eight_byte_piece() {
+        let p = Tuning::default().status(StatusLayout::Tagged).apply(SinglePassPolicy::for_item(16, 90).unwrap());
+        for (size, bytes) in [(1, 16), (4, 16), (8, 16), (12, 32), (16, 32), (32, 64), (64, 128)] {
+            assert_eq!(p.status_bytes_per_tile(size), bytes, "items of {size} bytes");
+        }
+        // Any item size takes it.
+        for size in [4, 12, 16, 32] {
+            p.validate(size, 90).unwrap();
+        }
     }
 
     #[test]

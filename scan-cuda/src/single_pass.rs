@@ -67,7 +67,9 @@ impl TileState {
         item_size: usize,
     ) -> Result<StatusArgs> {
         let words_per_tile = match policy.status {
-            crate::policy::StatusLayout::Packed => policy.status_bytes_per_tile(item_size),
+            crate::policy::StatusLayout::Packed | crate::policy::StatusLayout::Tagged => {
+                policy.status_bytes_per_tile(item_size)
+            }
             crate::policy::StatusLayout::Split => 4,
         };
         let layout = |capacity: usize| {

@@ -249,6 +249,7 @@ impl ModuleSource {
             let status = match p.status {
                 StatusLayout::Packed => format!("scan::PackedStatus<{item}>"),
                 StatusLayout::Split => format!("scan::SplitStatus<{item}>"),
+                StatusLayout::Tagged => format!("scan::TaggedStatus<{item}>"),
             };
             for stage in Stage::SINGLE_PASS.into_iter().filter(|s| kernels.contains(s)) {
                 // Every single-pass kernel takes the same arguments; each

@@ -374,6 +374,12 @@ fn the_single_pass_kernels_build_for_every_status_layout_and_tuned_shape() {
     // Lifted operators: a 4-byte item in an 8-byte pair, and a 16-byte one.
     build::<Segmented<Add<f32>>>(&[Tuning::default()]);
     build::<Segmented<MatMul2x2<i32>>>(&[Tuning::default(), split]);
+    // The tagged layout: pieces of 8 bytes (4-, 12-, 16- and 64-byte items).
+    let tagged = Tuning::default().status(StatusLayout::Tagged);
+    build::<AddF32>(&[tagged]);
+    build::<MatMulI32>(&[tagged, tagged.deterministic(true)]);
+    build::<StatsOp>(&[tagged]);
+    build::<AddF64x8>(&[Tuning::default().threads(64).items_per_thread(2).status(StatusLayout::Tagged)]);
     // The shapes tests/gpu_single_pass.rs runs (4-byte items, and 16-byte
     // items with a quarter of the items).
     for (threads, items, lookback, stages, split) in [
