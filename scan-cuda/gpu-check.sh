@@ -45,11 +45,14 @@ for what in "$@"; do
     # side by side: their time goes to NVRTC compiles (CPU) and the
     # adversarial schedules' delays, not to the GPU, so together they take
     # about as long as the slowest (gpu_single_pass) instead of the sum.
+    # With 4 test threads each, all 15 GPU binaries took 120-155 s on the
+    # H200 (2026-12-02); with one thread each gpu_rows and gpu_scan ran
+    # past 300 s.
     pids=()
     for t in $bin/tests/*; do
       case $t in *nvrtc*) continue ;; esac
       name="test-$(basename "$t")"
-      ( timeout 420 "$t" --ignored --test-threads=1 --nocapture >"$out/$name.log" 2>&1; echo $? >"$out/$name.rc" ) &
+      ( timeout 300 "$t" --ignored --test-threads="${TEST_THREADS:-4}" --nocapture >"$out/$name.log" 2>&1; echo $? >"$out/$name.rc" ) &
       pids+=($!)
     done
     wait "${pids[@]}"
