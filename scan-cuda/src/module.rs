@@ -65,10 +65,7 @@ fn persistent_grid(
     policy: &SinglePassPolicy,
     item_size: usize,
 ) -> Result<u32> {
-    let (threads, bytes) = match stage {
-        Stage::SinglePassRowTiles => (policy.threads, policy.row_tile_shared_bytes(item_size)),
-        _ => (policy.block_threads(), policy.dynamic_shared_bytes(item_size)),
-    };
+    let (threads, bytes) = crate::single_pass::block_shape(stage, *policy, item_size);
     let dynamic = i32::try_from(bytes).map_err(|_| Error::TooLarge { what: "shared memory".into() })?;
     let sms = ctx
         .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)

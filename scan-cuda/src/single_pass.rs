@@ -186,6 +186,18 @@ impl Segments {
     }
 }
 
+/// The threads and dynamic shared memory of one block of single-pass
+/// `stage` (what its kernels are opted in to and launched with): the
+/// scanning threads and the look-back warp with every slot, or, for rows of
+/// one tile (kernels/row_tiles.cuh), the scanning threads alone with one
+/// tile's slices.
+pub(crate) fn block_shape(stage: Stage, policy: SinglePassPolicy, item_size: usize) -> (u32, usize) {
+    match stage {
+        Stage::SinglePassRowTiles => (policy.threads, policy.row_tile_shared_bytes(item_size)),
+        _ => (policy.block_threads(), policy.dynamic_shared_bytes(item_size)),
+    }
+}
+
 /// Device addresses of one item each (0: none): the total of everything
 /// before the piece scanned, which the scan starts from, and where the
 /// total including the piece goes.
@@ -225,33 +237,24 @@ impl SinglePass<'_> {
         }
         let stage = segments.stage();
         let tiles = len.div_ceil(self.policy.tile());
-        let cfg = if let Segments::RowTiles { row_len, .. } = segments {
+        let blocks = if let Segments::RowTiles { row_len, .. } = segments {
             // A block per row, as many as a grid holds (the blocks stride
-            // over the rows past that), the scanning threads alone, and one
-            // tile's slices (kernels/row_tiles.cuh).
-            // Under the adversarial schedule two blocks stride over all the
-            // rows, so that tests reach the stride and the block-scan
-            // scratches' alternation.
+            // over the rows past that; kernels/row_tiles.cuh). Under the
+            // adversarial schedule two blocks stride over all the rows, so
+            // that tests reach the stride and the block-scan scratches'
+            // alternation.
             let rows = len / row_len.max(1) as usize;
-            let cap = if self.chaos != 0 { ADVERSARIAL_ROW_BLOCKS } else { MAX_ROW_BLOCKS };
-            let shared = self.policy.row_tile_shared_bytes(self.module.item_size);
-            LaunchConfig {
-                grid_dim: (grid(rows.min(cap))?, 1, 1),
-                block_dim: (self.policy.threads, 1, 1),
-                shared_mem_bytes: u32::try_from(shared)
-                    .map_err(|_| Error::TooLarge { what: "shared memory".into() })?,
-            }
+            rows.min(if self.chaos != 0 { ADVERSARIAL_ROW_BLOCKS } else { MAX_ROW_BLOCKS })
         } else {
             // A persistent grid: blocks take tiles from the counter until
             // none are left (kernels/single_pass.cuh).
-            let blocks = tiles.min(self.module.grid(stage).max(1) as usize);
-            let shared = self.policy.dynamic_shared_bytes(self.module.item_size);
-            LaunchConfig {
-                grid_dim: (grid(blocks)?, 1, 1),
-                block_dim: (self.policy.block_threads(), 1, 1),
-                shared_mem_bytes: u32::try_from(shared)
-                    .map_err(|_| Error::TooLarge { what: "shared memory".into() })?,
-            }
+            tiles.min(self.module.grid(stage).max(1) as usize)
+        };
+        let (threads, shared) = block_shape(stage, self.policy, self.module.item_size);
+        let cfg = LaunchConfig {
+            grid_dim: (grid(blocks)?, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: u32::try_from(shared).map_err(|_| Error::TooLarge { what: "shared memory".into() })?,
         };
         let kernel = self
             .module
