@@ -20,7 +20,7 @@
 //   guarantees to be the one published. Aggregates and prefixes live in
 //   different arrays, so upgrading a tile's status never overwrites a value
 //   that a reader may be loading. A read is two dependent round trips.
-// * Tagged (any item; meant for 9 to 32 bytes): the item in 8-byte pieces,
+// * Tagged (any item; the default for 9 to 32 bytes): the item in 8-byte pieces,
 //   each in a 16-byte word beside the code, every word written and read by
 //   one access as Packed's 16-byte case. A reader loads all of a tile's
 //   words at once (one round trip) and takes the value only when every word
@@ -32,6 +32,24 @@ namespace scan {
 enum : unsigned { STATUS_AGGREGATE = 1, STATUS_PREFIX = 2 };
 
 __device__ __forceinline__ unsigned status_code(unsigned epoch, unsigned kind) { return (epoch << 2) | kind; }
+
+// A 16-byte status word must be read by one 16-byte load: two narrower
+// loads can pair this launch's code with a value from before it. PTX
+// promises no more than that a vector access is performed element by
+// element, and ptxas narrows a vector load whose upper halves are never
+// used: with the code (32 bits) and a 4-byte item each in the low half of an
+// 8-byte element, one of the three status reads of a u32 scan compiled to
+// two 4-byte loads (cuobjdump, sm_90), and u32 scans with tagged statuses
+// came out wrong on the H200 (tests/gpu_single_pass.rs, tagged shapes). So
+// every 32-bit half of a word takes part in the result:
+// the writer leaves zeros above the code and above the item's last byte,
+// and the reader checks them (always true, never optimised away).
+template <class Item>
+__device__ __forceinline__ bool every_half_loaded(u64 code, u64 last_piece) {
+    bool zeros = (code >> 32) == 0;
+    if constexpr (sizeof(Item) % 8 != 0) zeros = zeros && (last_piece >> (8 * (sizeof(Item) % 8))) == 0;
+    return zeros;
+}
 
 template <class Item>
 struct PackedStatus {
@@ -68,7 +86,7 @@ struct PackedStatus {
                          : "l"(words + 2 * tile)
                          : "memory");
             memcpy(&value, &bits, sizeof(Item));
-            return (unsigned)code;
+            return every_half_loaded<Item>(code, bits) ? (unsigned)code : 0u;
         } else {
             u64 word;
             asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(word) : "l"(words + tile) : "memory");
@@ -115,6 +133,7 @@ struct TaggedStatus {
         bool agree = true;
 #pragma unroll
         for (int p = 1; p < PIECES; ++p) agree = agree && codes[p] == codes[0];
+        agree = agree && every_half_loaded<Item>(codes[0], bits[PIECES - 1]);
         memcpy(&value, bits, sizeof(Item));
         return agree ? (unsigned)codes[0] : 0u;  // 0: no epoch's status
     }
