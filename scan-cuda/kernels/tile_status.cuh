@@ -7,7 +7,7 @@
 // (reused) scratch reads as "not yet published": no initialisation pass runs
 // between scans. The host clears the scratch when the 30-bit epoch wraps.
 //
-// Two layouts, chosen by the host (scan_cuda::StatusLayout):
+// Three layouts, chosen by the host (scan_cuda::StatusLayout):
 // * Packed (items of up to 8 bytes): code and value in one 8-byte word (items
 //   of up to 4 bytes) or one 16-byte word, written and read by one access, so
 //   a reader never sees a code without its value. Relaxed accesses suffice:
@@ -20,7 +20,7 @@
 //   guarantees to be the one published. Aggregates and prefixes live in
 //   different arrays, so upgrading a tile's status never overwrites a value
 //   that a reader may be loading. A read is two dependent round trips.
-// * Tagged (any item; the default for 9 to 32 bytes): the item in 8-byte pieces,
+// * Tagged (any item; opt-in, meant for 9 to 32 bytes): the item in 8-byte pieces,
 //   each in a 16-byte word beside the code, every word written and read by
 //   one access as Packed's 16-byte case. A reader loads all of a tile's
 //   words at once (one round trip) and takes the value only when every word
@@ -43,7 +43,11 @@ __device__ __forceinline__ unsigned status_code(unsigned epoch, unsigned kind) {
 // came out wrong on the H200 (tests/gpu_single_pass.rs, tagged shapes). So
 // every 32-bit half of a word takes part in the result:
 // the writer leaves zeros above the code and above the item's last byte,
-// and the reader checks them (always true, never optimised away).
+// and the reader checks them (always true, never optimised away). Not yet
+// covered: padding inside an item (a bool beside an f64, a u32 beside an
+// i64) is a half that nothing uses either, which is why the tagged layout
+// stays opt-in; a check value written above the code (say the XOR of the
+// piece's halves) would use every half of any item.
 template <class Item>
 __device__ __forceinline__ bool every_half_loaded(u64 code, u64 last_piece) {
     bool zeros = (code >> 32) == 0;

@@ -287,7 +287,9 @@ impl SinglePass<'_> {
             // each input array's type and of the output type, in1 and in2
             // included when the maps read them) and stay live until the
             // stream has run the kernel (the caller's buffers, or scratch
-            // freed in stream order); `flags` is 0 or `len` bytes, the carry
+            // freed in stream order); `flags` is 0, `len` flag bytes, or
+            // for `Segments::Bits` `len / 64 + 2` words of bits and the
+            // check word after them (rows.rs, heads_from_starts); the carry
             // addresses are 0 or one item each, likewise live; the status
             // arrays hold `tiles` tiles for this module's layout. The kernel
             // touches nothing else.
