@@ -109,20 +109,20 @@ fn an_adversarial_schedule_neither_deadlocks_nor_changes_results() {
     let lr = |r: &mut Rng| ((r.below(3) as f32 - 1.0), small_int(r) as f32);
     adversarial::<LinearRecurrence<f32>>("linear recurrence f32 (8 B, packed)", None, lr);
     adversarial::<LinearRecurrence<f32>>("linear recurrence f32 (8 B, split)", Some(StatusLayout::Split), lr);
-    adversarial::<AffineI32Counted>("affine i32 counted (12 B, tagged)", Some(StatusLayout::Tagged), |r| {
+    adversarial::<AffineI32Counted>("affine i32 counted (12 B, tagged)", None, |r| {
         (r.next_u64() as i32, r.next_u64() as i32, r.below(4) as u32)
     });
-    adversarial::<AffineI32Counted>("affine i32 counted (12 B, split)", None, |r| {
+    adversarial::<AffineI32Counted>("affine i32 counted (12 B, split)", Some(StatusLayout::Split), |r| {
         (r.next_u64() as i32, r.next_u64() as i32, r.below(4) as u32)
     });
-    adversarial::<MatMul2x2<i32>>("matmul2x2 i32 (16 B, tagged)", Some(StatusLayout::Tagged), |r| {
+    adversarial::<MatMul2x2<i32>>("matmul2x2 i32 (16 B, tagged)", None, |r| {
         std::array::from_fn(|_| r.next_u64() as i32)
     });
-    adversarial::<MatMul2x2<i32>>("matmul2x2 i32 (16 B, split)", None, |r| {
+    adversarial::<MatMul2x2<i32>>("matmul2x2 i32 (16 B, split)", Some(StatusLayout::Split), |r| {
         std::array::from_fn(|_| r.next_u64() as i32)
     });
     adversarial::<Add<u32>>("add u32 (4 B, tagged)", Some(StatusLayout::Tagged), |r| r.next_u64() as u32);
-    adversarial::<QuaternionProduct>("quaternion product (32 B, split)", None, |r| {
+    adversarial::<QuaternionProduct>("quaternion product (32 B, tagged)", None, |r| {
         let mut q = [0.0; 4];
         q[r.below(4) as usize] = if r.below(2) == 0 { -1.0 } else { 1.0 };
         q
@@ -169,7 +169,7 @@ fn every_status_layout_and_tile_shape_is_exact() {
     // stages, status layout); 16-byte items take a quarter of the
     // items.
     // (early: a tile's loads issued before the store of the slot's previous
-    // tile). No layout set: packed statuses for u32, split for the 16-byte
+    // tile). No layout set: packed statuses for u32, tagged for the 16-byte
     // matrices. Tagged u32 statuses came out wrong on the H200 until every
     // half of a status word took part in the read (kernels/tile_status.cuh,
     // every_half_loaded): the shapes of 256 x 16 and 96 x 8 below.

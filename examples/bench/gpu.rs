@@ -643,18 +643,19 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     // 128 x 16 without early loads ran at 0.71 (2026-12-02); longer runs and
     // a third stage did not help (0.67-0.71, the sixth session). The tagged
     // status (one round trip per status read, where the split one takes
-    // two, opt-in) took it to 0.84 and 256 x 8 with early loads to 0.86
-    // (seventh session).
+    // two) took it to 0.84 (the default now) and 256 x 8 with early loads
+    // to 0.86 (seventh session); split statuses for comparison.
     const TAGGED: Option<StatusLayout> = Some(StatusLayout::Tagged);
+    const SPLIT: Option<StatusLayout> = Some(StatusLayout::Split);
     let shapes: &[Shape] = if sizes.contains(&16) {
-        &[(128, 16, 1, 2, 2, None, false), (128, 16, 1, 2, 2, TAGGED, false), (256, 8, 1, 2, 2, TAGGED, EL)]
+        &[(128, 16, 1, 2, 2, None, false), (128, 16, 1, 2, 2, SPLIT, false), (256, 8, 1, 2, 2, TAGGED, EL)]
     } else {
         &[]
     };
     // Fixed groups on split statuses ran at 0.27-0.46 of copy (2026-12-02):
-    // each of a group's statuses was two dependent round trips; tagged,
-    // 0.72-0.75.
-    let deterministic: &[Shape] = if sizes.contains(&16) { &[(128, 16, 4, 2, 2, TAGGED, false)] } else { &[] };
+    // each of a group's statuses was two dependent round trips; tagged
+    // (the default now), 0.72.
+    let deterministic: &[Shape] = if sizes.contains(&16) { &[(128, 16, 4, 2, 2, None, false)] } else { &[] };
     for (shape, det) in with_modes(shapes, deterministic) {
         let r = tuned::<LinearRecurrence<f64>>(mode(shape, det), "linear recurrence f64", &x, args.reps, &|_, got| {
             bad_recurrence_f64(&x, got)
@@ -674,9 +675,9 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     // 128 x 4 with 3 blocks per SM (the default) was the best of 2-4 slots,
     // 64-256 threads and 2-4 items (0.51 of copy); longer runs next.
     // 96 x 8 with three blocks per SM (the default) 0.64 with split
-    // statuses, 0.76 tagged (opt-in; 128 x 8 0.74, 64 x 16 0.72).
-    let shapes = [(96, 8, 1, 3, 2, None, false), (96, 8, 1, 3, 2, TAGGED, false)];
-    let deterministic = [(96, 8, 4, 3, 2, TAGGED, false)];
+    // statuses, 0.76 tagged (the default now; 128 x 8 0.74, 64 x 16 0.72).
+    let shapes = [(96, 8, 1, 3, 2, None, false), (96, 8, 1, 3, 2, SPLIT, false)];
+    let deterministic = [(96, 8, 4, 3, 2, None, false)];
     for (shape, det) in with_modes(&shapes, &deterministic) {
         let r = tuned::<QuaternionProduct>(mode(shape, det), "quaternion", &x, args.reps, &|_, got| {
             (0..n).find(|&i| got[i] != want[i])

@@ -20,7 +20,7 @@
 //   guarantees to be the one published. Aggregates and prefixes live in
 //   different arrays, so upgrading a tile's status never overwrites a value
 //   that a reader may be loading. A read is two dependent round trips.
-// * Tagged (any item; opt-in, meant for 9 to 32 bytes): the item in 8-byte pieces,
+// * Tagged (any item; the default for 9 to 32 bytes): the item in 8-byte pieces,
 //   each in a 16-byte word beside the code, every word written and read by
 //   one access as Packed's 16-byte case. A reader loads all of a tile's
 //   words at once (one round trip) and takes the value only when every word
@@ -43,11 +43,10 @@ __device__ __forceinline__ unsigned status_code(unsigned epoch, unsigned kind) {
 // came out wrong on the H200 (tests/gpu_single_pass.rs, tagged shapes). So
 // every 32-bit half of a word takes part in the result:
 // the writer leaves zeros above the code and above the item's last byte,
-// and the reader checks them (always true, never optimised away). Not yet
-// covered: padding inside an item (a bool beside an f64, a u32 beside an
-// i64) is a half that nothing uses either, which is why the tagged layout
-// stays opt-in; a check value written above the code (say the XOR of the
-// piece's halves) would use every half of any item.
+// and the reader checks them (always true, never optimised away). Padding
+// inside an item (a bool beside an f64, a u32 beside an i64) is copied out
+// whole and kept the loads whole too; scan-cuda/tests/sass.rs checks the
+// machine code of every layout and item kind for a split access.
 template <class Item>
 __device__ __forceinline__ bool every_half_loaded(u64 code, u64 last_piece) {
     bool zeros = (code >> 32) == 0;

@@ -74,16 +74,14 @@ pub enum StatusLayout {
     /// access (items of up to 8 bytes; their default).
     Packed,
     /// A status array and separate value arrays, ordered by release/acquire
-    /// (any item; the default past 8 bytes): a read is two dependent round
+    /// (any item; the default past 32 bytes): a read is two dependent round
     /// trips, the code, then the value.
     Split,
     /// The item in 8-byte pieces, each in a 16-byte word beside the status
-    /// (any item; meant for 9 to 32 bytes): a reader loads every word in
-    /// one round trip and takes the value when all of them carry the same
-    /// status (kernels/tile_status.cuh). Twice the value's bytes per tile.
-    /// Opt-in: an H200 ran f64 pairs at 0.84 of copy with it (0.71 split)
-    /// and quaternions at 0.76 (0.64), but items with padding inside them
-    /// are not yet shown safe with it (kernels/tile_status.cuh).
+    /// (any item; the default for 9 to 32 bytes): a reader loads every word
+    /// in one round trip and takes the value when all of them carry the
+    /// same status (kernels/tile_status.cuh). Twice the value's bytes per
+    /// tile.
     Tagged,
 }
 
@@ -211,14 +209,20 @@ impl SinglePassPolicy {
             33..=64 => 128,
             _ => 64,
         };
-        // The tagged layout (a status read in one round trip) ran f64 pairs
-        // at 0.84 of copy and quaternions at 0.76 on the H200, against 0.71
-        // and 0.64 split (bench --gpu-policies-only --policy-items 16,32,
-        // 2026-12-02, seventh session), but it stays opt-in: its reader is
-        // one 16-byte load only while every half of each word is used
-        // (kernels/tile_status.cuh, every_half_loaded), and padding inside
-        // an item (a bool beside an f64) leaves a half unused.
-        let status = if size <= 8 { StatusLayout::Packed } else { StatusLayout::Split };
+        // A status read in one round trip for 9 to 32 bytes: on the H200 the
+        // tagged layout took f64 pairs from 0.72 to 0.84 of copy and
+        // quaternions from 0.64 to 0.76 against the split layout's two
+        // dependent round trips (bench --gpu-policies-only --policy-items
+        // 16,32, one call, 2026-12-02 seventh session). Wider items are
+        // untimed with it and keep the split layout (a tagged status is
+        // twice the item's bytes per tile). Every status access is one
+        // 16-byte load or store for items of every kind, padded ones
+        // included (scan-cuda/tests/sass.rs).
+        let status = match size {
+            0..=8 => StatusLayout::Packed,
+            9..=32 => StatusLayout::Tagged,
+            _ => StatusLayout::Split,
+        };
         // Registers for up to 1024 resident threads (64 each) for items of
         // up to 8 bytes; 320 (two blocks of 128 + 32 threads) for 9 to 16
         // bytes (with 8-item runs of 256 threads one block ran at 0.57 of
@@ -859,10 +863,13 @@ mod tests {
     fn sixteen_byte_items_take_the_measured_shape() {
         // H200, f64 pairs at 2^27: 128 x 16, two blocks per SM, no early
         // loads 0.71 of copy, against 0.67 for 256 x 8 with early loads
-        // (split statuses; tagged ones, opt-in, 0.84).
+        // (split statuses); tagged statuses 0.84.
         let p = SinglePassPolicy::for_item(16, 90).unwrap();
         assert_eq!((p.threads, p.items_per_thread, p.blocks_per_sm, p.stages), (128, 16, 2, 2));
-        assert_eq!((p.status, p.early_loads, p.lookback), (StatusLayout::Split, false, 1));
+        assert_eq!((p.status, p.early_loads, p.lookback), (StatusLayout::Tagged, false, 1));
+        // Quaternions (32 bytes) too; wider items keep split statuses.
+        assert_eq!(SinglePassPolicy::for_item(32, 90).unwrap().status, StatusLayout::Tagged);
+        assert_eq!(SinglePassPolicy::for_item(64, 90).unwrap().status, StatusLayout::Split);
         p.validate(16, 90).unwrap();
         // 12-byte items: whole 16-byte vectors per run (20 items).
         assert_eq!(SinglePassPolicy::for_item(12, 90).unwrap().items_per_thread, 20);
