@@ -12,6 +12,14 @@
 // the same ring without the claim barrier or the persistent loop, ran clean.
 // So the hazards racecheck reports on the single-pass kernels' slot_tile
 // look like its false positives; this file is how to check a newer tool.
+// racecheck.sh builds VARIANTs that each drop one part, to find the one
+// that trips it: 1 one block; 2 tiles dealt by block index (no counter, no
+// claim barrier); 3 the claim barrier kept, the stand-in for the block
+// scan's barrier dropped; 4 the look-back warp counts its slots instead of
+// returning at the end tile.
+#ifndef VARIANT
+#define VARIANT 0
+#endif
 #include <cstdio>
 __device__ __forceinline__ void arrive(unsigned id, unsigned n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void bsync(unsigned id, unsigned n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
@@ -27,7 +35,11 @@ __global__ void probe(unsigned long long* counter, long long tiles, long long* o
             const int k = i % STAGES;
             bsync(READY + k, ALL);
             const long long tile = slot_tile[k];
+#if VARIANT == 4
+            if (tile >= tiles) { arrive(PREFIXED + k, ALL); return; }
+#else
             if (tile >= tiles) return;
+#endif
             if (threadIdx.x == THREADS) slot_val[k] = tile * 2;
             __syncwarp();
             arrive(PREFIXED + k, ALL);
@@ -42,15 +54,22 @@ __global__ void probe(unsigned long long* counter, long long tiles, long long* o
     for (;; ++i) {
         const int k = i % STAGES;
         if (i >= STAGES) store(k);
+#if VARIANT == 2
+        const long long dealt = (long long)blockIdx.x + (long long)i * gridDim.x;
+        const long long tile = dealt < tiles ? dealt : tiles;
+#else
         if (threadIdx.x == 0) { long long t = atomicAdd(counter, 1ull); claimed[i & 1] = t < tiles ? t : tiles; }
         bsync(SCANNERS, THREADS);
         const long long tile = claimed[i & 1];
+#endif
         if (tile >= tiles) {
             if (threadIdx.x == 0) slot_tile[k] = tiles;
             arrive(READY + k, ALL);
             break;
         }
+#if VARIANT != 3
         bsync(SCANNERS, THREADS);  // stands for the block scan's barriers
+#endif
         if (threadIdx.x == 0) slot_tile[k] = tile;
         arrive(READY + k, ALL);
     }
@@ -67,7 +86,9 @@ int main() {
 #ifndef WARPS
 #define WARPS 2
 #endif
-        if (s == 2) probe<2, WARPS><<<32, 32 * WARPS + 32>>>(c, tiles, o); else probe<3, WARPS><<<32, 32 * WARPS + 32>>>(c, tiles, o);
+        const int blocks = VARIANT == 1 ? 1 : 32;
+        if (s == 2) probe<2, WARPS><<<blocks, 32 * WARPS + 32>>>(c, tiles, o);
+        else probe<3, WARPS><<<blocks, 32 * WARPS + 32>>>(c, tiles, o);
         cudaMemcpy(h, o, tiles * 8, cudaMemcpyDeviceToHost);
         for (long long t = 0; t < tiles; ++t) bad += h[t] != 2 * t;
         cudaMemset(c, 0, 8);
