@@ -77,11 +77,13 @@ impl std::fmt::Display for CompileStats {
 /// error. Calls on device buffers (`scan_device`, `scan_device_into`) are
 /// queued on the executor's stream and return at once, like CUB's or
 /// torch's: the next download or [`synchronize`](Cuda::synchronize) waits
-/// for them and reports an asynchronous failure (one exception:
+/// for them and reports an asynchronous failure. Exceptions:
 /// [`scan_segments_device_into`](Cuda::scan_segments_device_into) checks its
-/// device starts, which means reading a word back after the scan). Every operation of an
-/// executor goes to its one stream, so they run in the order they are
-/// called.
+/// device starts, which means reading a word back (after the scan with the
+/// single-pass algorithm, before it with Blelloch's), and with Blelloch's
+/// algorithm [`scan_flagged_device_into`](Cuda::scan_flagged_device_into)
+/// reads the flags back to cut the segments. Every operation of an executor
+/// goes to its one stream, so they run in the order they are called.
 ///
 /// # Rows and segments
 ///

@@ -161,7 +161,8 @@ fn the_segmented_kernels_that_run_do_not_spill() {
 }
 
 /// Rows of one tile (kernels/row_tiles.cuh, a block per row, launch bounds
-/// of 1024 threads per SM where a run is at most 128 bytes) spill nothing:
+/// of 1024 threads per SM for items of up to 8 bytes whose run is at most
+/// 128 bytes) spill nothing:
 /// every item shape of the tests in its default shape, and f32 in the tile
 /// shapes the rows bench times (`SCAN_BENCH_ROWS_SWEEP`).
 #[test]
