@@ -16,6 +16,7 @@
 #   bash scan-cuda/gpu-check.sh test:NAME  # one GPU test binary (e.g. test:gpu_rows)
 #   bash scan-cuda/gpu-check.sh policies   # examples/bench --gpu-policies-only (single-pass tuning sweep; POLICY_ITEMS=16,32 for some item sizes)
 #   bash scan-cuda/gpu-check.sh sanitize   # compute-sanitizer memcheck/racecheck/synccheck
+#   bash scan-cuda/gpu-check.sh probes     # racecheck of a model of the single-pass slot hand-over, in variants (needs nvcc)
 #   bash scan-cuda/gpu-check.sh profile    # ncu of the single-pass kernel (f32 add, 2^28)
 #                                          # (PROFILE_CASES="selective" for the selective scan: examples/gpu_profile cases)
 set -uo pipefail
@@ -139,7 +140,8 @@ for what in "$@"; do
     # -lineinfo: reports name the line of the generated source
     # (scan_cuda::module_source). racecheck reports the single-pass slot
     # hand-overs (bar.arrive, then bar.sync on the same barrier: ordered by the
-    # PTX memory model, not modelled by racecheck) as hazards; see DEVELOPERS.md.
+    # PTX memory model, not modelled by racecheck) as hazards; see DEVELOPERS.md
+    # and the `probes` step, which runs a model of the hand-over.
     export SCAN_CUDA_LINEINFO=1
     for tool in memcheck racecheck synccheck; do
       SCAN_TEST_MAX_LEN=40000 step 300 "sanitize-$tool" compute-sanitizer --tool $tool --error-exitcode 9 \
@@ -154,6 +156,12 @@ for what in "$@"; do
       SCAN_TEST_MAX_LEN=20000 step 300 "sanitize-$tool-compact" compute-sanitizer --tool $tool --error-exitcode 9 \
         $bin/tests/scan-gpu_compact --ignored --test-threads=1
     done
+    ;;
+  probes)
+    # The slot hand-over alone, in variants, under racecheck: which part of it
+    # does racecheck report (scan-cuda/probes/racecheck_handover.cu)?
+    OUT="$out" step 600 probes bash scan-cuda/probes/racecheck.sh
+    cat "$out/probes.log"
     ;;
   profile)
     # The plain kernel, then the rows kernel (65536 rows of 4096). The
