@@ -135,6 +135,8 @@ pub struct Cuda {
     stats: Mutex<CompileStats>,
     /// Pinned and device buffers of host scans, made at the first (host.rs).
     pub(crate) staging: Mutex<Option<Staging>>,
+    /// The head bits of segments by offsets, grown as needed (rows.rs).
+    pub(crate) segment_bits: Mutex<Option<CudaSlice<u64>>>,
     /// The selective-scan kernel, loaded at the first (selective.rs).
     pub(crate) selective: Mutex<Option<Arc<SelectiveKernel>>>,
     /// The selective scan's backward kernels, loaded at the first
@@ -220,6 +222,7 @@ impl Cuda {
             modules: Mutex::new(HashMap::new()),
             stats: Mutex::new(CompileStats::default()),
             staging: Mutex::new(None),
+            segment_bits: Mutex::new(None),
             selective: Mutex::new(None),
             selective_backward: Mutex::new(None),
             compact: Mutex::new(None),
