@@ -135,7 +135,9 @@ pub struct Cuda {
     stats: Mutex<CompileStats>,
     /// Pinned and device buffers of host scans, made at the first (host.rs).
     pub(crate) staging: Mutex<Option<Staging>>,
-    /// The head bits of segments by offsets, grown as needed (rows.rs).
+    /// The head bits of segments by offsets, grown as needed (rows.rs) and
+    /// kept while the executor lives: 1/8 byte per item of the longest
+    /// segmented scan by offsets so far.
     pub(crate) segment_bits: Mutex<Option<CudaSlice<u64>>>,
     /// The selective-scan kernel, loaded at the first (selective.rs).
     pub(crate) selective: Mutex<Option<Arc<SelectiveKernel>>>,

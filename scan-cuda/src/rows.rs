@@ -380,6 +380,9 @@ impl Cuda {
                 // check is read, and every call that uses them is queued on
                 // this one stream, so a later call zeroes them only after
                 // this scan has read them.
+                // (The module first: a first call compiles it, and other
+                // threads' calls need not wait for that behind the lock.)
+                let module = self.module_of::<Op>(Family::Offsets)?;
                 let mut scratch = lock(&self.segment_bits);
                 if !scratch.as_ref().is_some_and(|s| s.len() > words) {
                     *scratch = None; // freed in stream order, after the launches that used it
@@ -393,7 +396,6 @@ impl Cuda {
                 self.heads_from_starts::<Op>(starts, len, heads, words, Stage::SegmentBits)?;
                 let (bits_ptr, sync) = heads.device_ptr(self.stream());
                 drop(sync);
-                let module = self.module_of::<Op>(Family::Offsets)?;
                 self.single_pass(&module)?.launch(
                     src.unwrap_or(dst),
                     dst,
