@@ -319,3 +319,37 @@ fn rows_past_two_to_the_31_items_in_all() {
         }
     }
 }
+
+/// The executor keeps the head bits of segments by offsets between calls:
+/// calls of shrinking and growing lengths (stale bits of a longer call left
+/// past a shorter one), a rejected call in between (its check word set),
+/// and every good call exact, on one executor.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn segment_bits_are_reused_across_calls_of_any_length() {
+    let cuda = cuda();
+    let mut rng = Rng::fresh("segment bits reuse");
+    for (round, n) in [200_003usize, 1000, 70_001, 3, 64, 65, 300_000, 129].into_iter().enumerate() {
+        let x: Vec<u32> = rng.vec(n, |r| r.below(1000) as u32);
+        let mut starts = vec![0usize];
+        while *starts.last().unwrap() < n {
+            let next = starts.last().unwrap() + rng.below(300) as usize;
+            starts.push(next.min(n));
+        }
+        let dev_in = cuda.upload(&x).unwrap();
+        let mut dev_out = cuda.upload(&vec![7u32; n]).unwrap();
+        if round % 2 == 1 {
+            // Not increasing at index 1: rejected, nothing written.
+            let bad = cuda.upload(&[1u64, 0, n as u64]).unwrap();
+            let got = cuda.scan_segments_device_into::<Add<u32>>(&dev_in, &mut dev_out, &bad, ScanSpec::inclusive());
+            assert!(matches!(got, Err(Error::BadSegments { index: 1, .. })), "n = {n}: {got:?}");
+            assert!(dev_out.download().unwrap() == vec![7u32; n], "n = {n}: a rejected call wrote");
+        }
+        for spec in ScanSpec::ALL {
+            let dev_starts = cuda.upload(&starts.iter().map(|&s| s as u64).collect::<Vec<_>>()).unwrap();
+            cuda.scan_segments_device_into::<Add<u32>>(&dev_in, &mut dev_out, &dev_starts, spec).unwrap();
+            let want = reference::scan_segments::<Add<u32>>(&x, &starts, spec).unwrap();
+            assert!(dev_out.download().unwrap() == want, "n = {n}, round {round}, {spec:?}");
+        }
+    }
+}

@@ -137,6 +137,10 @@ pub struct Cuda {
     stats: Mutex<CompileStats>,
     /// Pinned and device buffers of host scans, made at the first (host.rs).
     pub(crate) staging: Mutex<Option<Staging>>,
+    /// The head bits of segments by offsets, grown as needed (rows.rs) and
+    /// kept while the executor lives: 1/8 byte per item of the longest
+    /// segmented scan by offsets so far.
+    pub(crate) segment_bits: Mutex<Option<CudaSlice<u64>>>,
     /// The selective-scan kernel, loaded at the first (selective.rs).
     pub(crate) selective: Mutex<Option<Arc<SelectiveKernel>>>,
     /// The selective scan's backward kernels, loaded at the first
@@ -222,6 +226,7 @@ impl Cuda {
             modules: Mutex::new(HashMap::new()),
             stats: Mutex::new(CompileStats::default()),
             staging: Mutex::new(None),
+            segment_bits: Mutex::new(None),
             selective: Mutex::new(None),
             selective_backward: Mutex::new(None),
             compact: Mutex::new(None),

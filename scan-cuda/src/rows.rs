@@ -25,6 +25,7 @@ use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
 use crate::kernels::{Family, Stage};
+use crate::module::lock;
 use crate::single_pass::Segments;
 
 impl Cuda {
@@ -371,11 +372,30 @@ impl Cuda {
                 // One spare word past the one holding the last item, which
                 // BitHeads reads (kernels/heads.cuh).
                 let words = len / 64 + 2;
-                let heads = self.heads_from_starts::<Op>(starts, len, words, Stage::SegmentBits)?;
+                // The executor's bits, grown as needed and kept, where each
+                // call allocated and freed them before: on the H200 offsets
+                // at 2^28 ran at 3.2 TB/s in a process of their own and at
+                // 2.74 after other scans, while flags (no allocation) did not
+                // move, so the allocation is the suspect. Held until the
+                // check is read, and every call that uses them is queued on
+                // this one stream, so a later call zeroes them only after
+                // this scan has read them.
+                // (The module first: a first call compiles it, and other
+                // threads' calls need not wait for that behind the lock.)
+                let module = self.module_of::<Op>(Family::Offsets)?;
+                let mut scratch = lock(&self.segment_bits);
+                if !scratch.as_ref().is_some_and(|s| s.len() > words) {
+                    *scratch = None; // freed in stream order, after the launches that used it
+                    *scratch = Some(
+                        self.stream()
+                            .alloc_zeros::<u64>(words + 1)
+                            .map_err(|e| driver_error("segment bits allocation", e))?,
+                    );
+                }
+                let heads = scratch.as_mut().ok_or_else(|| Error::Other("internal: no segment bits".into()))?;
+                self.heads_from_starts::<Op>(starts, len, heads, words, Stage::SegmentBits)?;
                 let (bits_ptr, sync) = heads.device_ptr(self.stream());
                 drop(sync);
-                let module = self.module_of::<Op>(Family::Offsets)?;
-                // `heads` is freed in stream order, after the scan.
                 self.single_pass(&module)?.launch(
                     src.unwrap_or(dst),
                     dst,
@@ -383,33 +403,41 @@ impl Cuda {
                     Segments::Bits { bits: bits_ptr },
                     spec,
                 )?;
-                self.check_starts(starts, len, &heads, words)
+                self.check_starts(starts, len, heads, words)
             }
             Err(_) => {
                 let words = len.div_ceil(8);
-                let flags = self.heads_from_starts::<Op>(starts, len, words, Stage::SegmentFlags)?;
+                let mut flags = self
+                    .stream()
+                    .alloc_zeros::<u64>(words + 1)
+                    .map_err(|e| driver_error("segment heads allocation", e))?;
+                self.heads_from_starts::<Op>(starts, len, &mut flags, words, Stage::SegmentFlags)?;
                 self.check_starts(starts, len, &flags, words)?;
                 self.scan_flags_raw::<Op>(src, dst, len, &FlagBytes::Owned(flags), spec)
             }
         }
     }
 
-    /// `words` zeroed 64-bit words with the heads of device `starts` set by
-    /// `stage` (a flag byte per item, or a bit), and after them the check
-    /// word: 0, or `!i` for the first bad start `i` (kernels/segments.cuh).
-    /// Queued; [`check_starts`](Cuda::check_starts) reads the check.
+    /// Zeroes the first `words` 64-bit words of `heads` and sets the heads of
+    /// device `starts` in them by `stage` (a flag byte per item, or a bit),
+    /// and the word after them to the check: 0, or `!i` for the first bad
+    /// start `i` (kernels/segments.cuh). Queued;
+    /// [`check_starts`](Cuda::check_starts) reads the check.
     fn heads_from_starts<Op: CudaOp>(
         &self,
         starts: &DeviceBuffer<u64>,
         len: usize,
+        heads: &mut CudaSlice<u64>,
         words: usize,
         stage: Stage,
-    ) -> Result<CudaSlice<u64>> {
+    ) -> Result<()> {
         let stream = self.stream();
-        let mut heads =
-            stream.alloc_zeros::<u64>(words + 1).map_err(|e| driver_error("segment heads allocation", e))?;
+        if heads.len() < words + 1 {
+            return Err(Error::Other("internal: segment heads buffer too short".into()));
+        }
+        stream.memset_zeros(&mut heads.slice_mut(..words + 1)).map_err(|e| driver_error("segment heads zeroing", e))?;
         if starts.is_empty() {
-            return Ok(heads);
+            return Ok(());
         }
         // The check kernels are item-independent; each family that uses one
         // has it.
@@ -436,7 +464,7 @@ impl Cuda {
         // Both live until the stream has run the kernel (`heads` is freed in
         // stream order).
         unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the segment heads kernel", e))?;
-        Ok(heads)
+        Ok(())
     }
 
     /// Waits for the stream and reads the check word of `heads` (after its
