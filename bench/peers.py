@@ -124,6 +124,43 @@ def torch_latency():
     return us, copy_us
 
 
+def torch_back_to_back_us(fn, calls=1000, runs=5):
+    """us per call of `calls` calls between one pair of events, median of `runs` (as examples/bench times ours)."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    per_call = []
+    for _ in range(runs):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        per_call.append(1e3 * start.elapsed_time(end) / calls)
+    return statistics.median(per_call)
+
+
+def torch_latency_back_to_back():
+    """torch.cumsum and a copy of 2^16 and 2^24 f32 items, back to back, as examples/bench times ours."""
+    import torch
+
+    lines = []
+    for log, calls in ((16, 1000), (24, 100)):
+        x = torch.rand(1 << log, device="cuda", dtype=torch.float32) * 2 - 1
+        out = torch.empty_like(x)
+        us = torch_back_to_back_us(lambda: torch.cumsum(x, 0, out=out), calls)
+        copy_us = torch_back_to_back_us(lambda: out.copy_(x), calls)
+        gbps = lambda t: 8 * (1 << log) / (t * 1e-6) / 1e9
+        lines.append(
+            f"torch.cumsum of 2^{log} f32 items back to back ({calls} calls between two events, median of 5): "
+            f"{us:.2f} us per call, {gbps(us):.0f} GB/s (device copy {copy_us:.2f} us, {gbps(copy_us):.0f} GB/s)"
+        )
+        del x, out
+    return lines
+
+
 def torch_sweep(reps, path):
     """torch.cumsum and a copy over 2^12 .. 2^30 f32 items, as CSV."""
     import torch
@@ -329,6 +366,7 @@ def main():
     p.add_argument("--rows-only", action="store_true", help="only the rows cases (torch.cumsum(dim=-1), Triton)")
     p.add_argument("--selective-only", action="store_true", help="only the selective scan (torch loop, jax)")
     p.add_argument("--half-only", action="store_true", help="only torch.cumsum on bf16 (speed and error)")
+    p.add_argument("--latency-only", action="store_true", help="only torch.cumsum's time per call at 2^16 and 2^24")
     args = p.parse_args()
     logs = [int(v) for v in args.logs.split(",")]
     rows = []
@@ -338,6 +376,17 @@ def main():
     if args.selective_only:
         lines = ["| case | method | ms per call |", "|---|---|---:|"] + [f"| {c} | {m} | {t:.3f} |" for c, m, t, _ in selective_cases(args.reps)]
         text = "\n".join(lines) + "\n"
+        print(text)
+        with open(args.out, "w") as f:
+            f.write(text)
+        return
+    if args.latency_only:
+        us, copy_us = torch_latency()
+        rows = torch_cases([24], args.reps)
+        lines = ["| case | method | GB/s | x copy |", "|---|---|---:|---:|"]
+        lines += [f"| {c} | {m} | {g:.1f} | {r:.2f} |" for c, m, g, r in rows if c == "f32 add 2^24"]
+        lines += ["", f"torch.cumsum of 2^16 f32 items: {us:.2f} us per call (device copy {copy_us:.2f} us), median of 1000", ""]
+        text = "\n".join(lines + torch_latency_back_to_back()) + "\n"
         print(text)
         with open(args.out, "w") as f:
             f.write(text)
@@ -363,6 +412,8 @@ def main():
     rows += torch_cases(logs, args.reps)
     us, copy_us = torch_latency()
     print(f"torch.cumsum 2^16 f32: {us:.2f} us per call (device copy {copy_us:.2f} us), median of 1000", flush=True)
+    b2b = torch_latency_back_to_back()
+    print("\n".join(b2b), flush=True)
     torch_sweep(args.reps, args.sweep_out)
     try:
         import jax
@@ -373,7 +424,7 @@ def main():
         print(f"jax cases failed: {type(e).__name__}: {e}", flush=True)
     lines = ["| case | method | GB/s | x copy |", "|---|---|---:|---:|"]
     lines += [f"| {c} | {m} | {g:.1f} | {r:.2f} |" for c, m, g, r in rows]
-    lines += ["", f"torch.cumsum of 2^16 f32 items: {us:.2f} us per call (device copy {copy_us:.2f} us), median of 1000"]
+    lines += ["", f"torch.cumsum of 2^16 f32 items: {us:.2f} us per call (device copy {copy_us:.2f} us), median of 1000", ""] + b2b
     text = "\n".join(lines) + "\n"
     print(text)
     with open(args.out, "w") as f:

@@ -94,6 +94,11 @@ pub fn run(args: &Args) -> Result<Report, String> {
         let about = format!("GPU: {cuda}: rows and segments only, single-pass, one call between two CUDA events");
         return Ok(Report { about, rows, notes });
     }
+    if args.gpu_latency_only {
+        latency(cuda, &mut rng, args, &mut notes)?;
+        let about = format!("GPU: {cuda}: time per call only (f32 add 2^16 and 2^24)");
+        return Ok(Report { about, rows, notes });
+    }
     if args.gpu_host_only {
         host(&mut rng, args, &mut notes)?;
         let about = format!("GPU: {cuda}: scans of host slices only");
@@ -168,7 +173,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
     let (r, note) = crate::gpu_selective::run(cuda, args.reps)?;
     rows.extend(r);
     notes.push_str(&note);
-    latency(cuda, &mut rng, &mut notes)?;
+    latency(cuda, &mut rng, args, &mut notes)?;
     sweep(cuda, &mut rng, args, &mut notes)?;
     host(&mut rng, args, &mut notes)?;
     if args.gpu_policies {
@@ -306,34 +311,66 @@ fn rounding_depth(algorithm: Algorithm, i: usize) -> f64 {
     }
 }
 
-/// The time of one f32 add of 2^16 items, launch included, as torch.cumsum's
-/// is measured in bench/peers.py: the median of many calls, each between two
-/// events.
-fn latency(cuda: &Cuda, rng: &mut Rng, notes: &mut String) -> Result<(), String> {
-    let name = "f32 add 2^16 latency";
-    let x = rng.vec(1 << 16, |r| r.range_f64(-1.0, 1.0) as f32);
-    let pristine = cuda.upload(&x).map_err(err(name))?;
-    let mut work = cuda.upload(&x).map_err(err(name))?;
-    checked::<Add<f32>>(cuda, name, &x, &pristine, &mut work, &|a, got| bad_sum(&x, got, |i| rounding_depth(a, i)))?;
-    let mut us = Vec::new();
-    for _ in 0..1000 {
-        let ((), ms) = cuda
-            .time(|| cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive()))
-            .map_err(err(name))?;
-        us.push(ms * 1e3);
-    }
-    let mut copy_us = Vec::new();
-    for _ in 0..1000 {
-        copy_us.push(cuda.time(|| work.copy_from(&pristine)).map_err(err(name))?.1 * 1e3);
-    }
+/// The time per call of f32 add at 2^16 (latency) and 2^24 (where launch
+/// costs are still a tenth of the call), and of a device copy of the same
+/// bytes, measured two ways, as bench/peers.py measures torch.cumsum beside
+/// them: one call between two events (median of 1000 at 2^16, of `reps` at
+/// 2^24), and back to back (`calls` calls between one pair of events, so the
+/// events' own cost and the launch latency overlap the previous call's
+/// kernel; median of 5 such runs), the time per call a loop of scans sees.
+fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
     let _ = writeln!(
         notes,
-        "\n## Latency: f32 add of 2^16 items, one call between two events, median of 1000\n\n\
-         | method | us per call |\n|---|---:|\n| GPU {} | {:.2} |\n| GPU device copy | {:.2} |",
-        cuda.algorithm(),
-        median(us),
-        median(copy_us)
+        "\n## Time per call: f32 add of 2^16 and 2^24 items, one call and back to back\n\n\
+         one call: between two events, median of 1000 (2^16) or of {} (2^24); back to back: 1000 (2^16) or 100 (2^24) \
+         calls between two events, per call, median of 5\n\n\
+         | n | method | us per call (one call) | us per call (back to back) | GB/s (one call) | GB/s (back to back) |\n\
+         |---|---|---:|---:|---:|---:|",
+        args.reps
     );
+    for (log, single_reps, calls) in [(16u32, 1000usize, 1000usize), (24, args.reps, 100)] {
+        let name = &format!("f32 add 2^{log} time per call");
+        let x = rng.vec(1 << log, |r| r.range_f64(-1.0, 1.0) as f32);
+        let pristine = cuda.upload(&x).map_err(err(name))?;
+        let mut work = cuda.upload(&x).map_err(err(name))?;
+        checked::<Add<f32>>(cuda, name, &x, &pristine, &mut work, &|a, got| {
+            bad_sum(&x, got, |i| rounding_depth(a, i))
+        })?;
+        let one_call = |work_fn: &mut dyn FnMut() -> scan::Result<()>| -> Result<f32, String> {
+            let mut us = Vec::new();
+            for _ in 0..single_reps {
+                us.push(cuda.time(&mut *work_fn).map_err(err(name))?.1 * 1e3);
+            }
+            Ok(median(us))
+        };
+        let back_to_back = |work_fn: &mut dyn FnMut() -> scan::Result<()>| -> Result<f32, String> {
+            let mut runs = Vec::new();
+            for _ in 0..5 {
+                let ((), ms) = cuda
+                    .time(|| {
+                        for _ in 0..calls {
+                            work_fn()?;
+                        }
+                        Ok(())
+                    })
+                    .map_err(err(name))?;
+                runs.push(ms * 1e3 / calls as f32);
+            }
+            Ok(median(runs))
+        };
+        let mut scan = || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive());
+        let scan_times = (one_call(&mut scan)?, back_to_back(&mut scan)?);
+        let mut copy_dst = cuda.upload(&x).map_err(err(name))?;
+        let mut copy = || copy_dst.copy_from(&pristine);
+        let copy_times = (one_call(&mut copy)?, back_to_back(&mut copy)?);
+        let gbps = |us: f32| 8.0 * x.len() as f64 / (f64::from(us) * 1e-6) / 1e9;
+        for (method, (one, b2b)) in
+            [(format!("GPU {}", cuda.algorithm()), scan_times), ("GPU device copy".into(), copy_times)]
+        {
+            let _ =
+                writeln!(notes, "| 2^{log} | {method} | {one:.2} | {b2b:.2} | {:.0} | {:.0} |", gbps(one), gbps(b2b));
+        }
+    }
     Ok(())
 }
 

@@ -41,6 +41,8 @@ pub struct Args {
     pub policy_items: Vec<usize>,
     /// Time only the scans of host slices (GPU).
     pub gpu_host_only: bool,
+    /// Time only the f32 add's time per call at 2^16 and 2^24 (GPU).
+    pub gpu_latency_only: bool,
     /// Time only rows and segments (GPU).
     pub gpu_rows_only: bool,
     /// Time only the fused maps (GPU).
@@ -64,6 +66,7 @@ const USAGE: &str =
   --gpu-policies   with --gpu, also time single-pass tile shapes and status layouts
   --gpu-policies-only  time only those (GPU)
   --policy-items LIST  the item sizes whose shapes are timed, e.g. 16,32 (default 4,8,16,32)
+  --gpu-latency-only  time only f32 add's time per call at 2^16 and 2^24, one call and back to back (GPU)
   --gpu-host-only  time only scans from and to host slices against the pinned link (GPU)
   --gpu-rows-only  time only rows and segments in one launch (GPU; SCAN_BENCH_ROWS_CASES=segments:
                    the segments alone; SCAN_BENCH_ROWS_SWEEP=1|only: tile shapes of 65536 x 4096 rows)
@@ -85,6 +88,7 @@ fn parse_args() -> Result<Args, String> {
         gpu_policies_only: false,
         policy_items: POLICY_ITEM_SIZES.to_vec(),
         gpu_host_only: false,
+        gpu_latency_only: false,
         gpu_rows_only: false,
         gpu_fused_only: false,
         gpu_selective_only: false,
@@ -101,6 +105,7 @@ fn parse_args() -> Result<Args, String> {
             "--gpu-policies" => args.gpu_policies = true,
             "--gpu-policies-only" => (args.gpu, args.gpu_policies_only) = (true, true),
             "--gpu-host-only" => (args.gpu, args.gpu_host_only) = (true, true),
+            "--gpu-latency-only" => (args.gpu, args.gpu_latency_only) = (true, true),
             "--gpu-rows-only" => (args.gpu, args.gpu_rows_only) = (true, true),
             "--gpu-fused-only" => (args.gpu, args.gpu_fused_only) = (true, true),
             "--gpu-selective-only" => (args.gpu, args.gpu_selective_only) = (true, true),

@@ -46,9 +46,10 @@
 // successors' look-backs wait that much longer.)
 // Look-back warp, per slot in the same order: look back for the tile's
 // exclusive prefix, publish its inclusive prefix, hand the slot back.
-// Hand-overs are named barriers (util.cuh): the scanning warps arrive at
-// READY + k and the look-back warp waits there; it arrives at PREFIXED + k
-// and the scanning warps wait there before storing.
+// Hand-overs are slot barriers (util.cuh, SlotBarriers: mbarriers from
+// sm_90, named barriers before): the scanning warps signal READY + k and the
+// look-back warp waits there; it signals PREFIXED + k and the scanning warps
+// wait there before storing.
 //
 // Progress never depends on scheduling: a look-back waits only for tiles
 // numbered before its own, each claimed by a running block, and a block
@@ -159,8 +160,10 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     constexpr int WARPS = THREADS / 32;
     constexpr int TILE = THREADS * ITEMS;
     constexpr unsigned ALL = THREADS + 32;  // the scanning threads and the look-back warp
-    // Named barriers: the scanning threads alone, then per slot.
-    constexpr unsigned SCANNERS = 1, READY = 2, PREFIXED = 2 + STAGES;
+    // A named barrier for the scanning threads alone (id 1); slot barriers,
+    // per slot: READY + k, then PREFIXED + k (named barriers 2 and up before
+    // sm_90).
+    constexpr unsigned SCANNERS = 1, READY = 0, PREFIXED = STAGES;
     constexpr bool SEGMENTED = !Heads::NONE;
     // Rows of whole tiles (heads.cuh, TileRows): the plain path, and slot
     // k's bit 0 of slot_heads says that its tile starts a row.
@@ -188,10 +191,12 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     // their run within the tile. Rows of whole tiles: bit 0 alone.
     __shared__ unsigned slot_heads[STAGES];
     __shared__ unsigned heads_before[SEGMENTED ? STAGES * WARPS : 1];
+    __shared__ SlotBarriers<2 * STAGES, 2> handover;
 
     // Segments from starts found bad (heads.cuh, BitHeads): nothing is
     // written; every thread returns before any barrier or claim.
     if (heads.refused()) return;
+    handover.init(ALL);
     const i64 tiles = (i64)((len + TILE - 1) / TILE);
     const int warp = (int)warp_id();
 
@@ -199,7 +204,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         // The look-back warp.
         for (unsigned i = 0;; ++i) {
             const int k = (int)(i % STAGES);
-            barrier_sync(READY + k, ALL);
+            handover.wait(READY + k, ALL);
             const i64 tile = slot_tile[k];
             if (tile >= tiles) return;
             // Segmented, a tile that starts a segment has no prefix to find.
@@ -227,7 +232,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
                 }
             }
             __syncwarp();
-            barrier_arrive(PREFIXED + k, ALL);
+            handover.signal(PREFIXED + k, ALL);
         }
     }
 
@@ -279,7 +284,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     };
     // 1. Stores the tile in slot `k` once the look-back warp has its prefix.
     auto store = [&](int k) {
-        barrier_sync(PREFIXED + k, ALL);
+        handover.wait(PREFIXED + k, ALL);
         const i64 tile = slot_tile[k];
         const Segment seg(tile, len);
         auto index = [=](int p) -> u64 { return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p); };
@@ -415,7 +420,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
                 status.publish(tile, status_code(epoch, STATUS_AGGREGATE), aggregate);
             }
         }
-        barrier_arrive(READY + k, ALL);
+        handover.signal(READY + k, ALL);
     };
     // 2. Thread 0 claims a tile for the block; every scanning thread gets it.
     // Claims alternate between two words: before a word is written again,
@@ -428,7 +433,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     // No tile left: tells the look-back warp, which meets slot k in order, to stop.
     auto finish = [&](int k) {
         if (threadIdx.x == 0) slot_tile[k] = tiles;
-        barrier_arrive(READY + k, ALL);
+        handover.signal(READY + k, ALL);
     };
 
     if (chaos && threadIdx.x == 0) {

@@ -85,6 +85,53 @@ __device__ __forceinline__ void barrier_arrive(unsigned id, unsigned threads) {
     asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// The hand-over of shared-memory slots between warps of one block: barrier
+// `b` (0 to N - 1) is met by `threads` threads (whole warps) each use; a
+// producer signals it without waiting, a consumer waits there until every
+// producer has signalled, and then sees the producers' earlier writes.
+// From sm_90 these are mbarriers (every thread arrives, release; a consumer
+// then waits on its arrival's phase, acquire): compute-sanitizer's racecheck
+// follows them, while on named barriers (bar.arrive, then bar.sync: the same
+// ordering by the PTX memory model) it reported hazards on correct rings of
+// three slots (scan-cuda/probes/racecheck_ring.cu). Before sm_90 (no
+// mbarrier.try_wait) they are named barriers FIRST_ID + b. `init` is called
+// by every thread of the block, before any other use.
+template <int N, unsigned FIRST_ID>
+struct SlotBarriers {
+    static_assert(FIRST_ID + N <= 16, "named barrier ids are 0 to 15");
+#if __CUDA_ARCH__ >= 900
+    u64 bars[N];
+    __device__ __forceinline__ unsigned address(unsigned b) const {
+        return (unsigned)__cvta_generic_to_shared(&bars[b]);
+    }
+    __device__ __forceinline__ void init(unsigned threads) {
+        if (threadIdx.x == 0)
+            for (unsigned b = 0; b < N; ++b)
+                asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(address(b)), "r"(threads) : "memory");
+        __syncthreads();
+    }
+    __device__ __forceinline__ u64 arrive(unsigned b) {
+        u64 phase;
+        asm volatile("mbarrier.arrive.shared.b64 %0, [%1];" : "=l"(phase) : "r"(address(b)) : "memory");
+        return phase;
+    }
+    __device__ __forceinline__ void signal(unsigned b, unsigned) { (void)arrive(b); }
+    __device__ __forceinline__ void wait(unsigned b, unsigned) {
+        const u64 phase = arrive(b);
+        asm volatile(
+            "{\n\t.reg .pred done;\n\tWAIT:\n\t"
+            "mbarrier.try_wait.shared.b64 done, [%0], %1;\n\t"
+            "@!done bra WAIT;\n\t}" ::"r"(address(b)),
+            "l"(phase)
+            : "memory");
+    }
+#else
+    __device__ __forceinline__ void init(unsigned) {}
+    __device__ __forceinline__ void signal(unsigned b, unsigned threads) { barrier_arrive(FIRST_ID + b, threads); }
+    __device__ __forceinline__ void wait(unsigned b, unsigned threads) { barrier_sync(FIRST_ID + b, threads); }
+#endif
+};
+
 __device__ __forceinline__ unsigned lane_id() { return threadIdx.x & 31u; }
 __device__ __forceinline__ unsigned warp_id() { return threadIdx.x >> 5; }
 
