@@ -142,6 +142,13 @@ def torch_back_to_back_us(fn, calls=1000, runs=5):
     return statistics.median(per_call)
 
 
+def torch_latency_lines():
+    """torch.cumsum's time per call: 2^16 one call between two events, then 2^16 and 2^24 back to back."""
+    us, copy_us = torch_latency()
+    one_call = f"torch.cumsum of 2^16 f32 items: {us:.2f} us per call (device copy {copy_us:.2f} us), median of 1000"
+    return [one_call, ""] + torch_latency_back_to_back()
+
+
 def torch_latency_back_to_back():
     """torch.cumsum and a copy of 2^16 and 2^24 f32 items, back to back, as examples/bench times ours."""
     import torch
@@ -381,12 +388,10 @@ def main():
             f.write(text)
         return
     if args.latency_only:
-        us, copy_us = torch_latency()
         rows = torch_cases([24], args.reps)
         lines = ["| case | method | GB/s | x copy |", "|---|---|---:|---:|"]
         lines += [f"| {c} | {m} | {g:.1f} | {r:.2f} |" for c, m, g, r in rows if c == "f32 add 2^24"]
-        lines += ["", f"torch.cumsum of 2^16 f32 items: {us:.2f} us per call (device copy {copy_us:.2f} us), median of 1000", ""]
-        text = "\n".join(lines + torch_latency_back_to_back()) + "\n"
+        text = "\n".join(lines + [""] + torch_latency_lines()) + "\n"
         print(text)
         with open(args.out, "w") as f:
             f.write(text)
@@ -410,10 +415,8 @@ def main():
             f.write(text)
         return
     rows += torch_cases(logs, args.reps)
-    us, copy_us = torch_latency()
-    print(f"torch.cumsum 2^16 f32: {us:.2f} us per call (device copy {copy_us:.2f} us), median of 1000", flush=True)
-    b2b = torch_latency_back_to_back()
-    print("\n".join(b2b), flush=True)
+    latency = torch_latency_lines()
+    print("\n".join(latency), flush=True)
     torch_sweep(args.reps, args.sweep_out)
     try:
         import jax
@@ -424,7 +427,7 @@ def main():
         print(f"jax cases failed: {type(e).__name__}: {e}", flush=True)
     lines = ["| case | method | GB/s | x copy |", "|---|---|---:|---:|"]
     lines += [f"| {c} | {m} | {g:.1f} | {r:.2f} |" for c, m, g, r in rows]
-    lines += ["", f"torch.cumsum of 2^16 f32 items: {us:.2f} us per call (device copy {copy_us:.2f} us), median of 1000", ""] + b2b
+    lines += [""] + latency
     text = "\n".join(lines) + "\n"
     print(text)
     with open(args.out, "w") as f:

@@ -360,8 +360,7 @@ fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Resul
         };
         let mut scan = || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive());
         let scan_times = (one_call(&mut scan)?, back_to_back(&mut scan)?);
-        let mut copy_dst = cuda.upload(&x).map_err(err(name))?;
-        let mut copy = || copy_dst.copy_from(&pristine);
+        let mut copy = || work.copy_from(&pristine);
         let copy_times = (one_call(&mut copy)?, back_to_back(&mut copy)?);
         let gbps = |us: f32| 8.0 * x.len() as f64 / (f64::from(us) * 1e-6) / 1e9;
         for (method, (one, b2b)) in
