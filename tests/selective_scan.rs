@@ -129,16 +129,19 @@ fn the_gpu_matches_the_reference_on_every_shape_and_option() {
     every_shape_and_option(&[("GPU", &gpu_run(&cuda))]);
 }
 
-/// Rows x N large enough for the GPU's lane-group kernel (at least 32768
-/// lanes, a power-of-two group of lanes per row): every group size, N not a
-/// power of two (idle lanes), N past 32 (several states per lane), partial
-/// blocks of steps.
+/// The lane-group kernel (forced, and as Auto picks it for many short rows):
+/// every group size (S lanes per row, about four states per lane), N not a
+/// multiple of the group (idle lanes), N past 32, rows that end inside a
+/// warp, partial blocks of steps, long rows (the next block's loads run
+/// ahead of the current one's work), and as many states as the kernel takes.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_lane_group_kernel_matches_the_reference() {
-    let cuda = gpu();
-    let run = gpu_run(&cuda);
+    use scan::cuda::{SelectiveKernelChoice, Tuning};
+    let auto = gpu();
+    let forced = gpu().with_tuning(Tuning::default().selective_kernel(SelectiveKernelChoice::Lanes));
     let mut rng = Rng::fresh("selective scan lane groups");
+    // (batch, dim, L, N, groups)
     let shapes = [
         (64, 1024, 5, 1, 1),
         (32, 1024, 9, 2, 2),
@@ -148,11 +151,19 @@ fn the_gpu_lane_group_kernel_matches_the_reference() {
         (8, 1536, 33, 16, 4),
         (4, 1024, 17, 64, 2),
         (2, 512, 7, 256, 1),
+        (1, 3, 1, 16, 1),
+        (2, 5, 4097, 16, 1),
+        (1, 7, 1001, 3, 1),
+        (3, 4, 2050, 33, 2),
+        (1, 9, 515, 128, 1),
+        (2, 6, 77, 16, 3),
     ];
     for (batch, dim, len, state, groups) in shapes {
         let inputs = Inputs::new(&mut rng, SsmShape { batch, dim, len, state }, groups);
         for options in [0u32, 1, 2, 4, 8, 16, 32, 15, 63] {
-            check(&run, &format!("lane groups, options {options:#b}"), &inputs.args(options));
+            let args = inputs.args(options);
+            check(&gpu_run(&forced), &format!("lane groups forced, options {options:#b}"), &args);
+            check(&gpu_run(&auto), &format!("lane groups or Auto's choice, options {options:#b}"), &args);
         }
     }
 }

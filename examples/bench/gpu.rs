@@ -328,14 +328,17 @@ fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Resul
          |---|---|---:|---:|---:|---:|",
         args.reps
     );
+    // The default executor, then any tile shapes named by
+    // SCAN_BENCH_LATENCY_SHAPES (for tuning the policy at these sizes).
+    let mut executors = vec![(format!("GPU {}", cuda.algorithm()), None)];
+    for (label, tuning) in latency_shapes()? {
+        executors.push((label, Some(Cuda::new().map_err(|e| e.to_string())?.with_tuning(tuning))));
+    }
     for (log, single_reps, calls) in [(16u32, 1000usize, 1000usize), (24, args.reps, 100)] {
         let name = &format!("f32 add 2^{log} time per call");
         let x = rng.vec(1 << log, |r| r.range_f64(-1.0, 1.0) as f32);
         let pristine = cuda.upload(&x).map_err(err(name))?;
         let mut work = cuda.upload(&x).map_err(err(name))?;
-        checked::<Add<f32>>(cuda, name, &x, &pristine, &mut work, &|a, got| {
-            bad_sum(&x, got, |i| rounding_depth(a, i))
-        })?;
         let one_call = |work_fn: &mut dyn FnMut() -> scan::Result<()>| -> Result<f32, String> {
             let mut us = Vec::new();
             for _ in 0..single_reps {
@@ -358,19 +361,95 @@ fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Resul
             }
             Ok(median(runs))
         };
-        let mut scan = || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive());
-        let scan_times = (one_call(&mut scan)?, back_to_back(&mut scan)?);
-        let mut copy = || work.copy_from(&pristine);
-        let copy_times = (one_call(&mut copy)?, back_to_back(&mut copy)?);
         let gbps = |us: f32| 8.0 * x.len() as f64 / (f64::from(us) * 1e-6) / 1e9;
-        for (method, (one, b2b)) in
-            [(format!("GPU {}", cuda.algorithm()), scan_times), ("GPU device copy".into(), copy_times)]
-        {
-            let _ =
-                writeln!(notes, "| 2^{log} | {method} | {one:.2} | {b2b:.2} | {:.0} | {:.0} |", gbps(one), gbps(b2b));
+        let mut lines = Vec::new();
+        for (method, tuned) in &executors {
+            // Buffers of the default executor's context: a tuned executor
+            // opens its own, with copies of the input.
+            let times = match tuned {
+                None => {
+                    checked::<Add<f32>>(cuda, name, &x, &pristine, &mut work, &|a, got| {
+                        bad_sum(&x, got, |i| rounding_depth(a, i))
+                    })?;
+                    let mut scan = || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive());
+                    (one_call(&mut scan)?, back_to_back(&mut scan)?)
+                }
+                Some(other) => tuned_latency(other, name, &x, single_reps, calls)?,
+            };
+            lines.push((method.clone(), times));
+        }
+        let mut copy = || work.copy_from(&pristine);
+        lines.push(("GPU device copy".into(), (one_call(&mut copy)?, back_to_back(&mut copy)?)));
+        for (method, (one, b2b)) in lines {
+            let line = format!("| 2^{log} | {method} | {one:.2} | {b2b:.2} | {:.0} | {:.0} |", gbps(one), gbps(b2b));
+            eprintln!("{line}");
+            let _ = writeln!(notes, "{line}");
         }
     }
     Ok(())
+}
+
+/// `SCAN_BENCH_LATENCY_SHAPES`: tile shapes for [`latency`], each
+/// `threads:items:lookback:blocks_per_sm:stages:early(0/1):deterministic(0/1)`,
+/// separated by commas.
+fn latency_shapes() -> Result<Vec<(String, Tuning)>, String> {
+    let Ok(list) = std::env::var("SCAN_BENCH_LATENCY_SHAPES") else {
+        return Ok(Vec::new());
+    };
+    list.split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            let v: Vec<u32> = s
+                .split(':')
+                .map(|p| p.trim().parse::<u32>())
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("SCAN_BENCH_LATENCY_SHAPES: {s:?}: {e}"))?;
+            let [threads, items, lookback, blocks, stages, early, deterministic] = v[..] else {
+                return Err(format!("SCAN_BENCH_LATENCY_SHAPES: {s:?}: want 7 numbers"));
+            };
+            let tuning = Tuning::default()
+                .threads(threads)
+                .items_per_thread(items)
+                .lookback(lookback)
+                .blocks_per_sm(blocks)
+                .stages(stages)
+                .early_loads(early != 0)
+                .deterministic(deterministic != 0);
+            let mode = if deterministic != 0 { "deterministic" } else { "free" };
+            let early = if early != 0 { ", early loads" } else { "" };
+            let label =
+                format!("{threads} x {items}, {lookback}/lane, {blocks} blocks/SM, {stages} stages{early}, {mode}");
+            Ok((label, tuning))
+        })
+        .collect()
+}
+
+/// One call and back to back (as [`latency`]) of f32 add on `cuda`, after a
+/// checked call.
+fn tuned_latency(cuda: &Cuda, name: &str, x: &[f32], single_reps: usize, calls: usize) -> Result<(f32, f32), String> {
+    let pristine = cuda.upload(x).map_err(err(name))?;
+    let mut work = cuda.upload(x).map_err(err(name))?;
+    checked::<Add<f32>>(cuda, name, x, &pristine, &mut work, &|_, got| {
+        bad_sum(x, got, |i| 8.0 * rounding_depth(Algorithm::SinglePass, i))
+    })?;
+    let mut scan = || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive());
+    let mut us = Vec::new();
+    for _ in 0..single_reps {
+        us.push(cuda.time(&mut scan).map_err(err(name))?.1 * 1e3);
+    }
+    let mut runs = Vec::new();
+    for _ in 0..5 {
+        let ((), ms) = cuda
+            .time(|| {
+                for _ in 0..calls {
+                    scan()?;
+                }
+                Ok(())
+            })
+            .map_err(err(name))?;
+        runs.push(ms * 1e3 / calls as f32);
+    }
+    Ok((median(us), median(runs)))
 }
 
 /// f32 add from a host `Vec` into a host `Vec` (the staged path: chunks

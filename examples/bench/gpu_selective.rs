@@ -24,10 +24,61 @@ fn median(mut v: Vec<f32>) -> f32 {
     v[v.len() / 2]
 }
 
+/// `SCAN_BENCH_SELECTIVE_SHAPE=batch,dim,L,N`: another shape than the
+/// issue's (for choosing between the kernels).
+fn shape_from_env() -> Result<Option<SsmShape>, String> {
+    let Ok(v) = std::env::var("SCAN_BENCH_SELECTIVE_SHAPE") else {
+        return Ok(None);
+    };
+    let n: Vec<usize> = v
+        .split(',')
+        .map(|p| p.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("SCAN_BENCH_SELECTIVE_SHAPE={v}: {e}"))?;
+    let [batch, dim, len, state] = n[..] else {
+        return Err(format!("SCAN_BENCH_SELECTIVE_SHAPE={v}: want batch,dim,L,N"));
+    };
+    Ok(Some(SsmShape { batch, dim, len, state }))
+}
+
+/// The forward on each kernel that `SCAN_BENCH_SELECTIVE_KERNELS` names
+/// (`SCAN_CUDA_SELECTIVE_KERNEL`'s values, comma-separated), each on its own
+/// executor, checked against the CPU's result `want`, then timed: a table of
+/// milliseconds and ratios to the floor (empty without the variable).
+fn other_kernels(args: &SelectiveScan<'_>, want: &[f32], reps: usize, floor_ms: f64) -> Result<String, String> {
+    let Ok(list) = std::env::var("SCAN_BENCH_SELECTIVE_KERNELS") else {
+        return Ok(String::new());
+    };
+    let mut table = String::from("\n| kernel (forward) | ms | / floor |\n|---|---:|---:|\n");
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let choice = scan_cuda::SelectiveKernelChoice::parse(name)
+            .ok_or_else(|| format!("SCAN_BENCH_SELECTIVE_KERNELS: unknown kernel {name:?}"))?;
+        let e = |e: scan::Error| format!("selective scan, kernel {name}: {e}");
+        let cuda = Cuda::new().map_err(e)?.with_tuning(scan_cuda::Tuning::default().selective_kernel(choice));
+        let mut on_device = cuda.upload_selective(args).map_err(e)?;
+        cuda.run_selective(&mut on_device).map_err(e)?;
+        let got = on_device.download().map_err(e)?;
+        let close = |g: f32, w: f32| scan_testing::within_mamba_tolerance(f64::from(g), f64::from(w));
+        if let Some(i) = (0..want.len()).find(|&i| !close(got.out[i], want[i])) {
+            return Err(format!("selective scan, kernel {name}: GPU out[{i}] = {}, CPU {}", got.out[i], want[i]));
+        }
+        let mut ms = Vec::new();
+        for _ in 0..reps {
+            ms.push(cuda.time(|| cuda.run_selective(&mut on_device)).map_err(e)?.1);
+        }
+        let ms = f64::from(median(ms));
+        let line = format!("| {name} | {ms:.3} | {:.2} |", ms / floor_ms);
+        eprintln!("{line}");
+        table.push_str(&line);
+        table.push('\n');
+    }
+    Ok(table)
+}
+
 /// Runs the case; returns the rows and a note with the bounds.
 pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     let e = |e: scan::Error| format!("selective scan: {e}");
-    let shape = SsmShape { batch: 8, dim: 1536, len: 4096, state: 16 };
+    let shape = shape_from_env()?.unwrap_or(SsmShape { batch: 8, dim: 1536, len: 4096, state: 16 });
     let SsmShape { batch, dim, len, state } = shape;
     let mut rng = Rng::fresh("bench selective");
     let mut v = |n: usize, lo: f64, hi: f64| rng.vec(n, |r| r.range_f64(lo, hi) as f32);
@@ -70,6 +121,7 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     // The copy moved floor_bytes (half read, half written).
     let copy_rate = floor_bytes as f64 / (copy_ms * 1e-3);
     let floor_ms = floor_bytes as f64 / copy_rate * 1e3;
+    let kernels = other_kernels(&args, &want.out, reps, floor_ms)?;
 
     // The backward: checked once against the CPU's (f64), then timed.
     let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
@@ -113,7 +165,7 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
          | GPU backward (one run_selective_backward with its scratch allocations, median of {reps}) | {backward_ms:.3} |\n\
          | backward / forward (bar: at most 3) | {:.2} |\n\
          | backward memory floor: {:.1} MB of u, delta, z, dout, B, C in, du, ddelta, dz, dB, dC out | {backward_floor_ms:.3} |\n\n\
-         Backward against the CPU's f64 backward (mamba_ssm's f32 tolerances): {}.\n",
+         Backward against the CPU's f64 backward (mamba_ssm's f32 tolerances): {}.\n{kernels}",
         floor_bytes as f64 / 1e6,
         copy_rate / 1e9,
         khz / 1e3,

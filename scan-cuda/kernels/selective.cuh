@@ -322,128 +322,222 @@ __device__ __forceinline__ void selective_scan_chunked(const float* u, const flo
     }
 }
 
-// The selective scan for many rows: no block scan at all. A group of S
-// lanes (S = N rounded up to a power of two, at most 32) owns one row; lane
-// i of the group owns state indices n = i, i + S, ... (at most PER_LANE of
-// them) and runs their recurrences sequentially along L, so the (a, b) pairs
-// never meet a scan. Steps go in blocks of S: lane i loads step t0 + i of u,
-// delta and z (coalesced), computes its dt (one softplus per step, not one
-// per lane) and shares (dt, dt u) through shared memory; every lane then
-// advances its states over the S steps, collecting its part of y for each
-// step; a butterfly across the group (S - 1 shuffles) leaves lane i with the
-// whole y of step t0 + i, which it finishes and stores (coalesced). The host
-// picks this kernel when rows x S lanes fill the GPU; the chunked block-scan
-// kernel above serves few, long rows.
-template <int S, int PER_LANE, int WARPS>
+// The selective scan by lane groups: no block scan at all. A group of S
+// lanes owns one row; lane i of the group owns the P consecutive state
+// indices n = i P .. i P + P - 1 and runs their recurrences sequentially
+// along L, so the (a, b) pairs never meet a scan. Steps go in blocks of T (a
+// multiple of S and of 4): lane i loads steps t0 + j S + i (j < T / S) of u,
+// delta and z (coalesced across the group), computes their dt (one softplus
+// per step, not one per state) and shares (dt, dt u) through shared memory;
+// every lane then advances its states over the T steps, collecting its part
+// of y for each step; a butterfly across the group (S - 1 shuffles per S
+// steps) leaves lane i with the whole y of its own steps, which it finishes
+// and stores.
+//
+// Why this serves long rows too: the work per (step, state) is the
+// recurrence itself (an exp, two products, two fused multiply-adds) with no
+// scan around it, and a warp holds 32 / S rows of one batch, which read the
+// same B and C (one load serves them all). What it costs besides: B and C a
+// vector of 4 steps per load, the butterfly, and each row's own work per step
+// (softplus, silu, u, delta, z, out), shared by its N states. The hot loop
+// runs over whole blocks with no bounds checks and no branches but the
+// prefetch's: B and C of the next state (or of the next block's first
+// state) and the next block's u, delta and z are loaded while the current
+// state computes, in two alternating register buffers (P even: no copies).
+// B and C vary (the host sends fixed ones to the chunked kernel); a state's
+// row is at a 32-bit offset n L + t from its batch and group's first row (the
+// host checks that N L fits), so an address costs one multiply-add.
+// IDLE: N < S P, and the states past N are skipped (they read state 0's
+// row); without it every state is live. Lanes past the last row compute on
+// row 0 and store nothing; their sums stay within their own group.
+template <int S, int P, int T>
+struct SsmLanes {
+    static_assert(S >= 1 && S <= 32 && (S & (S - 1)) == 0, "S is a power of two up to 32");
+    static_assert(T % S == 0 && T % 4 == 0, "blocks of whole groups of S steps and whole float4 vectors");
+    static constexpr int OWN = T / S;  // the steps of a block each lane loads and finishes
+    // Two slots more per group than it has steps: groups then start on
+    // different banks and every pair of steps is one 16-byte read (T = 8:
+    // 20 words apart, no conflict among 8 groups).
+    static constexpr int STRIDE = T + 2;
+
+    float bv[2][T], cv[2][T];  // B and C of a state over a block, double-buffered
+    float own_u[OWN], own_dt[OWN], own_z[OWN];
+
+    // B and C at offset `at` (state row and first step) into buffer `slot`:
+    // whole vectors, no checks (FAST), or item by item with zeros from
+    // step `left` of the block on.
+    template <bool FAST>
+    __device__ __forceinline__ void load_bc(int slot, const float* b, const float* c, unsigned at, u64 left) {
+        if constexpr (FAST) {
+            ssm_load_vectors(b + at, bv[slot]);
+            ssm_load_vectors(c + at, cv[slot]);
+        } else {
+#pragma unroll
+            for (int t = 0; t < T; ++t) {
+                bv[slot][t] = (u64)t < left ? b[at + t] : 0.0f;
+                cv[slot][t] = (u64)t < left ? c[at + t] : 0.0f;
+            }
+        }
+    }
+
+    // This lane's u, delta and z of the block at t0 (zeros past the row).
+    template <bool FAST>
+    __device__ __forceinline__ void load_own(const float* u, const float* delta, const float* z, unsigned i, u64 t0,
+                                             u64 len) {
+#pragma unroll
+        for (int j = 0; j < OWN; ++j) {
+            const u64 t = t0 + (u64)j * S + i;
+            const bool in = FAST || t < len;
+            own_u[j] = in ? u[t] : 0.0f;
+            own_dt[j] = in ? delta[t] : 0.0f;
+            own_z[j] = in && z != nullptr ? z[t] : 0.0f;
+        }
+    }
+};
+
+template <int S, int P, int T, int WARPS, bool IDLE>
 __device__ __forceinline__ void selective_scan_lanes(const float* u, const float* delta, const float* A,
                                                      SsmProjection B, SsmProjection C, const float* D, const float* z,
                                                      const float* delta_bias, const float* x0, float* out,
                                                      float* last, u64 batch, u64 dim, u64 len, u64 state,
                                                      bool softplus) {
-    static_assert(S >= 1 && S <= 32 && (S & (S - 1)) == 0, "S is a power of two up to 32");
-    __shared__ float2 shared_steps[WARPS][32];
+    typedef SsmLanes<S, P, T> Lanes;
+    constexpr int OWN = Lanes::OWN;
+    __shared__ __align__(16) float2 shared_steps[WARPS][32 / S][Lanes::STRIDE];
     const unsigned lane = lane_id(), i = lane % S;
     const u64 rows = batch * dim;
     const u64 row = ((u64)blockIdx.x * WARPS + warp_id()) * (32 / S) + lane / S;
     const bool live = row < rows;
-    const u64 b = live ? row / dim : 0, d = live ? row % dim : 0;
-    float2* steps = shared_steps[warp_id()] + (lane - i);  // this group's S steps
-    float a2[PER_LANE], h[PER_LANE], b_fixed[PER_LANE], c_fixed[PER_LANE];
-    const float* b_row[PER_LANE];
-    const float* c_row[PER_LANE];
+    const u64 r = live ? row : 0, b = r / dim, d = r % dim;
+    float2* steps = shared_steps[warp_id()][lane / S];
+    float a2[P], h[P];
+    bool mine[P];
+    unsigned at[P];  // each state's row, from state 0's
 #pragma unroll
-    for (int k = 0; k < PER_LANE; ++k) {
-        const u64 n = i + (u64)k * S;
-        const bool mine = live && n < state;
-        a2[k] = mine ? A[d * state + n] * SSM_LOG2E : 0.0f;
-        h[k] = mine && x0 != nullptr ? x0[row * state + n] : 0.0f;
-        b_fixed[k] = mine && B.groups == 0 ? B.fixed(d, n, state) : 0.0f;
-        c_fixed[k] = mine && C.groups == 0 ? C.fixed(d, n, state) : 0.0f;
-        b_row[k] = mine && B.groups != 0 ? B.row(b, d, dim, n, state, len) : nullptr;
-        c_row[k] = mine && C.groups != 0 ? C.row(b, d, dim, n, state, len) : nullptr;
+    for (int k = 0; k < P; ++k) {
+        const u64 n = (u64)i * P + k;
+        mine[k] = !IDLE || n < state;
+        const u64 m = mine[k] ? n : 0;  // a valid state for the loads of the others
+        a2[k] = A[d * state + m] * SSM_LOG2E;
+        h[k] = live && mine[k] && x0 != nullptr ? x0[row * state + n] : 0.0f;
+        at[k] = (unsigned)(m * len);
     }
-    const float skip = live && D != nullptr ? D[d] : 0.0f;
-    const float bias = live && delta_bias != nullptr ? delta_bias[d] : 0.0f;
-    // B and C rows start 16-byte aligned: blocks of S steps inside the
-    // rows (`whole`, the same for the whole warp) load them as vectors,
-    // with no bounds checks.
-    const bool aligned = S % 4 == 0 && len % 4 == 0 && ssm_aligned(B.data) && ssm_aligned(C.data);
-    auto block = [&](const u64 t0, const bool whole) {
-        // This lane's step: t0 + i.
-        const bool step_in = live && t0 + i < len;
-        float u_i = 0.0f, dt_i = 0.0f;
-        if (step_in) {
-            u_i = u[row * len + t0 + i];
-            dt_i = delta[row * len + t0 + i] + bias;
-            if (softplus) dt_i = ssm_softplus(dt_i);
+    const float* b_base = B.row(b, d, dim, 0, state, len);
+    const float* c_base = C.row(b, d, dim, 0, state, len);
+    const float skip = D != nullptr ? D[d] : 0.0f;
+    const float bias = delta_bias != nullptr ? delta_bias[d] : 0.0f;
+    const float* u_row = u + r * len;
+    const float* delta_row = delta + r * len;
+    const float* z_row = z != nullptr ? z + r * len : nullptr;
+    float* out_row = out + r * len;
+    // Whole blocks take the fast path when B's and C's rows start 16-byte
+    // aligned (len a multiple of 4, aligned bases).
+    const bool aligned = len % 4 == 0 && ssm_aligned(B.data) && ssm_aligned(C.data);
+    const u64 whole_end = aligned ? len / T * T : 0;
+
+    Lanes io;
+    // One block: FAST for whole blocks (no checks); `next`: whether the next
+    // block is whole too, so that its loads are issued now. (A plain lambda
+    // called with constants: NVRTC takes no generic lambda in device code,
+    // and inlining folds FAST away.)
+    auto block = [&](const bool FAST, const u64 t0, const bool next) {
+        // This block's own steps: dt into the shared steps; u and z kept
+        // for the output while the next block's are loaded.
+        float keep_u[OWN], keep_z[OWN];
+#pragma unroll
+        for (int j = 0; j < OWN; ++j) {
+            const u64 t = t0 + (u64)j * S + i;
+            float dt = io.own_dt[j] + bias;
+            if (softplus) dt = ssm_softplus(dt);
+            if (!FAST && t >= len) dt = 0.0f;  // past the end: a = 1, b = 0, h is kept
+            steps[j * S + i] = make_float2(dt, dt * io.own_u[j]);
+            keep_u[j] = io.own_u[j];
+            keep_z[j] = io.own_z[j];
         }
-        steps[i] = make_float2(dt_i, dt_i * u_i);
+        const unsigned t32 = (unsigned)t0;
+        if (FAST && next) io.template load_own<true>(u_row, delta_row, z_row, i, t0 + T, len);
+        if (!FAST) io.template load_bc<false>(0, b_base, c_base, at[0] + t32, len - t0);
         __syncwarp();
-        float y[S];
+        float2 st[T];
 #pragma unroll
-        for (int t = 0; t < S; ++t) y[t] = 0.0f;
+        for (int t = 0; t < T; t += 2) {
+            const float4 two = *reinterpret_cast<const float4*>(steps + t);
+            st[t] = make_float2(two.x, two.y);
+            st[t + 1] = make_float2(two.z, two.w);
+        }
+        float y[T];
 #pragma unroll
-        for (int k = 0; k < PER_LANE; ++k) {
-            if (i + (u64)k * S >= state || !live) continue;
-            // This state's B and C over the block's steps, a vector at a
-            // time where the row allows (one cache line per lane, not one
-            // per step).
-            float bv[S], cv[S];
-            if (b_row[k] != nullptr) {
-                ssm_load_run(whole, b_row[k], t0, len, bv);
-            } else {
+        for (int t = 0; t < T; ++t) y[t] = 0.0f;
 #pragma unroll
-                for (int t = 0; t < S; ++t) bv[t] = b_fixed[k];
+        for (int k = 0; k < P; ++k) {
+            const int slot = k % 2;
+            // B and C a state ahead, or the next block's first state.
+            if (k + 1 < P && FAST) {
+                io.template load_bc<true>(slot ^ 1, b_base, c_base, at[k + 1] + t32, T);
+            } else if (k + 1 < P) {
+                io.template load_bc<false>(slot ^ 1, b_base, c_base, at[k + 1] + t32, len - t0);
+            } else if (FAST && next) {
+                io.template load_bc<true>(slot ^ 1, b_base, c_base, at[0] + t32 + T, T);
             }
-            if (c_row[k] != nullptr) {
-                ssm_load_run(whole, c_row[k], t0, len, cv);
-            } else {
+            if (!IDLE || mine[k]) {
 #pragma unroll
-                for (int t = 0; t < S; ++t) cv[t] = c_fixed[k];
-            }
-#pragma unroll
-            for (int t = 0; t < S; ++t) {
-                const float2 s = steps[t];  // (dt, dt u); (0, 0) past the end: h is kept
-                h[k] = fmaf(ssm_exp2(s.x * a2[k]), h[k], s.y * bv[t]);
-                y[t] = fmaf(cv[t], h[k], y[t]);
+                for (int t = 0; t < T; ++t) {
+                    h[k] = fmaf(ssm_exp2(st[t].x * a2[k]), h[k], st[t].y * io.bv[slot][t]);
+                    y[t] = fmaf(io.cv[slot][t], h[k], y[t]);
+                }
             }
         }
-        // Butterfly: after the stage of mask m, y[0 .. m) hold sums over
-        // lane pairs differing in bit m, for the steps whose bit m is this
-        // lane's; at the end y[0] is the whole sum for step i.
-        // (Stages counted up, so that the loop unrolls and y stays in
-        // registers: counting m down by halving kept y in local memory.)
+        if (P % 2 == 1) {
+            // The next block's first state went to slot 1; the block reads slot 0.
 #pragma unroll
-        for (int stage = 1; stage < S; stage *= 2) {
-            const int m = S / (2 * stage);
-#pragma unroll
-            for (int j = 0; j < m; ++j) {
-                const bool upper = (i & (unsigned)m) != 0;
-                const float send = upper ? y[j] : y[j + m];
-                const float keep = upper ? y[j + m] : y[j];
-                y[j] = keep + __shfl_xor_sync(0xffffffffu, send, m);
+            for (int t = 0; t < T; ++t) {
+                io.bv[0][t] = io.bv[1][t];
+                io.cv[0][t] = io.cv[1][t];
             }
         }
-        if (step_in) {
-            float o = fmaf(skip, u_i, y[0]);
-            if (z != nullptr) o *= ssm_silu(z[row * len + t0 + i]);
-            out[row * len + t0 + i] = o;
+        // Butterfly, per group of S steps: after the stage of mask m,
+        // y[q S .. q S + m) hold sums over lane pairs differing in bit m,
+        // for the steps whose bit m is this lane's; at the end y[q S] is the
+        // whole sum for step q S + i. (Stages counted up, so that the loop
+        // unrolls and y stays in registers: counting m down by halving kept
+        // y in local memory.)
+#pragma unroll
+        for (int q = 0; q < OWN; ++q) {
+#pragma unroll
+            for (int stage = 1; stage < S; stage *= 2) {
+                const int m = S / (2 * stage);
+#pragma unroll
+                for (int j = 0; j < m; ++j) {
+                    const bool upper = (i & (unsigned)m) != 0;
+                    const float send = upper ? y[q * S + j] : y[q * S + j + m];
+                    const float keep = upper ? y[q * S + j + m] : y[q * S + j];
+                    y[q * S + j] = keep + __shfl_xor_sync(0xffffffffu, send, m);
+                }
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < OWN; ++q) {
+            const u64 t = t0 + (u64)q * S + i;
+            float o = fmaf(skip, keep_u[q], y[q * S]);
+            if (z_row != nullptr) o *= ssm_silu(keep_z[q]);
+            if (live && (FAST || t < len)) out_row[t] = o;
         }
         __syncwarp();  // the steps are read before the next block overwrites them
     };
-    for (u64 t0 = 0; t0 < len; t0 += S) {
-        // Two calls, so that each inlined copy sees a constant `whole`.
-        if (aligned && t0 + S <= len) {
-            block(t0, true);
-        } else {
-            block(t0, false);
-        }
+    if (whole_end > 0) {
+        io.template load_own<true>(u_row, delta_row, z_row, i, 0, len);
+        io.template load_bc<true>(0, b_base, c_base, at[0], T);
+    }
+    u64 t0 = 0;
+    for (; t0 < whole_end; t0 += T) block(true, t0, t0 + T < whole_end);
+    for (; t0 < len; t0 += T) {
+        io.template load_own<false>(u_row, delta_row, z_row, i, t0, len);
+        block(false, t0, false);
     }
     if (live && last != nullptr) {
 #pragma unroll
-        for (int k = 0; k < PER_LANE; ++k) {
-            const u64 n = i + (u64)k * S;
-            if (n < state) last[row * state + n] = h[k];
+        for (int k = 0; k < P; ++k) {
+            if (mine[k]) last[row * state + (u64)i * P + k] = h[k];
         }
     }
 }

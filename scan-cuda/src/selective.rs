@@ -2,9 +2,9 @@
 //! the executor, compiled on first use, whatever the shapes. It holds two
 //! kernels: a chunked block scan (a block per K channels, 2048 steps per
 //! chunk, the states carried between chunks in shared memory) and a
-//! lane-group kernel (a group of lanes per row, one lane per state index,
-//! each running its recurrence along L); see [`LANE_KERNEL_MIN_LANES`] for
-//! the choice.
+//! lane-group kernel (a group of lanes per row, about four state indices per
+//! lane, each running its recurrences along L); see [`LANE_KERNEL_MIN_LANES`]
+//! for the choice.
 //!
 //! [`Cuda::selective_scan`] takes host slices, as `Cpu::selective_scan`
 //! does; [`Cuda::upload_selective`] and [`Cuda::run_selective`] keep the
@@ -37,16 +37,73 @@ const SOURCES: [(&str, &str); 4] = [
 /// Warps per block of the lane-group kernel.
 const LANE_WARPS: u32 = 4;
 
-/// The lane-group kernels: (lanes per row S, state indices per lane); S
-/// is N rounded up to a power of two, at most 32, and N up to 256.
-const LANE_SHAPES: [(u32, u32); 9] = [(1, 1), (2, 1), (4, 1), (8, 1), (16, 1), (32, 1), (32, 2), (32, 4), (32, 8)];
+/// A lane-group kernel's shape: S lanes per row, `per_lane` state indices
+/// per lane, blocks of `steps` steps (kernels/selective.cuh,
+/// `selective_scan_lanes<S, PER_LANE, T, WARPS>`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LaneShape {
+    lanes: u32,
+    per_lane: u32,
+    steps: u32,
+}
+
+impl LaneShape {
+    const fn new(lanes: u32, per_lane: u32, steps: u32) -> LaneShape {
+        LaneShape { lanes, per_lane, steps }
+    }
+
+    /// The shape for N = `state`: about four states per lane (so that a warp
+    /// holds 32 / S rows, which share their B and C loads), N rounded up to
+    /// a power of two, blocks of 8 steps or S; None past N = 256.
+    fn for_state(state: usize) -> Option<LaneShape> {
+        let lanes = state.max(1).div_ceil(4).next_power_of_two().min(32) as u32;
+        let per_lane = state.max(1).div_ceil(lanes as usize).next_power_of_two() as u32;
+        let shape = LaneShape::new(lanes, per_lane, lanes.max(8));
+        LANE_SHAPES.contains(&shape).then_some(shape)
+    }
+
+    /// `SxPxT`, e.g. `4x4x8`.
+    fn parse(v: &str) -> Option<LaneShape> {
+        let mut parts = v.split('x').map(|p| p.trim().parse::<u32>().ok());
+        let shape = LaneShape::new(parts.next()??, parts.next()??, parts.next()??);
+        parts.next().is_none().then_some(shape)
+    }
+
+    /// This shape if it is compiled and holds N = `state`.
+    fn usable(self, state: usize) -> Option<LaneShape> {
+        let holds = (self.lanes * self.per_lane) as usize >= state;
+        (LANE_SHAPES.contains(&self) && holds).then_some(self)
+    }
+
+    /// Rows per warp.
+    fn rows_per_warp(self) -> usize {
+        32 / self.lanes as usize
+    }
+}
+
+/// The lane-group kernels: [`LaneShape::for_state`]'s for every N up to 256,
+/// each with and without idle states. (Other shapes of N = 16 were timed
+/// through [`SelectiveKernelChoice::LaneShape`] and dropped: at batch 8, dim
+/// 1536, L 4096 on the H200, 4 x 4 x 8 took 1.129 ms, 2 x 8 x 8 1.238, 4 x 4 x
+/// 16 1.509, 8 x 2 x 8 1.905; bench/gpu-h200-results.md.)
+const LANE_SHAPES: [LaneShape; 9] = [
+    LaneShape::new(1, 1, 8),
+    LaneShape::new(1, 2, 8),
+    LaneShape::new(1, 4, 8),
+    LaneShape::new(2, 4, 8),
+    LaneShape::new(4, 4, 8),
+    LaneShape::new(8, 4, 8),
+    LaneShape::new(16, 4, 16),
+    LaneShape::new(32, 4, 32),
+    LaneShape::new(32, 8, 32),
+];
 
 /// The lane-group kernel runs when rows x S lanes fill a good part of the
-/// GPU and rows are short: on the H200 at batch 8, dim 1536, N 16, L 4096 the
-/// chunked block-scan kernel took 1.72 ms and the lane-group kernel 3.02
-/// (bench/gpu-h200-results.md), so long rows go to the block-scan kernel.
-/// Below a quarter of its 2048-step chunk most of the block-scan kernel's
-/// threads would idle; that threshold is not measured yet.
+/// GPU (32768 lanes: 1024 warps, about two per scheduler of an H200) and
+/// rows are short. Measured on the H200 at batch 8, dim 1536, N 16, L 4096
+/// with S = 16: the chunked block-scan kernel took 1.72 ms and the
+/// lane-group kernel 3.02 (bench/gpu-h200-results.md), so long rows go to
+/// the block-scan kernel.
 const LANE_KERNEL_MIN_LANES: usize = 32 * 1024;
 const LANE_KERNEL_MAX_LEN: usize = 512;
 
@@ -114,7 +171,7 @@ impl Chunked {
 }
 
 /// Which GPU selective-scan kernel runs ([`Tuning::selective_kernel`](crate::Tuning::selective_kernel);
-/// the environment variable `SCAN_CUDA_SELECTIVE_KERNEL=block|lanes|channels2|channels4|warp2`
+/// the environment variable `SCAN_CUDA_SELECTIVE_KERNEL=block|lanes|channels2|channels4|warp2|lanes:SxPxT`
 /// does the same for programs that do not set it).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SelectiveKernelChoice {
@@ -125,7 +182,8 @@ pub enum SelectiveKernelChoice {
     Auto,
     /// The chunked block scan, one block per (batch, channel) row.
     Block,
-    /// The lane-group kernel, when N allows it (else the block scan).
+    /// The lane-group kernel, when N (at most 256) and the forms of B and C
+    /// allow it (both varying); else the block scan.
     Lanes,
     /// The chunked block scan for K = 2 or 4 channels per block, which read
     /// B and C once for K channels: when B and C both vary and K divides the
@@ -135,37 +193,75 @@ pub enum SelectiveKernelChoice {
     /// The same with one warp per block (K = 2): no barrier per state, a
     /// chunk of 256 steps; when B and C allow it, as for `Channels`.
     ChannelsPerWarp(u32),
+    /// The lane-group kernel of one compiled shape, for timing them: S lanes
+    /// per row, state indices per lane, steps per block (`LaneShape(4, 4,
+    /// 8)` is N = 16's default). A shape that is not compiled, or that holds
+    /// fewer states than N, falls back to `Lanes`.
+    LaneShape(u32, u32, u32),
 }
 
 impl SelectiveKernelChoice {
     fn from_env() -> Option<SelectiveKernelChoice> {
-        Some(match std::env::var("SCAN_CUDA_SELECTIVE_KERNEL").ok()?.as_str() {
+        SelectiveKernelChoice::parse(&std::env::var("SCAN_CUDA_SELECTIVE_KERNEL").ok()?)
+    }
+
+    /// A choice by the name `SCAN_CUDA_SELECTIVE_KERNEL` takes: `auto`,
+    /// `block`, `lanes`, `channels2`, `channels4`, `warp2`, or `lanes:SxPxT`
+    /// for [`SelectiveKernelChoice::LaneShape`].
+    ///
+    /// ```
+    /// use scan_cuda::SelectiveKernelChoice;
+    /// assert_eq!(SelectiveKernelChoice::parse("warp2"), Some(SelectiveKernelChoice::ChannelsPerWarp(2)));
+    /// assert_eq!(SelectiveKernelChoice::parse("lanes:4x4x8"), Some(SelectiveKernelChoice::LaneShape(4, 4, 8)));
+    /// assert_eq!(SelectiveKernelChoice::parse("fast"), None);
+    /// ```
+    pub fn parse(name: &str) -> Option<SelectiveKernelChoice> {
+        Some(match name {
+            "auto" => SelectiveKernelChoice::Auto,
             "block" => SelectiveKernelChoice::Block,
             "lanes" => SelectiveKernelChoice::Lanes,
             "channels2" => SelectiveKernelChoice::Channels(2),
             "channels4" => SelectiveKernelChoice::Channels(4),
             "warp2" => SelectiveKernelChoice::ChannelsPerWarp(2),
-            _ => return None,
+            other => {
+                let shape = LaneShape::parse(other.strip_prefix("lanes:")?)?;
+                SelectiveKernelChoice::LaneShape(shape.lanes, shape.per_lane, shape.steps)
+            }
         })
     }
 }
 
-fn lanes_kernel_name(s: u32, per_lane: u32) -> String {
-    format!("selective_scan_lanes_{s}_{per_lane}")
+/// A lane-group kernel: its shape, and whether it skips states past N
+/// (N below S x states per lane). B and C vary (the fixed forms run the
+/// chunked kernel).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LaneKernel {
+    shape: LaneShape,
+    idle: bool,
 }
 
-/// The lane-group kernel for `state` (S, per lane), if one fits.
-fn lane_shape(state: usize) -> Option<(u32, u32)> {
-    let s = state.next_power_of_two().min(32) as u32;
-    let per_lane = (state.div_ceil(s as usize)).next_power_of_two() as u32;
-    LANE_SHAPES.into_iter().find(|&shape| shape == (s, per_lane))
+impl LaneKernel {
+    /// Every lane-group kernel the module holds.
+    fn all() -> impl Iterator<Item = LaneKernel> {
+        LANE_SHAPES.into_iter().flat_map(|shape| [false, true].map(|idle| LaneKernel { shape, idle }))
+    }
+
+    fn name(self) -> String {
+        let LaneShape { lanes, per_lane, steps } = self.shape;
+        format!("selective_scan_lanes_{lanes}_{per_lane}_{steps}{}", if self.idle { "_idle" } else { "" })
+    }
+
+    fn template(self) -> String {
+        let LaneShape { lanes, per_lane, steps } = self.shape;
+        format!("selective_scan_lanes<{lanes}, {per_lane}, {steps}, {LANE_WARPS}, {}>", self.idle)
+    }
 }
 
 /// The kernel a run takes.
 enum Plan {
     /// The chunked block scan, K channels per block.
     Chunked(Chunked),
-    Lanes((u32, u32)),
+    Lanes(LaneKernel),
 }
 
 /// The loaded kernels (the module must outlive the functions).
@@ -176,7 +272,7 @@ pub(crate) struct SelectiveKernel {
     /// the function's attributes: two threads launching with different N
     /// would race).
     chunked: Vec<(Chunked, CudaFunction, usize)>,
-    lanes: Vec<((u32, u32), CudaFunction)>,
+    lanes: Vec<(LaneKernel, CudaFunction)>,
 }
 
 /// An `extern "C"` kernel `name` of `threads` threads (and at least
@@ -210,9 +306,8 @@ fn source() -> String {
             &kernel.template(),
         ));
     }
-    for (s, per_lane) in LANE_SHAPES {
-        let template = format!("selective_scan_lanes<{s}, {per_lane}, {LANE_WARPS}>");
-        code.push_str(&kernel_wrapper(&lanes_kernel_name(s, per_lane), 32 * LANE_WARPS, None, &template));
+    for kernel in LaneKernel::all() {
+        code.push_str(&kernel_wrapper(&kernel.name(), 32 * LANE_WARPS, None, &kernel.template()));
     }
     code
 }
@@ -376,9 +471,9 @@ impl Cuda {
         let (batch, dim, len, state) = (batch as u64, dim as u64, len as u64, state as u64);
         let softplus = i32::from(s.delta_softplus);
         let (function, cfg) = match self.selective_plan(s) {
-            Plan::Lanes(shape) => {
-                let function = keyed(&kernel.lanes, &shape, "a lane-group")?;
-                let blocks = rows.div_ceil(32 / shape.0 as usize).div_ceil(LANE_WARPS as usize);
+            Plan::Lanes(chosen) => {
+                let function = keyed(&kernel.lanes, &chosen, "a lane-group")?;
+                let blocks = rows.div_ceil(chosen.shape.rows_per_warp()).div_ceil(LANE_WARPS as usize);
                 let block = (32 * LANE_WARPS, 1, 1);
                 (function, LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: block, shared_mem_bytes: 0 })
             }
@@ -414,8 +509,15 @@ impl Cuda {
             SelectiveKernelChoice::Auto => SelectiveKernelChoice::from_env().unwrap_or_default(),
             chosen => chosen,
         };
-        let lanes = lane_shape(state);
         let (vary_b, vary_c) = (s.b.groups.is_some(), s.c.groups.is_some());
+        // A lane-group kernel of `shape`, if compiled: B and C vary, and N L
+        // fits the kernel's 32-bit offsets.
+        let lane_kernel = |shape: LaneShape| {
+            let kernel = LaneKernel { shape, idle: state < (shape.lanes * shape.per_lane) as usize };
+            let fits = vary_b && vary_c && state.checked_mul(len).is_some_and(|n| n <= u32::MAX as usize);
+            (fits && LaneKernel::all().any(|k| k == kernel)).then_some(kernel)
+        };
+        let lanes = LaneShape::for_state(state).and_then(lane_kernel);
         let single = Plan::Chunked(Chunked { shape: CHUNKED_SHAPES[0], vary_b, vary_c });
         // K consecutive channels of one block share a batch and a group of
         // B and C.
@@ -427,14 +529,19 @@ impl Cuda {
         };
         match choice {
             SelectiveKernelChoice::Auto => match lanes {
-                Some(shape) if rows * shape.0 as usize >= LANE_KERNEL_MIN_LANES && len <= LANE_KERNEL_MAX_LEN => {
-                    Plan::Lanes(shape)
+                Some(kernel)
+                    if rows * kernel.shape.lanes as usize >= LANE_KERNEL_MIN_LANES && len <= LANE_KERNEL_MAX_LEN =>
+                {
+                    Plan::Lanes(kernel)
                 }
                 _ if rows >= CHANNEL_PAIRS_MIN_ROWS => shared(2, 32).unwrap_or(single),
                 _ => single,
             },
             SelectiveKernelChoice::Block => single,
             SelectiveKernelChoice::Lanes => lanes.map_or(single, Plan::Lanes),
+            SelectiveKernelChoice::LaneShape(s, p, t) => {
+                LaneShape::new(s, p, t).usable(state).and_then(lane_kernel).or(lanes).map_or(single, Plan::Lanes)
+            }
             SelectiveKernelChoice::Channels(k) => shared(k, THREADS).unwrap_or(single),
             SelectiveKernelChoice::ChannelsPerWarp(k) => shared(k, 32).unwrap_or(single),
         }
@@ -476,10 +583,7 @@ impl Cuda {
                     Ok((c, function, dynamic))
                 })
                 .collect::<Result<_>>()?;
-            let lanes = LANE_SHAPES
-                .into_iter()
-                .map(|(s, per_lane)| Ok(((s, per_lane), lookup(&module, &lanes_kernel_name(s, per_lane))?)))
-                .collect::<Result<_>>()?;
+            let lanes = LaneKernel::all().map(|k| Ok((k, lookup(&module, &k.name())?))).collect::<Result<_>>()?;
             Ok(SelectiveKernel { _module: module, chunked, lanes })
         })
     }
