@@ -3,7 +3,7 @@
 //! kernels: a chunked block scan (a block per K channels, 2048 steps per
 //! chunk, the states carried between chunks in shared memory) and a
 //! lane-group kernel (a group of lanes per row, about four state indices per
-//! lane, each running its recurrences along L); see [`LANE_KERNEL_MIN_LANES`]
+//! lane, each running its recurrences along L); see [`LANE_KERNEL_MIN_ROWS`]
 //! for the choice.
 //!
 //! [`Cuda::selective_scan`] takes host slices, as `Cpu::selective_scan`
@@ -98,14 +98,22 @@ const LANE_SHAPES: [LaneShape; 9] = [
     LaneShape::new(32, 8, 32),
 ];
 
-/// The lane-group kernel runs when rows x S lanes fill a good part of the
-/// GPU (32768 lanes: 1024 warps, about two per scheduler of an H200) and
-/// rows are short. Measured on the H200 at batch 8, dim 1536, N 16, L 4096
-/// with S = 16: the chunked block-scan kernel took 1.72 ms and the
-/// lane-group kernel 3.02 (bench/gpu-h200-results.md), so long rows go to
-/// the block-scan kernel.
-const LANE_KERNEL_MIN_LANES: usize = 32 * 1024;
-const LANE_KERNEL_MAX_LEN: usize = 512;
+/// Auto takes the lane-group kernel for at least this many rows of at most
+/// [`LANE_KERNEL_MAX_LEN`] steps (when B and C vary and N <= 256). Measured
+/// on the H200 (bench/gpu-h200-results.md, 2026-12-03; N = 16 unless said,
+/// lane kernel against warp2, the chunked kernel Auto takes otherwise):
+/// 65536 rows of 8 steps 0.037 ms against 0.321, of 64 steps 0.126 against
+/// 0.330, of 128 steps 0.220 against 0.334, of 192 steps 0.316 against
+/// 0.341, of 256 steps 0.409 against 0.257 (and at L 4096, 12288 rows, 1.10
+/// against 0.75); 8192 rows of 128 steps 0.054 against 0.073; 2048 rows of
+/// 64 steps 0.037 against 0.044 and of 32 steps 0.030 against 0.040;
+/// 262144 rows of 4 steps with N = 4 0.052 against 0.478; 65536 rows of 16
+/// steps with N = 64 0.197 against 1.054. The chunked kernels take whole
+/// chunks of 256 steps (warp2) or more, so short rows leave most of their
+/// lanes idle; the lane kernel is bound by its L1 data pipe past that.
+/// Fewer rows than 2048 are not measured and keep the chunked kernels.
+const LANE_KERNEL_MIN_ROWS: usize = 2048;
+const LANE_KERNEL_MAX_LEN: usize = 192;
 
 /// The chunked block-scan kernels: (channels per block K, steps per
 /// thread, threads per block, blocks per SM to fit in registers). K x steps
@@ -529,11 +537,7 @@ impl Cuda {
         };
         match choice {
             SelectiveKernelChoice::Auto => match lanes {
-                Some(kernel)
-                    if rows * kernel.shape.lanes as usize >= LANE_KERNEL_MIN_LANES && len <= LANE_KERNEL_MAX_LEN =>
-                {
-                    Plan::Lanes(kernel)
-                }
+                Some(kernel) if rows >= LANE_KERNEL_MIN_ROWS && len <= LANE_KERNEL_MAX_LEN => Plan::Lanes(kernel),
                 _ if rows >= CHANNEL_PAIRS_MIN_ROWS => shared(2, 32).unwrap_or(single),
                 _ => single,
             },
