@@ -130,10 +130,11 @@ fn the_gpu_matches_the_reference_on_every_shape_and_option() {
 }
 
 /// The lane-group kernel (forced, and as Auto picks it for many short rows):
-/// every group size (S lanes per row, about four states per lane), N not a
-/// multiple of the group (idle lanes), N past 32, rows that end inside a
-/// warp, partial blocks of steps, long rows (the next block's loads run
-/// ahead of the current one's work), and as many states as the kernel takes.
+/// every kernel shape (S lanes per row, about four states per lane), N below
+/// what the shape holds (idle states), rows that end inside a warp, partial
+/// and unaligned blocks of steps (the checked path), rows of several whole
+/// blocks (the unchecked path, the next block's loads running ahead of the
+/// current one's work), and as many states as the kernel takes.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_lane_group_kernel_matches_the_reference() {
@@ -157,6 +158,22 @@ fn the_gpu_lane_group_kernel_matches_the_reference() {
         (3, 4, 2050, 33, 2),
         (1, 9, 515, 128, 1),
         (2, 6, 77, 16, 3),
+        // L a multiple of 4 and of more than two blocks: the unchecked path
+        // with its prefetch across blocks, for every kernel shape (N = 1,
+        // 2: one lane per row, P odd and even; 3, 20, 100, 200: idle
+        // states; 32, 64, 128, 256: full), and rows ending inside a warp.
+        (8, 512, 36, 1, 1),
+        (4, 512, 44, 2, 2),
+        (4, 512, 28, 3, 1),
+        (2, 64, 400, 16, 2),
+        (1, 7, 48, 16, 1),
+        (2, 256, 100, 20, 2),
+        (2, 256, 68, 32, 1),
+        (1, 40, 36, 64, 1),
+        (1, 64, 132, 100, 1),
+        (1, 16, 160, 128, 1),
+        (1, 32, 196, 200, 1),
+        (1, 8, 96, 256, 1),
     ];
     for (batch, dim, len, state, groups) in shapes {
         let inputs = Inputs::new(&mut rng, SsmShape { batch, dim, len, state }, groups);

@@ -10,6 +10,12 @@
 //! (`Cuda::run_selective_backward`, scratch allocation included) for a
 //! random dL/dout, timed the same way, with its ratio to the forward (9/11's
 //! bar: at most 3x) and its largest difference from the CPU's f64 backward.
+//!
+//! For choosing between kernels: `SCAN_BENCH_SELECTIVE_SHAPE=batch,dim,L,N`
+//! runs another shape (every option as above), and
+//! `SCAN_BENCH_SELECTIVE_KERNELS=auto,warp2,lanes,...` also times the
+//! forward on each kernel named (`SCAN_CUDA_SELECTIVE_KERNEL`'s values),
+//! each checked against the CPU first.
 
 use scan::selective::{Projection, SelectiveScan, SsmShape};
 use scan::Cpu;
@@ -38,6 +44,14 @@ fn shape_from_env() -> Result<Option<SsmShape>, String> {
     let [batch, dim, len, state] = n[..] else {
         return Err(format!("SCAN_BENCH_SELECTIVE_SHAPE={v}: want batch,dim,L,N"));
     };
+    // Every size at least 1, and the largest array's items within reach.
+    let items = [batch, dim, len, state]
+        .iter()
+        .try_fold(1usize, |acc, &x| if x == 0 { None } else { acc.checked_mul(x) })
+        .filter(|&n| n <= 1 << 34);
+    if items.is_none() {
+        return Err(format!("SCAN_BENCH_SELECTIVE_SHAPE={v}: want sizes of at least 1, at most 2^34 items in all"));
+    }
     Ok(Some(SsmShape { batch, dim, len, state }))
 }
 

@@ -336,8 +336,9 @@ __device__ __forceinline__ void selective_scan_chunked(const float* u, const flo
 //
 // Why this serves long rows too: the work per (step, state) is the
 // recurrence itself (an exp, two products, two fused multiply-adds) with no
-// scan around it, and a warp holds 32 / S rows of one batch, which read the
-// same B and C (one load serves them all). What it costs besides: B and C a
+// scan around it, and a warp holds 32 / S consecutive rows, which read the
+// same B and C when they are channels of one batch and group (dim and dim /
+// groups multiples of 32 / S): one load then serves them all. What it costs besides: B and C a
 // vector of 4 steps per load, the butterfly, and each row's own work per step
 // (softplus, silu, u, delta, z, out), shared by its N states. The hot loop
 // runs over whole blocks with no bounds checks and no branches but the

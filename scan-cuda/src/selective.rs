@@ -39,7 +39,7 @@ const LANE_WARPS: u32 = 4;
 
 /// A lane-group kernel's shape: S lanes per row, `per_lane` state indices
 /// per lane, blocks of `steps` steps (kernels/selective.cuh,
-/// `selective_scan_lanes<S, PER_LANE, T, WARPS>`).
+/// `selective_scan_lanes<S, P, T, WARPS, IDLE>`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct LaneShape {
     lanes: u32,
@@ -111,9 +111,13 @@ const LANE_SHAPES: [LaneShape; 9] = [
 /// steps with N = 64 0.197 against 1.054. The chunked kernels take whole
 /// chunks of 256 steps (warp2) or more, so short rows leave most of their
 /// lanes idle; the lane kernel is bound by its L1 data pipe past that.
-/// Fewer rows than 2048 are not measured and keep the chunked kernels.
+/// Fewer rows than 2048 are not measured and keep the chunked kernels; so
+/// does N past 64 (S = 32, blocks of 32 steps: those kernels spill, 400-700
+/// bytes per thread under NVRTC for sm_90, and are not timed; they run when
+/// asked for, `SelectiveKernelChoice::Lanes`).
 const LANE_KERNEL_MIN_ROWS: usize = 2048;
 const LANE_KERNEL_MAX_LEN: usize = 192;
+const LANE_KERNEL_MAX_STATE: usize = 64;
 
 /// The chunked block-scan kernels: (channels per block K, steps per
 /// thread, threads per block, blocks per SM to fit in registers). K x steps
@@ -179,8 +183,9 @@ impl Chunked {
 }
 
 /// Which GPU selective-scan kernel runs ([`Tuning::selective_kernel`](crate::Tuning::selective_kernel);
-/// the environment variable `SCAN_CUDA_SELECTIVE_KERNEL=block|lanes|channels2|channels4|warp2|lanes:SxPxT`
-/// does the same for programs that do not set it).
+/// the environment variable `SCAN_CUDA_SELECTIVE_KERNEL=auto|block|lanes|channels2|channels4|warp2|lanes:SxPxT`
+/// does the same for programs that do not set it; see
+/// [`SelectiveKernelChoice::parse`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SelectiveKernelChoice {
     /// The default: the lane-group kernel for many short rows, else the
@@ -190,8 +195,9 @@ pub enum SelectiveKernelChoice {
     Auto,
     /// The chunked block scan, one block per (batch, channel) row.
     Block,
-    /// The lane-group kernel, when N (at most 256) and the forms of B and C
-    /// allow it (both varying); else the block scan.
+    /// The lane-group kernel, when N (at most 256), the forms of B and C
+    /// (both varying) and N x L (below 2^32: the kernel's offsets are 32-bit)
+    /// allow it; else the block scan.
     Lanes,
     /// The chunked block scan for K = 2 or 4 channels per block, which read
     /// B and C once for K channels: when B and C both vary and K divides the
@@ -251,7 +257,17 @@ struct LaneKernel {
 impl LaneKernel {
     /// Every lane-group kernel the module holds.
     fn all() -> impl Iterator<Item = LaneKernel> {
-        LANE_SHAPES.into_iter().flat_map(|shape| [false, true].map(|idle| LaneKernel { shape, idle }))
+        // Idle states only where some N takes the shape with fewer states
+        // than it holds (not for N = 1 and 2).
+        let idle_for = |shape: LaneShape| {
+            (1..(shape.lanes * shape.per_lane) as usize).any(|n| LaneShape::for_state(n) == Some(shape))
+        };
+        LANE_SHAPES.into_iter().flat_map(move |shape| {
+            [false, true]
+                .into_iter()
+                .filter(move |&idle| !idle || idle_for(shape))
+                .map(move |idle| LaneKernel { shape, idle })
+        })
     }
 
     fn name(self) -> String {
@@ -502,7 +518,7 @@ impl Cuda {
         // SAFETY: every pointer addresses a live device buffer whose length
         // `validate` checked against the shape (or is 0 for an absent
         // option); either kernel reads and writes only within those shapes
-        // (lanes past the last row are idle).
+        // (lanes past the last row read row 0 and write nothing).
         unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the selective scan", e))?;
         Ok(())
     }
@@ -537,7 +553,11 @@ impl Cuda {
         };
         match choice {
             SelectiveKernelChoice::Auto => match lanes {
-                Some(kernel) if rows >= LANE_KERNEL_MIN_ROWS && len <= LANE_KERNEL_MAX_LEN => Plan::Lanes(kernel),
+                Some(kernel)
+                    if rows >= LANE_KERNEL_MIN_ROWS && len <= LANE_KERNEL_MAX_LEN && state <= LANE_KERNEL_MAX_STATE =>
+                {
+                    Plan::Lanes(kernel)
+                }
                 _ if rows >= CHANNEL_PAIRS_MIN_ROWS => shared(2, 32).unwrap_or(single),
                 _ => single,
             },
