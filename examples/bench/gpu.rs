@@ -339,28 +339,8 @@ fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Resul
         let x = rng.vec(1 << log, |r| r.range_f64(-1.0, 1.0) as f32);
         let pristine = cuda.upload(&x).map_err(err(name))?;
         let mut work = cuda.upload(&x).map_err(err(name))?;
-        let one_call = |work_fn: &mut dyn FnMut() -> scan::Result<()>| -> Result<f32, String> {
-            let mut us = Vec::new();
-            for _ in 0..single_reps {
-                us.push(cuda.time(&mut *work_fn).map_err(err(name))?.1 * 1e3);
-            }
-            Ok(median(us))
-        };
-        let back_to_back = |work_fn: &mut dyn FnMut() -> scan::Result<()>| -> Result<f32, String> {
-            let mut runs = Vec::new();
-            for _ in 0..5 {
-                let ((), ms) = cuda
-                    .time(|| {
-                        for _ in 0..calls {
-                            work_fn()?;
-                        }
-                        Ok(())
-                    })
-                    .map_err(err(name))?;
-                runs.push(ms * 1e3 / calls as f32);
-            }
-            Ok(median(runs))
-        };
+        let one_call = |f: &mut dyn FnMut() -> scan::Result<()>| one_call_us(cuda, name, single_reps, f);
+        let back_to_back = |f: &mut dyn FnMut() -> scan::Result<()>| back_to_back_us(cuda, name, calls, f);
         let gbps = |us: f32| 8.0 * x.len() as f64 / (f64::from(us) * 1e-6) / 1e9;
         let mut lines = Vec::new();
         for (method, tuned) in &executors {
@@ -433,23 +413,45 @@ fn tuned_latency(cuda: &Cuda, name: &str, x: &[f32], single_reps: usize, calls: 
         bad_sum(x, got, |i| 8.0 * rounding_depth(Algorithm::SinglePass, i))
     })?;
     let mut scan = || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive());
+    Ok((one_call_us(cuda, name, single_reps, &mut scan)?, back_to_back_us(cuda, name, calls, &mut scan)?))
+}
+
+/// Microseconds per call of `work`, one call between two events: the median
+/// of `reps`.
+fn one_call_us(
+    cuda: &Cuda,
+    name: &str,
+    reps: usize,
+    work: &mut dyn FnMut() -> scan::Result<()>,
+) -> Result<f32, String> {
     let mut us = Vec::new();
-    for _ in 0..single_reps {
-        us.push(cuda.time(&mut scan).map_err(err(name))?.1 * 1e3);
+    for _ in 0..reps {
+        us.push(cuda.time(&mut *work).map_err(err(name))?.1 * 1e3);
     }
+    Ok(median(us))
+}
+
+/// Microseconds per call of `work`, `calls` calls back to back between two
+/// events: the median of 5 such runs.
+fn back_to_back_us(
+    cuda: &Cuda,
+    name: &str,
+    calls: usize,
+    work: &mut dyn FnMut() -> scan::Result<()>,
+) -> Result<f32, String> {
     let mut runs = Vec::new();
     for _ in 0..5 {
         let ((), ms) = cuda
             .time(|| {
                 for _ in 0..calls {
-                    scan()?;
+                    work()?;
                 }
                 Ok(())
             })
             .map_err(err(name))?;
         runs.push(ms * 1e3 / calls as f32);
     }
-    Ok((median(us), median(runs)))
+    Ok(median(runs))
 }
 
 /// f32 add from a host `Vec` into a host `Vec` (the staged path: chunks

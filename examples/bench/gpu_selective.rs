@@ -30,6 +30,11 @@ fn median(mut v: Vec<f32>) -> f32 {
     v[v.len() / 2]
 }
 
+/// The first index where `got` is outside mamba_ssm's f32 tolerances of `want`.
+fn first_outside(got: &[f32], want: &[f32]) -> Option<usize> {
+    (0..want.len()).find(|&i| !scan_testing::within_mamba_tolerance(f64::from(got[i]), f64::from(want[i])))
+}
+
 /// `SCAN_BENCH_SELECTIVE_SHAPE=batch,dim,L,N`: another shape than the
 /// issue's (for choosing between the kernels).
 fn shape_from_env() -> Result<Option<SsmShape>, String> {
@@ -72,8 +77,7 @@ fn other_kernels(args: &SelectiveScan<'_>, want: &[f32], reps: usize, floor_ms: 
         let mut on_device = cuda.upload_selective(args).map_err(e)?;
         cuda.run_selective(&mut on_device).map_err(e)?;
         let got = on_device.download().map_err(e)?;
-        let close = |g: f32, w: f32| scan_testing::within_mamba_tolerance(f64::from(g), f64::from(w));
-        if let Some(i) = (0..want.len()).find(|&i| !close(got.out[i], want[i])) {
+        if let Some(i) = first_outside(&got.out, want) {
             return Err(format!("selective scan, kernel {name}: GPU out[{i}] = {}, CPU {}", got.out[i], want[i]));
         }
         let mut ms = Vec::new();
@@ -117,8 +121,7 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     cuda.run_selective(&mut on_device).map_err(e)?;
     let got = on_device.download().map_err(e)?;
     let want = Cpu::new().selective_scan(&args).map_err(e)?;
-    let close = |g: f32, w: f32| scan_testing::within_mamba_tolerance(f64::from(g), f64::from(w));
-    if let Some(i) = (0..want.out.len()).find(|&i| !close(got.out[i], want.out[i])) {
+    if let Some(i) = first_outside(&got.out, &want.out) {
         return Err(format!("selective scan: GPU out[{i}] = {}, CPU {}", got.out[i], want.out[i]));
     }
 
@@ -151,7 +154,11 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     ];
     let mut outside = Vec::new();
     for (name, got, want) in pairs {
-        let bad = got.iter().zip(want.iter()).filter(|(g, w)| !close(**g, **w)).count();
+        let bad = got
+            .iter()
+            .zip(want.iter())
+            .filter(|(g, w)| !scan_testing::within_mamba_tolerance(f64::from(**g), f64::from(**w)))
+            .count();
         let worst = got.iter().zip(want.iter()).map(|(g, w)| (g - w).abs() / (1.0 + w.abs())).fold(0.0f32, f32::max);
         outside.push(format!("{name}: {bad} of {} outside, largest |diff| / (1 + |cpu|) {worst:.2e}", got.len()));
     }

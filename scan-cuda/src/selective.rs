@@ -69,10 +69,18 @@ impl LaneShape {
         parts.next().is_none().then_some(shape)
     }
 
-    /// This shape if it is compiled and holds N = `state`.
-    fn usable(self, state: usize) -> Option<LaneShape> {
-        let holds = (self.lanes * self.per_lane) as usize >= state;
-        (LANE_SHAPES.contains(&self) && holds).then_some(self)
+    /// This shape if it holds N = `state` (whether it is compiled is the
+    /// caller's check, on the kernel).
+    fn holding(self, state: usize) -> Option<LaneShape> {
+        ((self.lanes * self.per_lane) as usize >= state).then_some(self)
+    }
+
+    /// Whether some N takes this shape with fewer states than it holds (not
+    /// for N = 1 and 2). Each shape takes a run of N ending at S x P, so N =
+    /// S x P - 1 is the one to ask about (checked against every N in a test).
+    fn takes_idle(self) -> bool {
+        let holds = (self.lanes * self.per_lane) as usize;
+        holds > 1 && LaneShape::for_state(holds - 1) == Some(self)
     }
 
     /// Rows per warp.
@@ -257,15 +265,10 @@ struct LaneKernel {
 impl LaneKernel {
     /// Every lane-group kernel the module holds.
     fn all() -> impl Iterator<Item = LaneKernel> {
-        // Idle states only where some N takes the shape with fewer states
-        // than it holds (not for N = 1 and 2).
-        let idle_for = |shape: LaneShape| {
-            (1..(shape.lanes * shape.per_lane) as usize).any(|n| LaneShape::for_state(n) == Some(shape))
-        };
         LANE_SHAPES.into_iter().flat_map(move |shape| {
             [false, true]
                 .into_iter()
-                .filter(move |&idle| !idle || idle_for(shape))
+                .filter(move |&idle| !idle || shape.takes_idle())
                 .map(move |idle| LaneKernel { shape, idle })
         })
     }
@@ -564,7 +567,7 @@ impl Cuda {
             SelectiveKernelChoice::Block => single,
             SelectiveKernelChoice::Lanes => lanes.map_or(single, Plan::Lanes),
             SelectiveKernelChoice::LaneShape(s, p, t) => {
-                LaneShape::new(s, p, t).usable(state).and_then(lane_kernel).or(lanes).map_or(single, Plan::Lanes)
+                LaneShape::new(s, p, t).holding(state).and_then(lane_kernel).or(lanes).map_or(single, Plan::Lanes)
             }
             SelectiveKernelChoice::Channels(k) => shared(k, THREADS).unwrap_or(single),
             SelectiveKernelChoice::ChannelsPerWarp(k) => shared(k, 32).unwrap_or(single),
@@ -645,4 +648,32 @@ fn opt_in_dynamic_shared(function: &CudaFunction, limit: usize) -> Result<usize>
 /// and returns the CUBIN; needs libnvrtc, no GPU.
 pub fn compile_selective_for_arch(arch: &str) -> Result<Vec<u8>> {
     crate::nvrtc::compile_cubin(&source(), "selective_scan", arch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lane kernels compiled: every N up to 256 finds its shape, with
+    /// idle states exactly where N is below what the shape holds, and idle
+    /// variants only for shapes some N needs them for.
+    #[test]
+    fn every_state_size_finds_a_compiled_lane_kernel() {
+        let compiled: Vec<LaneKernel> = LaneKernel::all().collect();
+        for n in 1..=256usize {
+            let shape = LaneShape::for_state(n).unwrap_or_else(|| panic!("N = {n} has no lane shape"));
+            let holds = (shape.lanes * shape.per_lane) as usize;
+            assert!(holds >= n && holds < 2 * n.max(2), "N = {n}: {shape:?}");
+            let kernel = LaneKernel { shape, idle: n < holds };
+            assert!(compiled.contains(&kernel), "N = {n}: {kernel:?} is not compiled");
+        }
+        for kernel in compiled.iter().filter(|k| k.idle) {
+            let holds = (kernel.shape.lanes * kernel.shape.per_lane) as usize;
+            assert!(
+                (1..holds).any(|n| LaneShape::for_state(n) == Some(kernel.shape)),
+                "{kernel:?} is compiled for no N"
+            );
+        }
+        assert_eq!(LaneShape::for_state(257), None);
+    }
 }
