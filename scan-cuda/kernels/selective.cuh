@@ -326,13 +326,14 @@ __device__ __forceinline__ void selective_scan_chunked(const float* u, const flo
 // lanes owns one row; lane i of the group owns the P consecutive state
 // indices n = i P .. i P + P - 1 and runs their recurrences sequentially
 // along L, so the (a, b) pairs never meet a scan. Steps go in blocks of T (a
-// multiple of S and of 4): lane i loads steps t0 + j S + i (j < T / S) of u,
-// delta and z (coalesced across the group), computes their dt (one softplus
-// per step, not one per state) and shares (dt, dt u) through shared memory;
-// every lane then advances its states over the T steps, collecting its part
-// of y for each step; a butterfly across the group (S - 1 shuffles per S
-// steps) leaves lane i with the whole y of its own steps, which it finishes
-// and stores.
+// multiple of S and of 4): lane i loads steps t0 + i T / S .. t0 + (i + 1) T
+// / S - 1 of u, delta and z (vectors, one after the other across the
+// group), computes their dt (one softplus per step, not one per state) and
+// shares (dt, dt u) through shared memory; every lane then advances its
+// states over the T steps, collecting its part of y for each step; a
+// halving butterfly across the group (T (S - 1) / S shuffles per block)
+// leaves lane i with the whole y of its own steps, which it finishes and
+// stores.
 //
 // Why this serves long rows too: the work per (step, state) is the
 // recurrence itself (an exp, two products, two fused multiply-adds) with no
@@ -381,17 +382,55 @@ struct SsmLanes {
         }
     }
 
-    // This lane's u, delta and z of the block at t0 (zeros past the row).
+    // This lane's u, delta and z of the block at t0, steps t0 + i OWN ..
+    // t0 + i OWN + OWN - 1 (zeros past the row); FAST: the rows are
+    // 16-byte aligned and the block whole, so OWN = 2 or a multiple of 4
+    // goes in vectors (one load instruction touches one line per row: the
+    // 8 rows of a warp's load, not 8 per step).
     template <bool FAST>
     __device__ __forceinline__ void load_own(const float* u, const float* delta, const float* z, unsigned i, u64 t0,
                                              u64 len) {
+        const u64 first = t0 + (u64)i * OWN;
+        if constexpr (FAST && OWN % 4 == 0) {
+            ssm_load_vectors(u + first, own_u);
+            ssm_load_vectors(delta + first, own_dt);
+            if (z != nullptr) ssm_load_vectors(z + first, own_z);
+        } else if constexpr (FAST && OWN == 2) {
+            const float2 uu = *reinterpret_cast<const float2*>(u + first);
+            const float2 dd = *reinterpret_cast<const float2*>(delta + first);
+            own_u[0] = uu.x, own_u[1] = uu.y, own_dt[0] = dd.x, own_dt[1] = dd.y;
+            if (z != nullptr) {
+                const float2 zz = *reinterpret_cast<const float2*>(z + first);
+                own_z[0] = zz.x, own_z[1] = zz.y;
+            }
+        } else {
 #pragma unroll
-        for (int j = 0; j < OWN; ++j) {
-            const u64 t = t0 + (u64)j * S + i;
-            const bool in = FAST || t < len;
-            own_u[j] = in ? u[t] : 0.0f;
-            own_dt[j] = in ? delta[t] : 0.0f;
-            own_z[j] = in && z != nullptr ? z[t] : 0.0f;
+            for (int j = 0; j < OWN; ++j) {
+                const u64 t = first + j;
+                const bool in = FAST || t < len;
+                own_u[j] = in ? u[t] : 0.0f;
+                own_dt[j] = in ? delta[t] : 0.0f;
+                own_z[j] = in && z != nullptr ? z[t] : 0.0f;
+            }
+        }
+    }
+
+    // This lane's outputs of the block at t0 (none past the row).
+    template <bool FAST>
+    __device__ __forceinline__ void store_own(float* out, unsigned i, u64 t0, u64 len, const float (&o)[OWN]) {
+        const u64 first = t0 + (u64)i * OWN;
+        if constexpr (FAST && OWN % 4 == 0) {
+#pragma unroll
+            for (int j = 0; j < OWN; j += 4) {
+                *reinterpret_cast<float4*>(out + first + j) = make_float4(o[j], o[j + 1], o[j + 2], o[j + 3]);
+            }
+        } else if constexpr (FAST && OWN == 2) {
+            *reinterpret_cast<float2*>(out + first) = make_float2(o[0], o[1]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < OWN; ++j) {
+                if (FAST || first + j < len) out[first + j] = o[j];
+            }
         }
     }
 };
@@ -405,12 +444,20 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
     typedef SsmLanes<S, P, T> Lanes;
     constexpr int OWN = Lanes::OWN;
     __shared__ __align__(16) float2 shared_steps[WARPS][32 / S][Lanes::STRIDE];
-    const unsigned lane = lane_id(), i = lane % S;
+    // Lane i R + r is lane i of row r (R rows per warp): the S lanes of a
+    // row are R apart, so that the 8 lanes of a quarter-warp are one lane
+    // of 8 rows. A 16-byte load runs a quarter-warp at a time, one data
+    // wavefront per cache line it touches; B and C are the same for the
+    // warp's rows, so each quarter-warp reads one line (lanes of a row side
+    // by side would touch four: four times the L1 data pipe's work, which
+    // bounded the kernel).
+    constexpr int R = 32 / S;
+    const unsigned lane = lane_id(), i = lane / R;
     const u64 rows = batch * dim;
-    const u64 row = ((u64)blockIdx.x * WARPS + warp_id()) * (32 / S) + lane / S;
+    const u64 row = ((u64)blockIdx.x * WARPS + warp_id()) * R + lane % R;
     const bool live = row < rows;
     const u64 r = live ? row : 0, b = r / dim, d = r % dim;
-    float2* steps = shared_steps[warp_id()][lane / S];
+    float2* steps = shared_steps[warp_id()][lane % R];
     float a2[P], h[P];
     bool mine[P];
     unsigned at[P];  // each state's row, from state 0's
@@ -431,9 +478,10 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
     const float* delta_row = delta + r * len;
     const float* z_row = z != nullptr ? z + r * len : nullptr;
     float* out_row = out + r * len;
-    // Whole blocks take the fast path when B's and C's rows start 16-byte
-    // aligned (len a multiple of 4, aligned bases).
-    const bool aligned = len % 4 == 0 && ssm_aligned(B.data) && ssm_aligned(C.data);
+    // Whole blocks take the fast path when every row starts 16-byte aligned
+    // (len a multiple of 4, aligned bases).
+    const bool aligned = len % 4 == 0 && ssm_aligned(B.data) && ssm_aligned(C.data) && ssm_aligned(u) &&
+                         ssm_aligned(delta) && ssm_aligned(out) && (z == nullptr || ssm_aligned(z));
     const u64 whole_end = aligned ? len / T * T : 0;
 
     Lanes io;
@@ -447,11 +495,11 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
         float keep_u[OWN], keep_z[OWN];
 #pragma unroll
         for (int j = 0; j < OWN; ++j) {
-            const u64 t = t0 + (u64)j * S + i;
+            const u64 t = t0 + (u64)i * OWN + j;
             float dt = io.own_dt[j] + bias;
             if (softplus) dt = ssm_softplus(dt);
             if (!FAST && t >= len) dt = 0.0f;  // past the end: a = 1, b = 0, h is kept
-            steps[j * S + i] = make_float2(dt, dt * io.own_u[j]);
+            steps[i * OWN + j] = make_float2(dt, dt * io.own_u[j]);
             keep_u[j] = io.own_u[j];
             keep_z[j] = io.own_z[j];
         }
@@ -496,32 +544,35 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
                 io.cv[0][t] = io.cv[1][t];
             }
         }
-        // Butterfly, per group of S steps: after the stage of mask m,
-        // y[q S .. q S + m) hold sums over lane pairs differing in bit m,
-        // for the steps whose bit m is this lane's; at the end y[q S] is the
-        // whole sum for step q S + i. (Stages counted up, so that the loop
-        // unrolls and y stays in registers: counting m down by halving kept
-        // y in local memory.)
+        // Butterfly over the row's lanes, halving: at the stage of mask m
+        // (S / 2 first), a lane keeps the half of its live y whose steps
+        // match its bit m (the upper half if set), adds its partner's sums
+        // of that half and sends the other half. After log2(S) stages y[0
+        // .. OWN) hold the whole sums of steps i OWN .. i OWN + OWN - 1,
+        // side by side for the vector stores. (Stages counted up, so that
+        // the loop unrolls and y stays in registers: counting m down by
+        // halving kept y in local memory.)
 #pragma unroll
-        for (int q = 0; q < OWN; ++q) {
+        for (int stage = 1; stage < S; stage *= 2) {
+            const int m = S / (2 * stage), half = T / (2 * stage);
+            const bool upper = (i & (unsigned)m) != 0;
 #pragma unroll
-            for (int stage = 1; stage < S; stage *= 2) {
-                const int m = S / (2 * stage);
-#pragma unroll
-                for (int j = 0; j < m; ++j) {
-                    const bool upper = (i & (unsigned)m) != 0;
-                    const float send = upper ? y[q * S + j] : y[q * S + j + m];
-                    const float keep = upper ? y[q * S + j + m] : y[q * S + j];
-                    y[q * S + j] = keep + __shfl_xor_sync(0xffffffffu, send, m);
-                }
+            for (int j = 0; j < half; ++j) {
+                const float send = upper ? y[j] : y[j + half];
+                const float keep = upper ? y[j + half] : y[j];
+                y[j] = keep + __shfl_xor_sync(0xffffffffu, send, m * R);
             }
         }
+        float o[OWN];
 #pragma unroll
-        for (int q = 0; q < OWN; ++q) {
-            const u64 t = t0 + (u64)q * S + i;
-            float o = fmaf(skip, keep_u[q], y[q * S]);
-            if (z_row != nullptr) o *= ssm_silu(keep_z[q]);
-            if (live && (FAST || t < len)) out_row[t] = o;
+        for (int j = 0; j < OWN; ++j) {
+            o[j] = fmaf(skip, keep_u[j], y[j]);
+            if (z_row != nullptr) o[j] *= ssm_silu(keep_z[j]);
+        }
+        if (live && FAST) {
+            io.template store_own<true>(out_row, i, t0, len, o);
+        } else if (live) {
+            io.template store_own<false>(out_row, i, t0, len, o);
         }
         __syncwarp();  // the steps are read before the next block overwrites them
     };

@@ -92,8 +92,9 @@ impl LaneShape {
 /// The lane-group kernels: [`LaneShape::for_state`]'s for every N up to 256,
 /// each with and without idle states. (Other shapes of N = 16 were timed
 /// through [`SelectiveKernelChoice::LaneShape`] and dropped: at batch 8, dim
-/// 1536, L 4096 on the H200, 4 x 4 x 8 took 1.129 ms, 2 x 8 x 8 1.238, 4 x 4 x
-/// 16 1.509, 8 x 2 x 8 1.905; bench/gpu-h200-results.md.)
+/// 1536, L 4096 on the H200, with a quarter-warp on one lane of 8 rows, 4 x 4
+/// x 8 took 0.719-0.735 ms, 4 x 4 x 16 1.120-1.143, 8 x 2 x 8 1.077; before
+/// that layout 4 x 4 x 8 1.129, 2 x 8 x 8 1.238; bench/gpu-h200-results.md.)
 const LANE_SHAPES: [LaneShape; 9] = [
     LaneShape::new(1, 1, 8),
     LaneShape::new(1, 2, 8),
@@ -112,13 +113,17 @@ const LANE_SHAPES: [LaneShape; 9] = [
 /// lane kernel against warp2, the chunked kernel Auto takes otherwise):
 /// 65536 rows of 8 steps 0.037 ms against 0.321, of 64 steps 0.126 against
 /// 0.330, of 128 steps 0.220 against 0.334, of 192 steps 0.316 against
-/// 0.341, of 256 steps 0.409 against 0.257 (and at L 4096, 12288 rows, 1.10
-/// against 0.75); 8192 rows of 128 steps 0.054 against 0.073; 2048 rows of
+/// 0.341, of 256 steps 0.409 against 0.257 (since the lanes of a row are 8
+/// apart, 0.271 against 0.251; of 512 steps 0.524 against 0.461; 12288 rows
+/// of 4096 steps 0.719-0.735 against 0.734-0.740, a tie; 2048 rows of 4096
+/// steps 0.606 against 0.229); 8192 rows of 128 steps 0.054 against 0.073; 2048 rows of
 /// 64 steps 0.037 against 0.044 and of 32 steps 0.030 against 0.040;
 /// 262144 rows of 4 steps with N = 4 0.052 against 0.478; 65536 rows of 16
 /// steps with N = 64 0.197 against 1.054. The chunked kernels take whole
 /// chunks of 256 steps (warp2) or more, so short rows leave most of their
-/// lanes idle; the lane kernel is bound by its L1 data pipe past that.
+/// lanes idle; the lane kernel is bound by its L1 data pipe past that (84%
+/// of peak at L 4096: every lane needs B and C of each of its (step,
+/// state) pairs in its registers).
 /// Fewer rows than 2048 are not measured and keep the chunked kernels; so
 /// does N past 64 (S = 32, blocks of 32 steps: those kernels spill, 400-700
 /// bytes per thread under NVRTC for sm_90, and are not timed; they run when
