@@ -20,7 +20,7 @@
 use scan::selective::{Projection, SelectiveScan, SsmShape};
 use scan::Cpu;
 use scan_cuda::cudarc::driver::sys::CUdevice_attribute;
-use scan_cuda::Cuda;
+use scan_cuda::{Cuda, DeviceSelectiveScan, SELECTIVE_BACKWARD_MAX_STATE};
 use scan_testing::Rng;
 
 use crate::Row;
@@ -93,6 +93,65 @@ fn other_kernels(args: &SelectiveScan<'_>, want: &[f32], reps: usize, floor_ms: 
     Ok(table)
 }
 
+/// The backward's rows of the note (checked once against the CPU's f64
+/// backward, then timed), or a line saying why it did not run: the GPU
+/// backward takes N up to [`SELECTIVE_BACKWARD_MAX_STATE`], and the forward's
+/// figures still print past it.
+fn backward(
+    cuda: &Cuda,
+    args: &SelectiveScan<'_>,
+    on_device: &DeviceSelectiveScan,
+    rng: &mut Rng,
+    reps: usize,
+    scan_ms: f64,
+    copy_rate: f64,
+) -> Result<String, String> {
+    let e = |e: scan::Error| format!("selective scan backward: {e}");
+    let SsmShape { batch, dim, len, state } = args.shape;
+    if state > SELECTIVE_BACKWARD_MAX_STATE {
+        return Ok(format!(
+            "\nGPU backward not run: it takes N up to {SELECTIVE_BACKWARD_MAX_STATE}, this shape has {state}.\n"
+        ));
+    }
+    let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
+    let dout = cuda.upload(&w).map_err(e)?;
+    let grads = cuda.run_selective_backward(on_device, &dout).map_err(e)?.download().map_err(e)?;
+    let cpu_grads = Cpu::new().selective_scan_backward(args, &w).map_err(e)?;
+    let pairs = [
+        ("du", &grads.du, &cpu_grads.du),
+        ("ddelta", &grads.ddelta, &cpu_grads.ddelta),
+        ("dA", &grads.da, &cpu_grads.da),
+        ("dB", &grads.db, &cpu_grads.db),
+        ("dC", &grads.dc, &cpu_grads.dc),
+    ];
+    let mut outside = Vec::new();
+    for (name, got, want) in pairs {
+        let bad = got
+            .iter()
+            .zip(want.iter())
+            .filter(|(g, w)| !scan_testing::within_mamba_tolerance(f64::from(**g), f64::from(**w)))
+            .count();
+        let worst = got.iter().zip(want.iter()).map(|(g, w)| (g - w).abs() / (1.0 + w.abs())).fold(0.0f32, f32::max);
+        outside.push(format!("{name}: {bad} of {} outside, largest |diff| / (1 + |cpu|) {worst:.2e}", got.len()));
+    }
+    let mut backward_ms = Vec::new();
+    for _ in 0..reps {
+        backward_ms.push(cuda.time(|| cuda.run_selective_backward(on_device, &dout).map(drop)).map_err(e)?.1);
+    }
+    let backward_ms = f64::from(median(backward_ms));
+    let backward_bytes = 4 * (7 * batch * dim * len + 4 * batch * state * len);
+    let backward_floor_ms = backward_bytes as f64 / copy_rate * 1e3;
+    Ok(format!(
+        "| GPU backward (one run_selective_backward with its scratch allocations, median of {reps}) | {backward_ms:.3} |\n\
+         | backward / forward (bar: at most 3) | {:.2} |\n\
+         | backward memory floor: {:.1} MB of u, delta, z, dout, B, C in, du, ddelta, dz, dB, dC out | {backward_floor_ms:.3} |\n\n\
+         Backward against the CPU's f64 backward (mamba_ssm's f32 tolerances): {}.\n",
+        backward_ms / scan_ms,
+        backward_bytes as f64 / 1e6,
+        outside.join("; "),
+    ))
+}
+
 /// Runs the case; returns the rows and a note with the bounds.
 pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     let e = |e: scan::Error| format!("selective scan: {e}");
@@ -140,35 +199,7 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     let floor_ms = floor_bytes as f64 / copy_rate * 1e3;
     let kernels = other_kernels(&args, &want.out, reps, floor_ms)?;
 
-    // The backward: checked once against the CPU's (f64), then timed.
-    let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
-    let dout = cuda.upload(&w).map_err(e)?;
-    let grads = cuda.run_selective_backward(&on_device, &dout).map_err(e)?.download().map_err(e)?;
-    let cpu_grads = Cpu::new().selective_scan_backward(&args, &w).map_err(e)?;
-    let pairs = [
-        ("du", &grads.du, &cpu_grads.du),
-        ("ddelta", &grads.ddelta, &cpu_grads.ddelta),
-        ("dA", &grads.da, &cpu_grads.da),
-        ("dB", &grads.db, &cpu_grads.db),
-        ("dC", &grads.dc, &cpu_grads.dc),
-    ];
-    let mut outside = Vec::new();
-    for (name, got, want) in pairs {
-        let bad = got
-            .iter()
-            .zip(want.iter())
-            .filter(|(g, w)| !scan_testing::within_mamba_tolerance(f64::from(**g), f64::from(**w)))
-            .count();
-        let worst = got.iter().zip(want.iter()).map(|(g, w)| (g - w).abs() / (1.0 + w.abs())).fold(0.0f32, f32::max);
-        outside.push(format!("{name}: {bad} of {} outside, largest |diff| / (1 + |cpu|) {worst:.2e}", got.len()));
-    }
-    let mut backward_ms = Vec::new();
-    for _ in 0..reps {
-        backward_ms.push(cuda.time(|| cuda.run_selective_backward(&on_device, &dout).map(drop)).map_err(e)?.1);
-    }
-    let backward_ms = f64::from(median(backward_ms));
-    let backward_bytes = 4 * (7 * batch * dim * len + 4 * batch * state * len);
-    let backward_floor_ms = backward_bytes as f64 / copy_rate * 1e3;
+    let backward = backward(cuda, &args, &on_device, &mut rng, reps, scan_ms, copy_rate)?;
     let attribute = |a| cuda.context().attribute(a).map_err(|x| format!("device attribute: {x}"));
     let sms = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as f64;
     let khz = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as f64;
@@ -183,17 +214,11 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
          | memory floor: {:.1} MB of u, delta, z, B, C in + out, at the same-run copy rate ({:.0} GB/s) | {floor_ms:.3} |\n\
          | exp bound: {exps:.3e} exps at 16 per SM per clock ({sms} SMs, {:.0} MHz) | {exp_ms:.3} |\n\
          | time / floor | {:.2} |\n\
-         | GPU backward (one run_selective_backward with its scratch allocations, median of {reps}) | {backward_ms:.3} |\n\
-         | backward / forward (bar: at most 3) | {:.2} |\n\
-         | backward memory floor: {:.1} MB of u, delta, z, dout, B, C in, du, ddelta, dz, dB, dC out | {backward_floor_ms:.3} |\n\n\
-         Backward against the CPU's f64 backward (mamba_ssm's f32 tolerances): {}.\n{kernels}",
+         {backward}{kernels}",
         floor_bytes as f64 / 1e6,
         copy_rate / 1e9,
         khz / 1e3,
         scan_ms / floor_ms,
-        backward_ms / scan_ms,
-        backward_bytes as f64 / 1e6,
-        outside.join("; "),
     );
     let rows = vec![
         Row {

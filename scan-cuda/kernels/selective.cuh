@@ -374,11 +374,8 @@ struct SsmLanes {
             ssm_load_vectors(b + at, bv[slot]);
             ssm_load_vectors(c + at, cv[slot]);
         } else {
-#pragma unroll
-            for (int t = 0; t < T; ++t) {
-                bv[slot][t] = (u64)t < left ? b[at + t] : 0.0f;
-                cv[slot][t] = (u64)t < left ? c[at + t] : 0.0f;
-            }
+            ssm_load<T>(b + at, 0, left, bv[slot]);
+            ssm_load<T>(c + at, 0, left, cv[slot]);
         }
     }
 
