@@ -174,6 +174,10 @@ fn the_gpu_lane_group_kernel_matches_the_reference() {
         (1, 16, 160, 128, 1),
         (1, 32, 196, 200, 1),
         (1, 8, 96, 256, 1),
+        // At least 12288 rows of more than 192 steps, N 9 to 16: Auto takes
+        // the lane kernel for long rows too.
+        (8, 1536, 260, 16, 4),
+        (4, 3072, 203, 12, 2),
     ];
     for (batch, dim, len, state, groups) in shapes {
         let inputs = Inputs::new(&mut rng, SsmShape { batch, dim, len, state }, groups);

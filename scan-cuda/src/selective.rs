@@ -4,7 +4,7 @@
 //! chunk, the states carried between chunks in shared memory) and a
 //! lane-group kernel (a group of lanes per row, about four state indices per
 //! lane, each running its recurrences along L); see [`LANE_KERNEL_MIN_ROWS`]
-//! for the choice.
+//! and [`LANE_KERNEL_LONG_MIN_ROWS`] for the choice.
 //!
 //! [`Cuda::selective_scan`] takes host slices, as `Cpu::selective_scan`
 //! does; [`Cuda::upload_selective`] and [`Cuda::run_selective`] keep the
@@ -132,6 +132,18 @@ const LANE_KERNEL_MIN_ROWS: usize = 2048;
 const LANE_KERNEL_MAX_LEN: usize = 192;
 const LANE_KERNEL_MAX_STATE: usize = 64;
 
+/// Auto also takes the lane-group kernel for rows of any length, when they
+/// are at least this many and take the 4 x 4 x 8 shape (N 9 to 16). Measured
+/// on the H200 with N = 16 (bench/gpu-h200-results.md, tenth session), lane
+/// kernel against warp2 in the same call: 12288 rows of 4096 steps
+/// 0.695-0.707 ms against 0.752-0.764; 65536 rows of 256 steps 0.210
+/// against 0.252, of 512 steps 0.413 against 0.483. With 2048 rows of 4096
+/// steps it took 0.606 against 0.229 (a warp holds 8 rows: too few warps to
+/// hide its latencies), and between 2048 and 12288 rows nothing is measured
+/// yet, so those keep warp2; so do other N at L past 192 (not timed).
+const LANE_KERNEL_LONG_MIN_ROWS: usize = 12288;
+const LANE_KERNEL_LONG_SHAPE: LaneShape = LaneShape::new(4, 4, 8);
+
 /// The chunked block-scan kernels: (channels per block K, steps per
 /// thread, threads per block, blocks per SM to fit in registers). K x steps
 /// is 16 (channel, step) pairs per thread. K = 1 serves every shape (a chunk
@@ -201,9 +213,11 @@ impl Chunked {
 /// [`SelectiveKernelChoice::parse`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SelectiveKernelChoice {
-    /// The default: the lane-group kernel for many short rows, else the
-    /// chunked block scan (two channels per one-warp block where B and C
-    /// allow it and rows are many).
+    /// The default: the lane-group kernel for many short rows, and for
+    /// very many rows of any length at N 9 to 16 (at least 12288 rows:
+    /// Mamba's batch 8 x dim 1536), else the chunked block scan (two
+    /// channels per one-warp block where B and C allow it and rows are
+    /// many).
     #[default]
     Auto,
     /// The chunked block scan, one block per (batch, channel) row.
@@ -564,6 +578,9 @@ impl Cuda {
                 Some(kernel)
                     if rows >= LANE_KERNEL_MIN_ROWS && len <= LANE_KERNEL_MAX_LEN && state <= LANE_KERNEL_MAX_STATE =>
                 {
+                    Plan::Lanes(kernel)
+                }
+                Some(kernel) if rows >= LANE_KERNEL_LONG_MIN_ROWS && kernel.shape == LANE_KERNEL_LONG_SHAPE => {
                     Plan::Lanes(kernel)
                 }
                 _ if rows >= CHANNEL_PAIRS_MIN_ROWS => shared(2, 32).unwrap_or(single),
