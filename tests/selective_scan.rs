@@ -134,13 +134,16 @@ fn the_gpu_matches_the_reference_on_every_shape_and_option() {
 /// what the shape holds (idle states), rows that end inside a warp, partial
 /// and unaligned blocks of steps (the checked path), rows of several whole
 /// blocks (the unchecked path, the next block's loads running ahead of the
-/// current one's work), and as many states as the kernel takes.
+/// current one's work), and as many states as the kernel takes; and two
+/// rows per lane (forced: N = 16 with even channels per group, else the
+/// one-row kernel), with rows ending inside a warp.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_lane_group_kernel_matches_the_reference() {
     use scan::cuda::{SelectiveKernelChoice, Tuning};
     let auto = gpu();
     let forced = gpu().with_tuning(Tuning::default().selective_kernel(SelectiveKernelChoice::Lanes));
+    let pairs = gpu().with_tuning(Tuning::default().selective_kernel(SelectiveKernelChoice::LanePairs));
     let mut rng = Rng::fresh("selective scan lane groups");
     // (batch, dim, L, N, groups)
     let shapes = [
@@ -178,12 +181,17 @@ fn the_gpu_lane_group_kernel_matches_the_reference() {
         // the lane kernel for long rows too.
         (8, 1536, 260, 16, 4),
         (4, 3072, 203, 12, 2),
+        // Two rows per lane: 16 rows per warp, the last warp partly live.
+        (1, 18, 40, 16, 1),
+        (3, 32, 400, 16, 2),
+        (2, 20, 4100, 16, 5),
     ];
     for (batch, dim, len, state, groups) in shapes {
         let inputs = Inputs::new(&mut rng, SsmShape { batch, dim, len, state }, groups);
         for options in [0u32, 1, 2, 4, 8, 16, 32, 15, 63] {
             let args = inputs.args(options);
             check(&gpu_run(&forced), &format!("lane groups forced, options {options:#b}"), &args);
+            check(&gpu_run(&pairs), &format!("lane pairs forced, options {options:#b}"), &args);
             check(&gpu_run(&auto), &format!("lane groups or Auto's choice, options {options:#b}"), &args);
         }
     }

@@ -352,7 +352,7 @@ __device__ __forceinline__ void selective_scan_chunked(const float* u, const flo
 // IDLE: N < S P, and the states past N are skipped (they read state 0's
 // row); without it every state is live. Lanes past the last row compute on
 // row 0 and store nothing; their sums stay within their own group.
-template <int S, int P, int T>
+template <int S, int P, int T, int K>
 struct SsmLanes {
     static_assert(S >= 1 && S <= 32 && (S & (S - 1)) == 0, "S is a power of two up to 32");
     static_assert(T % S == 0 && T % 4 == 0, "blocks of whole groups of S steps and whole float4 vectors");
@@ -363,7 +363,7 @@ struct SsmLanes {
     static constexpr int STRIDE = T + 2;
 
     float bv[2][T], cv[2][T];  // B and C of a state over a block, double-buffered
-    float own_u[OWN], own_dt[OWN], own_z[OWN];
+    float own_u[K][OWN], own_dt[K][OWN], own_z[K][OWN];  // per row of the lane
 
     // B and C at offset `at` (state row and first step) into buffer `slot`:
     // whole vectors, no checks (FAST), or item by item with zeros from
@@ -379,35 +379,35 @@ struct SsmLanes {
         }
     }
 
-    // This lane's u, delta and z of the block at t0, steps t0 + i OWN ..
-    // t0 + i OWN + OWN - 1 (zeros past the row); FAST: the rows are
+    // This lane's u, delta and z of its row k's block at t0, steps t0 + i
+    // OWN .. t0 + i OWN + OWN - 1 (zeros past the row); FAST: the rows are
     // 16-byte aligned and the block whole, so OWN = 2 or a multiple of 4
     // goes in vectors (one load instruction touches one line per row: the
     // 8 rows of a warp's load, not 8 per step).
     template <bool FAST>
-    __device__ __forceinline__ void load_own(const float* u, const float* delta, const float* z, unsigned i, u64 t0,
-                                             u64 len) {
+    __device__ __forceinline__ void load_own(int k, const float* u, const float* delta, const float* z, unsigned i,
+                                             u64 t0, u64 len) {
         const u64 first = t0 + (u64)i * OWN;
         if constexpr (FAST && OWN % 4 == 0) {
-            ssm_load_vectors(u + first, own_u);
-            ssm_load_vectors(delta + first, own_dt);
-            if (z != nullptr) ssm_load_vectors(z + first, own_z);
+            ssm_load_vectors(u + first, own_u[k]);
+            ssm_load_vectors(delta + first, own_dt[k]);
+            if (z != nullptr) ssm_load_vectors(z + first, own_z[k]);
         } else if constexpr (FAST && OWN == 2) {
             const float2 uu = *reinterpret_cast<const float2*>(u + first);
             const float2 dd = *reinterpret_cast<const float2*>(delta + first);
-            own_u[0] = uu.x, own_u[1] = uu.y, own_dt[0] = dd.x, own_dt[1] = dd.y;
+            own_u[k][0] = uu.x, own_u[k][1] = uu.y, own_dt[k][0] = dd.x, own_dt[k][1] = dd.y;
             if (z != nullptr) {
                 const float2 zz = *reinterpret_cast<const float2*>(z + first);
-                own_z[0] = zz.x, own_z[1] = zz.y;
+                own_z[k][0] = zz.x, own_z[k][1] = zz.y;
             }
         } else {
 #pragma unroll
             for (int j = 0; j < OWN; ++j) {
                 const u64 t = first + j;
                 const bool in = FAST || t < len;
-                own_u[j] = in ? u[t] : 0.0f;
-                own_dt[j] = in ? delta[t] : 0.0f;
-                own_z[j] = in && z != nullptr ? z[t] : 0.0f;
+                own_u[k][j] = in ? u[t] : 0.0f;
+                own_dt[k][j] = in ? delta[t] : 0.0f;
+                own_z[k][j] = in && z != nullptr ? z[t] : 0.0f;
             }
         }
     }
@@ -432,30 +432,38 @@ struct SsmLanes {
     }
 };
 
-template <int S, int P, int T, int WARPS, bool IDLE>
+// K rows per lane (K = 1 or 2): the lane's K rows (consecutive channels of
+// one batch and group: the host checks) share its B and C registers, so
+// that B and C cost half the L1 data pipe per (row, state, step) at K = 2,
+// for twice the registers of the rows' own values.
+template <int S, int P, int T, int WARPS, bool IDLE, int K = 1>
 __device__ __forceinline__ void selective_scan_lanes(const float* u, const float* delta, const float* A,
                                                      SsmProjection B, SsmProjection C, const float* D, const float* z,
                                                      const float* delta_bias, const float* x0, float* out,
                                                      float* last, u64 batch, u64 dim, u64 len, u64 state,
                                                      bool softplus) {
-    typedef SsmLanes<S, P, T> Lanes;
+    static_assert(K == 1 || K == 2, "one or two rows per lane");
+    typedef SsmLanes<S, P, T, K> Lanes;
     constexpr int OWN = Lanes::OWN;
-    __shared__ __align__(16) float2 shared_steps[WARPS][32 / S][Lanes::STRIDE];
-    // Lane i R + r is lane i of row r (R rows per warp): the S lanes of a
-    // row are R apart, so that the 8 lanes of a quarter-warp are one lane
-    // of 8 rows. A 16-byte load runs a quarter-warp at a time, one data
+    // [warp][k][slot]: for each k the slots are consecutive, so a quarter-
+    // warp's 8 slots read 8 rows Lanes::STRIDE apart (conflict-free).
+    __shared__ __align__(16) float2 shared_steps[WARPS][K][32 / S][Lanes::STRIDE];
+    // Lane i R + r is lane i of row slot r (R slots per warp): the S lanes of
+    // a slot are R apart, so that the 8 lanes of a quarter-warp are one lane
+    // of 8 slots. A 16-byte load runs a quarter-warp at a time, one data
     // wavefront per cache line it touches; B and C are the same for the
     // warp's rows, so each quarter-warp reads one line (lanes of a row side
     // by side would touch four: four times the L1 data pipe's work, which
-    // bounded the kernel).
+    // bounded the kernel). Slot r holds rows r K .. r K + K - 1 of the warp.
     constexpr int R = 32 / S;
-    const unsigned lane = lane_id(), i = lane / R;
+    const unsigned lane = lane_id(), i = lane / R, row_slot = lane % R;
     const u64 rows = batch * dim;
-    const u64 row = ((u64)blockIdx.x * WARPS + warp_id()) * R + lane % R;
+    const u64 row = (((u64)blockIdx.x * WARPS + warp_id()) * R + row_slot) * K;  // the lane's first row
+    // With dim a multiple of K (the host's check), a lane's rows are all
+    // live or none is.
     const bool live = row < rows;
     const u64 r = live ? row : 0, b = r / dim, d = r % dim;
-    float2* steps = shared_steps[warp_id()][lane % R];
-    float a2[P], h[P];
+    float a2[K][P], h[K][P];
     bool mine[P];
     unsigned at[P];  // each state's row, from state 0's
 #pragma unroll
@@ -463,18 +471,29 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
         const u64 n = (u64)i * P + k;
         mine[k] = !IDLE || n < state;
         const u64 m = mine[k] ? n : 0;  // a valid state for the loads of the others
-        a2[k] = A[d * state + m] * SSM_LOG2E;
-        h[k] = live && mine[k] && x0 != nullptr ? x0[row * state + n] : 0.0f;
         at[k] = (unsigned)(m * len);
+#pragma unroll
+        for (int q = 0; q < K; ++q) {
+            a2[q][k] = A[(d + q) * state + m] * SSM_LOG2E;
+            h[q][k] = live && mine[k] && x0 != nullptr ? x0[(row + q) * state + n] : 0.0f;
+        }
     }
     const float* b_base = B.row(b, d, dim, 0, state, len);
     const float* c_base = C.row(b, d, dim, 0, state, len);
-    const float skip = D != nullptr ? D[d] : 0.0f;
-    const float bias = delta_bias != nullptr ? delta_bias[d] : 0.0f;
-    const float* u_row = u + r * len;
-    const float* delta_row = delta + r * len;
-    const float* z_row = z != nullptr ? z + r * len : nullptr;
-    float* out_row = out + r * len;
+    float skip[K], bias[K];
+    const float *u_row[K], *delta_row[K], *z_row[K];
+    float* out_row[K];
+    float2* steps[K];
+#pragma unroll
+    for (int q = 0; q < K; ++q) {
+        skip[q] = D != nullptr ? D[d + q] : 0.0f;
+        bias[q] = delta_bias != nullptr ? delta_bias[d + q] : 0.0f;
+        u_row[q] = u + (r + q) * len;
+        delta_row[q] = delta + (r + q) * len;
+        z_row[q] = z != nullptr ? z + (r + q) * len : nullptr;
+        out_row[q] = out + (r + q) * len;
+        steps[q] = shared_steps[warp_id()][q][row_slot];
+    }
     // Whole blocks take the fast path when every row starts 16-byte aligned
     // (len a multiple of 4, aligned bases).
     const bool aligned = len % 4 == 0 && ssm_aligned(B.data) && ssm_aligned(C.data) && ssm_aligned(u) &&
@@ -489,31 +508,43 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
     auto block = [&](const bool FAST, const u64 t0, const bool next) {
         // This block's own steps: dt into the shared steps; u and z kept
         // for the output while the next block's are loaded.
-        float keep_u[OWN], keep_z[OWN];
+        float keep_u[K][OWN], keep_z[K][OWN];
 #pragma unroll
-        for (int j = 0; j < OWN; ++j) {
-            const u64 t = t0 + (u64)i * OWN + j;
-            float dt = io.own_dt[j] + bias;
-            if (softplus) dt = ssm_softplus(dt);
-            if (!FAST && t >= len) dt = 0.0f;  // past the end: a = 1, b = 0, h is kept
-            steps[i * OWN + j] = make_float2(dt, dt * io.own_u[j]);
-            keep_u[j] = io.own_u[j];
-            keep_z[j] = io.own_z[j];
+        for (int q = 0; q < K; ++q) {
+#pragma unroll
+            for (int j = 0; j < OWN; ++j) {
+                const u64 t = t0 + (u64)i * OWN + j;
+                float dt = io.own_dt[q][j] + bias[q];
+                if (softplus) dt = ssm_softplus(dt);
+                if (!FAST && t >= len) dt = 0.0f;  // past the end: a = 1, b = 0, h is kept
+                steps[q][i * OWN + j] = make_float2(dt, dt * io.own_u[q][j]);
+                keep_u[q][j] = io.own_u[q][j];
+                keep_z[q][j] = io.own_z[q][j];
+            }
         }
         const unsigned t32 = (unsigned)t0;
-        if (FAST && next) io.template load_own<true>(u_row, delta_row, z_row, i, t0 + T, len);
+        if (FAST && next) {
+#pragma unroll
+            for (int q = 0; q < K; ++q) io.template load_own<true>(q, u_row[q], delta_row[q], z_row[q], i, t0 + T, len);
+        }
         if (!FAST) io.template load_bc<false>(0, b_base, c_base, at[0] + t32, len - t0);
         __syncwarp();
-        float2 st[T];
+        float2 st[K][T];
 #pragma unroll
-        for (int t = 0; t < T; t += 2) {
-            const float4 two = *reinterpret_cast<const float4*>(steps + t);
-            st[t] = make_float2(two.x, two.y);
-            st[t + 1] = make_float2(two.z, two.w);
+        for (int q = 0; q < K; ++q) {
+#pragma unroll
+            for (int t = 0; t < T; t += 2) {
+                const float4 two = *reinterpret_cast<const float4*>(steps[q] + t);
+                st[q][t] = make_float2(two.x, two.y);
+                st[q][t + 1] = make_float2(two.z, two.w);
+            }
         }
-        float y[T];
+        float y[K][T];
 #pragma unroll
-        for (int t = 0; t < T; ++t) y[t] = 0.0f;
+        for (int q = 0; q < K; ++q) {
+#pragma unroll
+            for (int t = 0; t < T; ++t) y[q][t] = 0.0f;
+        }
 #pragma unroll
         for (int k = 0; k < P; ++k) {
             const int slot = k % 2;
@@ -528,8 +559,11 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
             if (!IDLE || mine[k]) {
 #pragma unroll
                 for (int t = 0; t < T; ++t) {
-                    h[k] = fmaf(ssm_exp2(st[t].x * a2[k]), h[k], st[t].y * io.bv[slot][t]);
-                    y[t] = fmaf(io.cv[slot][t], h[k], y[t]);
+#pragma unroll
+                    for (int q = 0; q < K; ++q) {
+                        h[q][k] = fmaf(ssm_exp2(st[q][t].x * a2[q][k]), h[q][k], st[q][t].y * io.bv[slot][t]);
+                        y[q][t] = fmaf(io.cv[slot][t], h[q][k], y[q][t]);
+                    }
                 }
             }
         }
@@ -554,39 +588,50 @@ __device__ __forceinline__ void selective_scan_lanes(const float* u, const float
             const int m = S / (2 * stage), half = T / (2 * stage);
             const bool upper = (i & (unsigned)m) != 0;
 #pragma unroll
-            for (int j = 0; j < half; ++j) {
-                const float send = upper ? y[j] : y[j + half];
-                const float keep = upper ? y[j + half] : y[j];
-                y[j] = keep + __shfl_xor_sync(0xffffffffu, send, m * R);
+            for (int q = 0; q < K; ++q) {
+#pragma unroll
+                for (int j = 0; j < half; ++j) {
+                    const float send = upper ? y[q][j] : y[q][j + half];
+                    const float keep = upper ? y[q][j + half] : y[q][j];
+                    y[q][j] = keep + __shfl_xor_sync(0xffffffffu, send, m * R);
+                }
             }
         }
-        float o[OWN];
 #pragma unroll
-        for (int j = 0; j < OWN; ++j) {
-            o[j] = fmaf(skip, keep_u[j], y[j]);
-            if (z_row != nullptr) o[j] *= ssm_silu(keep_z[j]);
-        }
-        if (live && FAST) {
-            io.template store_own<true>(out_row, i, t0, len, o);
-        } else if (live) {
-            io.template store_own<false>(out_row, i, t0, len, o);
+        for (int q = 0; q < K; ++q) {
+            float o[OWN];
+#pragma unroll
+            for (int j = 0; j < OWN; ++j) {
+                o[j] = fmaf(skip[q], keep_u[q][j], y[q][j]);
+                if (z_row[q] != nullptr) o[j] *= ssm_silu(keep_z[q][j]);
+            }
+            if (live && FAST) {
+                io.template store_own<true>(out_row[q], i, t0, len, o);
+            } else if (live) {
+                io.template store_own<false>(out_row[q], i, t0, len, o);
+            }
         }
         __syncwarp();  // the steps are read before the next block overwrites them
     };
     if (whole_end > 0) {
-        io.template load_own<true>(u_row, delta_row, z_row, i, 0, len);
+#pragma unroll
+        for (int q = 0; q < K; ++q) io.template load_own<true>(q, u_row[q], delta_row[q], z_row[q], i, 0, len);
         io.template load_bc<true>(0, b_base, c_base, at[0], T);
     }
     u64 t0 = 0;
     for (; t0 < whole_end; t0 += T) block(true, t0, t0 + T < whole_end);
     for (; t0 < len; t0 += T) {
-        io.template load_own<false>(u_row, delta_row, z_row, i, t0, len);
+#pragma unroll
+        for (int q = 0; q < K; ++q) io.template load_own<false>(q, u_row[q], delta_row[q], z_row[q], i, t0, len);
         block(false, t0, false);
     }
     if (live && last != nullptr) {
 #pragma unroll
-        for (int k = 0; k < P; ++k) {
-            if (mine[k]) last[row * state + (u64)i * P + k] = h[k];
+        for (int q = 0; q < K; ++q) {
+#pragma unroll
+            for (int k = 0; k < P; ++k) {
+                if (mine[k]) last[(row + q) * state + (u64)i * P + k] = h[q][k];
+            }
         }
     }
 }

@@ -93,8 +93,9 @@ impl LaneShape {
 /// each with and without idle states. (Other shapes of N = 16 were timed
 /// through [`SelectiveKernelChoice::LaneShape`] and dropped: at batch 8, dim
 /// 1536, L 4096 on the H200, with a quarter-warp on one lane of 8 rows, 4 x 4
-/// x 8 took 0.719-0.735 ms, 4 x 4 x 16 1.120-1.143, 8 x 2 x 8 1.077; before
-/// that layout 4 x 4 x 8 1.129, 2 x 8 x 8 1.238; bench/gpu-h200-results.md.)
+/// x 8 took 0.719-0.735 ms (0.695-0.707 since with 122 registers), 4 x 4 x 16
+/// 1.120-1.143, 8 x 2 x 8 1.077; before that layout 4 x 4 x 8 1.129, 2 x 8 x 8
+/// 1.238; bench/gpu-h200-results.md.)
 const LANE_SHAPES: [LaneShape; 9] = [
     LaneShape::new(1, 1, 8),
     LaneShape::new(1, 2, 8),
@@ -107,6 +108,10 @@ const LANE_SHAPES: [LaneShape; 9] = [
     LaneShape::new(32, 8, 32),
 ];
 
+/// The lane-group kernels compiled with two rows per lane (and every state
+/// live: N = S x states per lane).
+const LANE_PAIR_SHAPES: [LaneShape; 1] = [LaneShape::new(4, 4, 8)];
+
 /// Auto takes the lane-group kernel for at least this many rows of at most
 /// [`LANE_KERNEL_MAX_LEN`] steps (when B and C vary and N <= 256). Measured
 /// on the H200 (bench/gpu-h200-results.md, 2026-12-03; N = 16 unless said,
@@ -114,9 +119,9 @@ const LANE_SHAPES: [LaneShape; 9] = [
 /// 65536 rows of 8 steps 0.037 ms against 0.321, of 64 steps 0.126 against
 /// 0.330, of 128 steps 0.220 against 0.334, of 192 steps 0.316 against
 /// 0.341, of 256 steps 0.409 against 0.257 (since the lanes of a row are 8
-/// apart, 0.271 against 0.251; of 512 steps 0.524 against 0.461; 12288 rows
-/// of 4096 steps 0.719-0.735 against 0.734-0.740, a tie; 2048 rows of 4096
-/// steps 0.606 against 0.229); 8192 rows of 128 steps 0.054 against 0.073; 2048 rows of
+/// apart and the kernel takes 122 registers: 0.210 against 0.252, and see
+/// [`LANE_KERNEL_LONG_MIN_ROWS`] for longer rows); 8192 rows of 128 steps
+/// 0.054 against 0.073; 2048 rows of
 /// 64 steps 0.037 against 0.044 and of 32 steps 0.030 against 0.040;
 /// 262144 rows of 4 steps with N = 4 0.052 against 0.478; 65536 rows of 16
 /// steps with N = 64 0.197 against 1.054. The chunked kernels take whole
@@ -208,7 +213,7 @@ impl Chunked {
 }
 
 /// Which GPU selective-scan kernel runs ([`Tuning::selective_kernel`](crate::Tuning::selective_kernel);
-/// the environment variable `SCAN_CUDA_SELECTIVE_KERNEL=auto|block|lanes|channels2|channels4|warp2|lanes:SxPxT`
+/// the environment variable `SCAN_CUDA_SELECTIVE_KERNEL=auto|block|lanes|lanes2|channels2|channels4|warp2|lanes:SxPxT`
 /// does the same for programs that do not set it; see
 /// [`SelectiveKernelChoice::parse`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -234,6 +239,10 @@ pub enum SelectiveKernelChoice {
     /// The same with one warp per block (K = 2): no barrier per state, a
     /// chunk of 256 steps; when B and C allow it, as for `Channels`.
     ChannelsPerWarp(u32),
+    /// The lane-group kernel with two rows per lane sharing their B and C
+    /// registers (N = 16 only, dim and each group's channels even), else
+    /// `Lanes`.
+    LanePairs,
     /// The lane-group kernel of one compiled shape, for timing them: S lanes
     /// per row, state indices per lane, steps per block (`LaneShape(4, 4,
     /// 8)` is N = 16's default). A shape that is not compiled, or that holds
@@ -247,7 +256,7 @@ impl SelectiveKernelChoice {
     }
 
     /// A choice by the name `SCAN_CUDA_SELECTIVE_KERNEL` takes: `auto`,
-    /// `block`, `lanes`, `channels2`, `channels4`, `warp2`, or `lanes:SxPxT`
+    /// `block`, `lanes`, `lanes2`, `channels2`, `channels4`, `warp2`, or `lanes:SxPxT`
     /// for [`SelectiveKernelChoice::LaneShape`].
     ///
     /// ```
@@ -261,6 +270,7 @@ impl SelectiveKernelChoice {
             "auto" => SelectiveKernelChoice::Auto,
             "block" => SelectiveKernelChoice::Block,
             "lanes" => SelectiveKernelChoice::Lanes,
+            "lanes2" => SelectiveKernelChoice::LanePairs,
             "channels2" => SelectiveKernelChoice::Channels(2),
             "channels4" => SelectiveKernelChoice::Channels(4),
             "warp2" => SelectiveKernelChoice::ChannelsPerWarp(2),
@@ -272,34 +282,47 @@ impl SelectiveKernelChoice {
     }
 }
 
-/// A lane-group kernel: its shape, and whether it skips states past N
-/// (N below S x states per lane). B and C vary (the fixed forms run the
-/// chunked kernel).
+/// A lane-group kernel: its shape, whether it skips states past N (N below
+/// S x states per lane), and whether each lane runs two rows (consecutive
+/// channels sharing B and C) on one set of B and C registers. B and C vary
+/// (the fixed forms run the chunked kernel).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct LaneKernel {
     shape: LaneShape,
     idle: bool,
+    pairs: bool,
 }
 
 impl LaneKernel {
     /// Every lane-group kernel the module holds.
     fn all() -> impl Iterator<Item = LaneKernel> {
-        LANE_SHAPES.into_iter().flat_map(move |shape| {
-            [false, true]
-                .into_iter()
-                .filter(move |&idle| !idle || shape.takes_idle())
-                .map(move |idle| LaneKernel { shape, idle })
-        })
+        let single = LANE_SHAPES.into_iter().flat_map(move |shape| {
+            [false, true].into_iter().filter(move |&idle| !idle || shape.takes_idle()).map(move |idle| LaneKernel {
+                shape,
+                idle,
+                pairs: false,
+            })
+        });
+        let pairs = LANE_PAIR_SHAPES.into_iter().map(|shape| LaneKernel { shape, idle: false, pairs: true });
+        single.chain(pairs)
     }
 
     fn name(self) -> String {
         let LaneShape { lanes, per_lane, steps } = self.shape;
-        format!("selective_scan_lanes_{lanes}_{per_lane}_{steps}{}", if self.idle { "_idle" } else { "" })
+        let idle = if self.idle { "_idle" } else { "" };
+        let pairs = if self.pairs { "_pairs" } else { "" };
+        format!("selective_scan_lanes_{lanes}_{per_lane}_{steps}{idle}{pairs}")
     }
 
     fn template(self) -> String {
         let LaneShape { lanes, per_lane, steps } = self.shape;
-        format!("selective_scan_lanes<{lanes}, {per_lane}, {steps}, {LANE_WARPS}, {}>", self.idle)
+        let rows = if self.pairs { 2 } else { 1 };
+        format!("selective_scan_lanes<{lanes}, {per_lane}, {steps}, {LANE_WARPS}, {}, {rows}>", self.idle)
+    }
+
+    /// Rows per warp.
+    fn rows_per_warp(self) -> usize {
+        self.shape.rows_per_warp() * if self.pairs { 2 } else { 1 }
     }
 }
 
@@ -519,7 +542,7 @@ impl Cuda {
         let (function, cfg) = match self.selective_plan(s) {
             Plan::Lanes(chosen) => {
                 let function = keyed(&kernel.lanes, &chosen, "a lane-group")?;
-                let blocks = rows.div_ceil(chosen.shape.rows_per_warp()).div_ceil(LANE_WARPS as usize);
+                let blocks = rows.div_ceil(chosen.rows_per_warp()).div_ceil(LANE_WARPS as usize);
                 let block = (32 * LANE_WARPS, 1, 1);
                 (function, LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: block, shared_mem_bytes: 0 })
             }
@@ -559,7 +582,7 @@ impl Cuda {
         // A lane-group kernel of `shape`, if compiled: B and C vary, and N L
         // fits the kernel's 32-bit offsets.
         let lane_kernel = |shape: LaneShape| {
-            let kernel = LaneKernel { shape, idle: state < (shape.lanes * shape.per_lane) as usize };
+            let kernel = LaneKernel { shape, idle: state < (shape.lanes * shape.per_lane) as usize, pairs: false };
             let fits = vary_b && vary_c && state.checked_mul(len).is_some_and(|n| n <= u32::MAX as usize);
             (fits && LaneKernel::all().any(|k| k == kernel)).then_some(kernel)
         };
@@ -588,6 +611,14 @@ impl Cuda {
             },
             SelectiveKernelChoice::Block => single,
             SelectiveKernelChoice::Lanes => lanes.map_or(single, Plan::Lanes),
+            SelectiveKernelChoice::LanePairs => {
+                // Two rows per lane: both in one batch and one group of B and C.
+                let pairs = lanes.map(|k| LaneKernel { pairs: true, ..k });
+                let shares = |g: Option<usize>| g.is_some_and(|g| (dim / g) % 2 == 0);
+                let fits = dim % 2 == 0 && shares(s.b.groups) && shares(s.c.groups);
+                let compiled = |k: &LaneKernel| LaneKernel::all().any(|c| c == *k);
+                pairs.filter(|k| fits && compiled(k)).or(lanes).map_or(single, Plan::Lanes)
+            }
             SelectiveKernelChoice::LaneShape(s, p, t) => {
                 LaneShape::new(s, p, t).holding(state).and_then(lane_kernel).or(lanes).map_or(single, Plan::Lanes)
             }
@@ -686,7 +717,7 @@ mod tests {
             let shape = LaneShape::for_state(n).unwrap_or_else(|| panic!("N = {n} has no lane shape"));
             let holds = (shape.lanes * shape.per_lane) as usize;
             assert!(holds >= n && holds < 2 * n.max(2), "N = {n}: {shape:?}");
-            let kernel = LaneKernel { shape, idle: n < holds };
+            let kernel = LaneKernel { shape, idle: n < holds, pairs: false };
             assert!(compiled.contains(&kernel), "N = {n}: {kernel:?} is not compiled");
         }
         for kernel in compiled.iter().filter(|k| k.idle) {
