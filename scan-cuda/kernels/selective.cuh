@@ -323,9 +323,9 @@ __device__ __forceinline__ void selective_scan_chunked(const float* u, const flo
 }
 
 // The selective scan by lane groups: no block scan at all. A group of S
-// lanes owns one row; lane i of the group owns the P consecutive state
-// indices n = i P .. i P + P - 1 and runs their recurrences sequentially
-// along L, so the (a, b) pairs never meet a scan. Steps go in blocks of T (a
+// lanes owns one row (or K rows, below); lane i of the group owns the P
+// consecutive state indices n = i P .. i P + P - 1 and runs their
+// recurrences sequentially along L, so the (a, b) pairs never meet a scan. Steps go in blocks of T (a
 // multiple of S and of 4): lane i loads steps t0 + i T / S .. t0 + (i + 1) T
 // / S - 1 of u, delta and z (vectors, one after the other across the
 // group), computes their dt (one softplus per step, not one per state) and
@@ -337,9 +337,11 @@ __device__ __forceinline__ void selective_scan_chunked(const float* u, const flo
 //
 // Why this serves long rows too: the work per (step, state) is the
 // recurrence itself (an exp, two products, two fused multiply-adds) with no
-// scan around it, and a warp holds 32 / S consecutive rows, which read the
+// scan around it, and a warp holds 32 K / S consecutive rows, which read the
 // same B and C when they are channels of one batch and group (dim and dim /
-// groups multiples of 32 / S): one load then serves them all. What it costs besides: B and C a
+// groups multiples of 32 K / S): one load then serves them all (one
+// wavefront of the L1 data pipe per quarter-warp: see the lane layout in
+// selective_scan_lanes). What it costs besides: B and C a
 // vector of 4 steps per load, the butterfly, and each row's own work per step
 // (softplus, silu, u, delta, z, out), shared by its N states. The hot loop
 // runs over whole blocks with no bounds checks and no branches but the
