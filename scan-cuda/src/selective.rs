@@ -588,13 +588,18 @@ impl Cuda {
         };
         let lanes = LaneShape::for_state(state).and_then(lane_kernel);
         let single = Plan::Chunked(Chunked { shape: CHUNKED_SHAPES[0], vary_b, vary_c });
-        // K consecutive channels of one block share a batch and a group of
-        // B and C.
+        // Whether every run of k consecutive channels shares a batch and a
+        // group of B and C (both varying): the K channels of a chunked
+        // block, the two rows of a lane pair.
+        let runs_share = |k: usize| {
+            let shares = |groups: Option<usize>| groups.is_some_and(|g| (dim / g) % k == 0);
+            k > 0 && dim % k == 0 && shares(s.b.groups) && shares(s.c.groups)
+        };
         let shared = |k: u32, threads: u32| {
-            let shares = |groups: Option<usize>| groups.is_some_and(|g| (dim / g) % k as usize == 0);
-            let fits = k > 0 && dim % k as usize == 0 && shares(s.b.groups) && shares(s.c.groups);
             let shape = CHUNKED_SHAPES.into_iter().find(|c| c.k == k && c.threads == threads);
-            shape.filter(|_| fits).map(|shape| Plan::Chunked(Chunked { shape, vary_b: true, vary_c: true }))
+            shape
+                .filter(|_| runs_share(k as usize))
+                .map(|shape| Plan::Chunked(Chunked { shape, vary_b: true, vary_c: true }))
         };
         match choice {
             SelectiveKernelChoice::Auto => match lanes {
@@ -614,10 +619,8 @@ impl Cuda {
             SelectiveKernelChoice::LanePairs => {
                 // Two rows per lane: both in one batch and one group of B and C.
                 let pairs = lanes.map(|k| LaneKernel { pairs: true, ..k });
-                let shares = |g: Option<usize>| g.is_some_and(|g| (dim / g) % 2 == 0);
-                let fits = dim % 2 == 0 && shares(s.b.groups) && shares(s.c.groups);
                 let compiled = |k: &LaneKernel| LaneKernel::all().any(|c| c == *k);
-                pairs.filter(|k| fits && compiled(k)).or(lanes).map_or(single, Plan::Lanes)
+                pairs.filter(|k| runs_share(2) && compiled(k)).or(lanes).map_or(single, Plan::Lanes)
             }
             SelectiveKernelChoice::LaneShape(s, p, t) => {
                 LaneShape::new(s, p, t).holding(state).and_then(lane_kernel).or(lanes).map_or(single, Plan::Lanes)
