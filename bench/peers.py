@@ -35,6 +35,19 @@ def torch_ms(fn, reps):
     return statistics.median(times)
 
 
+def torch_replayed_rows(case, nbytes, copy, scan, reps):
+    """A copy and a scan replayed from a CUDA graph of `reps` calls (torch_replayed_us, median of 3 replays), as
+    examples/bench's replayed rows time ours; a failure is reported in the row, the other figures kept."""
+    try:
+        copy_us = torch_replayed_us(copy, max(reps, 2), 3)
+        scan_us = torch_replayed_us(scan, max(reps, 2), 3)
+    except Exception as e:  # report, keep the other figures
+        print(f"{case}: replayed timing failed: {type(e).__name__}: {e}", flush=True)
+        return []
+    c, g = nbytes / (copy_us * 1e-6) / 1e9, nbytes / (scan_us * 1e-6) / 1e9
+    return [(case, "torch device copy, replayed", c, 1.0), (case, f"torch.cumsum, replayed ({max(reps, 2)} calls in a CUDA graph)", g, g / c)]
+
+
 def torch_cases(logs, reps):
     import torch
 
@@ -58,6 +71,7 @@ def torch_cases(logs, reps):
         del ref, got, bound, err
         g = nbytes / (torch_ms(lambda: torch.cumsum(x, 0, out=out), reps) * 1e-3) / 1e9
         rows.append((f"f32 add 2^{log}", "torch.cumsum", g, g / copy))
+        rows += torch_replayed_rows(f"f32 add 2^{log}", nbytes, lambda: out.copy_(x), lambda: torch.cumsum(x, 0, out=out), reps)
         x.mul_(1e6)
         values = torch.empty_like(x)
         indices = torch.empty(n, device=dev, dtype=torch.int64)
@@ -76,6 +90,9 @@ def torch_cases(logs, reps):
         rows.append((f"i32 add 2^{log}", "torch device copy", copyi, 1.0))
         g = nbytes / (torch_ms(lambda: torch.cumsum(xi, 0, dtype=torch.int32, out=outi), reps) * 1e-3) / 1e9
         rows.append((f"i32 add 2^{log}", "torch.cumsum (int32)", g, g / copyi))
+        rows += torch_replayed_rows(
+            f"i32 add 2^{log}", nbytes, lambda: outi.copy_(xi), lambda: torch.cumsum(xi, 0, dtype=torch.int32, out=outi), reps
+        )
         del xi, outi
         torch.cuda.empty_cache()
     return rows
@@ -149,8 +166,38 @@ def torch_latency_lines():
     return [one_call, ""] + torch_latency_back_to_back()
 
 
+def torch_replayed_us(fn, calls=1000, replays=5):
+    """us per call of `calls` calls recorded in a CUDA graph (torch.cuda.CUDAGraph), one replay between two
+    events, median of `replays` (as examples/bench's `Cuda::time_replayed` times ours): no Python or launch cost."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up outside the capture, as torch's docs ask
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    per_call = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        per_call.append(1e3 * start.elapsed_time(end) / calls)
+    del graph
+    return statistics.median(per_call)
+
+
 def torch_latency_back_to_back():
-    """torch.cumsum and a copy of 2^16 and 2^24 f32 items, back to back, as examples/bench times ours."""
+    """torch.cumsum and a copy of 2^16 and 2^24 f32 items, back to back and replayed from a CUDA graph, as
+    examples/bench times ours; the replayed sums are checked against float64 sums."""
     import torch
 
     lines = []
@@ -164,6 +211,19 @@ def torch_latency_back_to_back():
             f"torch.cumsum of 2^{log} f32 items back to back ({calls} calls between two events, median of 5): "
             f"{us:.2f} us per call, {gbps(us):.0f} GB/s (device copy {copy_us:.2f} us, {gbps(copy_us):.0f} GB/s)"
         )
+        try:
+            out.zero_()
+            replayed = torch_replayed_us(lambda: torch.cumsum(x, 0, out=out), calls)
+            worst = float((out.double() - torch.cumsum(x.double(), 0)).abs().max())
+            replayed_copy = torch_replayed_us(lambda: out.copy_(x), calls)
+            lines.append(
+                f"torch.cumsum of 2^{log} f32 items replayed ({calls} calls in a CUDA graph, one replay between two "
+                f"events, median of 5): {replayed:.2f} us per call, {gbps(replayed):.0f} GB/s (device copy "
+                f"{replayed_copy:.2f} us, {gbps(replayed_copy):.0f} GB/s); largest |error| against float64 sums "
+                f"{worst:.2e}"
+            )
+        except Exception as e:  # report, keep the other figures
+            lines.append(f"torch.cumsum of 2^{log} f32 items replayed: failed: {type(e).__name__}: {e}")
         del x, out
     return lines
 

@@ -345,3 +345,40 @@ fn batched_rows_match_the_reference() {
         exact,
     );
 }
+
+/// An executor on a stream of its own scans like the default one, and scans
+/// recorded in a CUDA graph and replayed (`Cuda::time_replayed`) come out
+/// exact, on both algorithms, with a non-commutative operator and sizes of
+/// one tile and of many (the single-pass scan's tile statuses are reused
+/// from replay to replay). The default stream cannot be recorded, and fewer
+/// than two calls are refused: both are errors, not panics.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn an_own_stream_executor_scans_and_its_replayed_scans_are_exact() {
+    let mut rng = Rng::fresh("own stream replays");
+    for algorithm in Algorithm::ALL {
+        let cuda = cuda().with_own_stream().unwrap().with_algorithm(algorithm);
+        for n in [1, 1000, 300_001] {
+            let x: Vec<[i32; 4]> = rng.vec(n, |r| std::array::from_fn(|_| r.next_u64() as i32));
+            let want = reference::scan::<MatMul2x2<i32>>(&x, ScanSpec::inclusive());
+            let input = cuda.upload(&x).unwrap();
+            let mut out = cuda.upload(&vec![[i32::MIN; 4]; n]).unwrap();
+            cuda.scan_device_into::<MatMul2x2<i32>>(&input, &mut out, ScanSpec::inclusive()).unwrap();
+            assert!(out.download().unwrap() == want, "{algorithm}, n = {n}: own stream");
+            out = cuda.upload(&vec![[i32::MIN; 4]; n]).unwrap();
+            let ms = cuda
+                .time_replayed(3, 2, || {
+                    cuda.scan_device_into::<MatMul2x2<i32>>(&input, &mut out, ScanSpec::inclusive())
+                })
+                .unwrap();
+            assert!(ms > 0.0, "{algorithm}, n = {n}: {ms} ms per replayed call");
+            assert!(out.download().unwrap() == want, "{algorithm}, n = {n}: replayed");
+            assert!(input.download().unwrap() == x, "{algorithm}, n = {n}: the input changed");
+        }
+        let refused = cuda.time_replayed(1, 1, || Ok(()));
+        assert!(matches!(refused, Err(scan::Error::Other(_))), "{refused:?}");
+    }
+    let default = cuda();
+    let refused = default.time_replayed(2, 1, || Ok(()));
+    assert!(matches!(refused, Err(scan::Error::Unsupported(_))), "{refused:?}");
+}

@@ -287,7 +287,51 @@ where
             vs_sequential: f64::NAN,
         });
     }
+    rows.extend(replayed_case::<Op>(cuda, name, input, reps, &bad)?);
     Ok(rows)
+}
+
+/// The first executor's scan and a copy as [`case`] times them, but replayed:
+/// `reps` calls recorded in a CUDA graph, the median of 3 replays per call
+/// (`Cuda::time_replayed`: device time with no host cost between calls, as
+/// bench/peers.py times torch.cumsum replayed), on a twin executor with a
+/// stream of its own; the replayed results are checked.
+fn replayed_case<Op: CudaOp>(
+    like: &Cuda,
+    name: &str,
+    input: &[Op::Item],
+    reps: usize,
+    bad: &impl Fn(Algorithm, &[Op::Item]) -> Option<usize>,
+) -> Result<Vec<Row>, String>
+where
+    Op::Item: PartialEq,
+{
+    let cuda = own_stream()?.with_algorithm(like.algorithm()).with_tuning(like.tuning());
+    let pristine = cuda.upload(input).map_err(err(name))?;
+    let mut work: DeviceBuffer<Op::Item> = cuda.upload(input).map_err(err(name))?;
+    checked::<Op>(&cuda, name, input, &pristine, &mut work, bad)?;
+    let calls = reps.max(2);
+    let spec = ScanSpec::inclusive();
+    let scan_ms =
+        cuda.time_replayed(calls, 3, || cuda.scan_device_into::<Op>(&pristine, &mut work, spec)).map_err(err(name))?;
+    if let Some(i) = bad(cuda.algorithm(), &work.download().map_err(err(name))?) {
+        return Err(format!("{name}: the replayed GPU {} scans are wrong at index {i}", cuda.algorithm()));
+    }
+    let copy_ms = cuda.time_replayed(calls, 3, || work.copy_from(&pristine)).map_err(err(name))?;
+    let bytes = 2.0 * std::mem::size_of_val(input) as f64;
+    let gbps = |ms: f32| bytes / (f64::from(ms) * 1e-3) / 1e9;
+    let (copy, scan) = (gbps(copy_ms), gbps(scan_ms));
+    let row = |method: String, gbps: f64| Row {
+        case: name.into(),
+        method,
+        gbps,
+        vs_copy: gbps / copy,
+        vs_sequential: f64::NAN,
+    };
+    Ok(vec![
+        row("GPU device copy, replayed".into(), copy),
+        row(format!("GPU {}, replayed ({calls} calls in a CUDA graph)", cuda.algorithm()), scan),
+    ])
 }
 
 /// How many f32 additions item `i`'s result passes through at most on
@@ -313,27 +357,35 @@ fn rounding_depth(algorithm: Algorithm, i: usize) -> f64 {
 
 /// The time per call of f32 add at 2^16 (latency) and 2^24 (where launch
 /// costs are still a tenth of the call), and of a device copy of the same
-/// bytes, measured two ways, as bench/peers.py measures torch.cumsum beside
-/// them: one call between two events (median of 1000 at 2^16, of `reps` at
-/// 2^24), and back to back (`calls` calls between one pair of events, so the
-/// events' own cost and the launch latency overlap the previous call's
-/// kernel; median of 5 such runs), the time per call a loop of scans sees.
+/// bytes, measured three ways, as bench/peers.py measures torch.cumsum
+/// beside them: one call between two events (median of 1000 at 2^16, of
+/// `reps` at 2^24); back to back (`calls` calls between one pair of events,
+/// so the events' own cost and the launch latency overlap the previous
+/// call's kernel; median of 5 such runs), the time per call a loop of scans
+/// sees; and replayed (`calls` calls recorded in a CUDA graph, the graph
+/// replayed between two events, median of 5: no host cost at all, on an
+/// executor with a stream of its own, `Cuda::time_replayed`).
 fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
     let _ = writeln!(
         notes,
         "\n## Time per call: f32 add of 2^16 and 2^24 items, one call and back to back\n\n\
          one call: between two events, median of 1000 (2^16) or of {} (2^24); back to back: 1000 (2^16) or 100 (2^24) \
-         calls between two events, per call, median of 5\n\n\
-         | n | method | us per call (one call) | us per call (back to back) | GB/s (one call) | GB/s (back to back) |\n\
-         |---|---|---:|---:|---:|---:|",
+         calls between two events, per call, median of 5; replayed: the same calls recorded in a CUDA graph, one \
+         replay between two events, per call, median of 5\n\n\
+         | n | method | us per call (one call) | us per call (back to back) | us per call (replayed) | GB/s (one call) \
+         | GB/s (back to back) | GB/s (replayed) |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|",
         args.reps
     );
     // The default executor, then any tile shapes named by
     // SCAN_BENCH_LATENCY_SHAPES (for tuning the policy at these sizes).
     let mut executors = vec![(format!("GPU {}", cuda.algorithm()), None)];
     for (label, tuning) in latency_shapes()? {
-        executors.push((label, Some(Cuda::new().map_err(|e| e.to_string())?.with_tuning(tuning))));
+        executors.push((label, Some(own_stream()?.with_tuning(tuning))));
     }
+    // The default executor's scans replayed from a graph: the same tuning
+    // on a stream of its own (a graph cannot record the default stream).
+    let replayer = own_stream()?.with_algorithm(cuda.algorithm());
     for (log, single_reps, calls) in [(16u32, 1000usize, 1000usize), (24, args.reps, 100)] {
         let name = &format!("f32 add 2^{log} time per call");
         let x = rng.vec(1 << log, |r| r.range_f64(-1.0, 1.0) as f32);
@@ -352,16 +404,22 @@ fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Resul
                         bad_sum(&x, got, |i| rounding_depth(a, i))
                     })?;
                     let mut scan = || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive());
-                    (one_call(&mut scan)?, back_to_back(&mut scan)?)
+                    (one_call(&mut scan)?, back_to_back(&mut scan)?, replayed_scan_us(&replayer, name, &x, calls)?)
                 }
                 Some(other) => tuned_latency(other, name, &x, single_reps, calls)?,
             };
             lines.push((method.clone(), times));
         }
         let mut copy = || work.copy_from(&pristine);
-        lines.push(("GPU device copy".into(), (one_call(&mut copy)?, back_to_back(&mut copy)?)));
-        for (method, (one, b2b)) in lines {
-            let line = format!("| 2^{log} | {method} | {one:.2} | {b2b:.2} | {:.0} | {:.0} |", gbps(one), gbps(b2b));
+        let copies = (one_call(&mut copy)?, back_to_back(&mut copy)?, replayed_copy_us(&replayer, name, &x, calls)?);
+        lines.push(("GPU device copy".into(), copies));
+        for (method, (one, b2b, replay)) in lines {
+            let line = format!(
+                "| 2^{log} | {method} | {one:.2} | {b2b:.2} | {replay:.2} | {:.0} | {:.0} | {:.0} |",
+                gbps(one),
+                gbps(b2b),
+                gbps(replay)
+            );
             eprintln!("{line}");
             let _ = writeln!(notes, "{line}");
         }
@@ -404,16 +462,53 @@ fn latency_shapes() -> Result<Vec<(String, Tuning)>, String> {
         .collect()
 }
 
-/// One call and back to back (as [`latency`]) of f32 add on `cuda`, after a
-/// checked call.
-fn tuned_latency(cuda: &Cuda, name: &str, x: &[f32], single_reps: usize, calls: usize) -> Result<(f32, f32), String> {
+/// A new executor with a stream of its own (`Cuda::with_own_stream`).
+fn own_stream() -> Result<Cuda, String> {
+    Cuda::new().and_then(Cuda::with_own_stream).map_err(|e| e.to_string())
+}
+
+/// One call, back to back and replayed (as [`latency`]) of f32 add on
+/// `cuda` (an executor with a stream of its own), after a checked call.
+fn tuned_latency(
+    cuda: &Cuda,
+    name: &str,
+    x: &[f32],
+    single_reps: usize,
+    calls: usize,
+) -> Result<(f32, f32, f32), String> {
     let pristine = cuda.upload(x).map_err(err(name))?;
     let mut work = cuda.upload(x).map_err(err(name))?;
     checked::<Add<f32>>(cuda, name, x, &pristine, &mut work, &|_, got| {
         bad_sum(x, got, |i| 8.0 * rounding_depth(Algorithm::SinglePass, i))
     })?;
     let mut scan = || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive());
-    Ok((one_call_us(cuda, name, single_reps, &mut scan)?, back_to_back_us(cuda, name, calls, &mut scan)?))
+    let (one, b2b) = (one_call_us(cuda, name, single_reps, &mut scan)?, back_to_back_us(cuda, name, calls, &mut scan)?);
+    Ok((one, b2b, replayed_scan_us(cuda, name, x, calls)?))
+}
+
+/// Microseconds per call of f32 add of `x` on `cuda` (an executor with a
+/// stream of its own), `calls` calls recorded in a CUDA graph and replayed;
+/// the result of the replays is checked like every timed scan's.
+fn replayed_scan_us(cuda: &Cuda, name: &str, x: &[f32], calls: usize) -> Result<f32, String> {
+    let pristine = cuda.upload(x).map_err(err(name))?;
+    let mut work = cuda.upload(x).map_err(err(name))?;
+    checked::<Add<f32>>(cuda, name, x, &pristine, &mut work, &|a, got| bad_sum(x, got, |i| rounding_depth(a, i)))?;
+    let us = cuda
+        .time_replayed(calls, 5, || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive()))
+        .map_err(err(name))?
+        * 1e3;
+    if let Some(i) = bad_sum(x, &work.download().map_err(err(name))?, |i| rounding_depth(cuda.algorithm(), i)) {
+        return Err(format!("{name}: the replayed scans are wrong at index {i}"));
+    }
+    Ok(us)
+}
+
+/// Microseconds per device copy of `x`'s bytes on `cuda`, replayed as
+/// [`replayed_scan_us`].
+fn replayed_copy_us(cuda: &Cuda, name: &str, x: &[f32], calls: usize) -> Result<f32, String> {
+    let pristine = cuda.upload(x).map_err(err(name))?;
+    let mut work = cuda.upload(x).map_err(err(name))?;
+    Ok(cuda.time_replayed(calls, 5, || work.copy_from(&pristine)).map_err(err(name))? * 1e3)
 }
 
 /// Microseconds per call of `work`, one call between two events: the median

@@ -412,6 +412,87 @@ impl Cuda {
         Ok((out, ms))
     }
 
+    /// The same executor on a CUDA stream of its own instead of the
+    /// context's default stream, so that its work can run beside other
+    /// streams' and be recorded into a CUDA graph
+    /// ([`time_replayed`](Cuda::time_replayed); a graph cannot capture the
+    /// legacy default stream).
+    ///
+    /// Every launch and copy of this executor goes to that one stream, which
+    /// orders them. cudarc's per-buffer events are switched off for the
+    /// executor's context handle (they order one buffer's uses across
+    /// streams, and a graph cannot capture waits on events recorded outside
+    /// it), so a buffer of this executor that work on another stream also
+    /// touches needs that stream synchronized by hand, as in plain cudarc.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_cuda::Cuda;
+    /// let cuda = Cuda::new()?.with_own_stream()?;
+    /// assert!(!cuda.stream().cu_stream().is_null());
+    /// # Ok(()) }
+    /// ```
+    pub fn with_own_stream(mut self) -> Result<Cuda> {
+        // What the default stream holds of this executor's finishes first:
+        // the new stream does not wait for the legacy default stream.
+        self.synchronize()?;
+        // SAFETY: `Cuda::new` retains the primary context in a handle of its
+        // own, so this switches off the events of this executor's buffers
+        // only; each is used on this executor's one stream (the doc above
+        // says what sharing one with another stream needs).
+        unsafe { self.ctx.disable_event_tracking() };
+        self.stream = self.ctx.new_stream().map_err(|e| driver_error("creating a stream", e))?;
+        Ok(self)
+    }
+
+    /// Device milliseconds per call of `work`, with no host cost between
+    /// calls: `calls` calls recorded into a CUDA graph, the graph replayed
+    /// between two events, the median of `replays` replays divided by
+    /// `calls`. This is how a CUDA-graph user (or `torch.cuda.CUDAGraph`)
+    /// runs small scans, where the host's launch costs would otherwise be
+    /// most of the time.
+    ///
+    /// For benchmarks: `work` must queue the same launches on every call (a
+    /// scan of the same sizes), after one call outside the graph that gets
+    /// kernels and scratch ready. A replay repeats the recorded tile-status
+    /// epochs, which is safe because every recorded scan rewrites every
+    /// status of its size with a new epoch before the next one runs: hence
+    /// at least two calls. The executor needs a stream of its own
+    /// ([`with_own_stream`](Cuda::with_own_stream)).
+    pub fn time_replayed(&self, calls: usize, replays: usize, mut work: impl FnMut() -> Result<()>) -> Result<f32> {
+        if calls < 2 || replays == 0 {
+            return Err(Error::Other(format!(
+                "time_replayed needs at least 2 calls and 1 replay, not {calls} and {replays}"
+            )));
+        }
+        if self.stream.cu_stream().is_null() {
+            return Err(Error::Unsupported(
+                "a CUDA graph cannot record the default stream: time_replayed needs Cuda::with_own_stream".into(),
+            ));
+        }
+        work()?;
+        self.synchronize()?;
+        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+        self.stream.begin_capture(mode).map_err(|e| driver_error("beginning a graph capture", e))?;
+        let recorded = (0..calls).try_for_each(|_| work());
+        // End the capture on every path, so that the stream is usable again.
+        let graph = self.stream.end_capture(sys::CUgraphInstantiate_flags(0));
+        recorded?;
+        let graph = graph
+            .map_err(|e| driver_error("ending a graph capture", e))?
+            .ok_or_else(|| Error::Other("the graph capture recorded nothing".into()))?;
+        let replay = || graph.launch().map_err(|e| driver_error("graph launch", e));
+        graph.upload().map_err(|e| driver_error("graph upload", e))?;
+        replay()?;
+        self.synchronize()?;
+        let mut ms = Vec::with_capacity(replays);
+        for _ in 0..replays {
+            ms.push(self.time(replay)?.1 / calls as f32);
+        }
+        ms.sort_by(f32::total_cmp);
+        Ok(ms[ms.len() / 2])
+    }
+
     fn check_fits<T>(&self, len: usize) -> Result<usize> {
         let size = std::mem::size_of::<T>();
         let bytes = len.checked_mul(size).ok_or_else(|| Error::TooLarge {

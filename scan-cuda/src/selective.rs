@@ -142,10 +142,13 @@ const LANE_KERNEL_MAX_STATE: usize = 64;
 /// on the H200 with N = 16 (bench/gpu-h200-results.md, tenth session), lane
 /// kernel against warp2 in the same call: 12288 rows of 4096 steps
 /// 0.695-0.707 ms against 0.752-0.764; 65536 rows of 256 steps 0.210
-/// against 0.252, of 512 steps 0.413 against 0.483. With 2048 rows of 4096
-/// steps it took 0.606 against 0.229 (a warp holds 8 rows: too few warps to
-/// hide its latencies), and between 2048 and 12288 rows nothing is measured
-/// yet, so those keep warp2; so do other N at L past 192 (not timed).
+/// against 0.252, of 512 steps 0.413 against 0.483. Fewer rows of 4096
+/// steps (eleventh session, one call, median of 9): 2048 rows 0.563 ms
+/// against 0.223, 4096 rows 0.595 against 0.263, 8192 rows 0.638 against
+/// 0.494, and 12288 rows 0.695 against 0.737 (a warp holds 8 rows: with
+/// fewer rows than the GPU has warp slots for, the lane kernel's time hardly
+/// shrinks), so the crossover lies between 8192 and 12288 rows and those
+/// keep warp2; so do other N at L past 192 (not timed).
 const LANE_KERNEL_LONG_MIN_ROWS: usize = 12288;
 const LANE_KERNEL_LONG_SHAPE: LaneShape = LaneShape::new(4, 4, 8);
 
