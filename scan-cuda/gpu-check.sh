@@ -5,13 +5,15 @@
 #
 #   bash scan-cuda/gpu-check.sh tests      # smoke test, then every GPU test binary (side by side)
 #   bash scan-cuda/gpu-check.sh host       # quickstart at 2^24 and 2^28 (no environment set up), bench --gpu-host-only
-#   bash scan-cuda/gpu-check.sh bench      # examples/bench --gpu, peers, plot
+#   bash scan-cuda/gpu-check.sh bench      # examples/bench --gpu, peers, plot (about 9 minutes since the replayed rows:
+#                                          # longer than one device call allows; scans, rows, fused, selective split it)
 #   bash scan-cuda/gpu-check.sh rows       # rows and segments: bench --gpu-rows-only, examples/compact, peers --rows-only
 #                                          # (SCAN_BENCH_ROWS_SWEEP=1 adds tile shapes for f32 rows of 65536 x 4096)
 #   bash scan-cuda/gpu-check.sh fused      # fused maps: bench --gpu-fused-only (the recurrence from a[], b[] to h[];
 #                                          # bf16 sums in f32), peers --half-only (torch.cumsum on bf16);
 #                                          # SCAN_BENCH_FUSED_SWEEP=1 adds tile shapes at 2^28
 #   bash scan-cuda/gpu-check.sh selective  # the selective scan: bench --gpu-selective-only, peers --selective-only
+#   bash scan-cuda/gpu-check.sh scans      # 5/11's table only: examples/bench --gpu-scans-only, the peers, the plot
 #   bash scan-cuda/gpu-check.sh sharded    # scans across ranks: test gpu_sharded, examples/sharded (processes, bench)
 #   bash scan-cuda/gpu-check.sh test:NAME  # one GPU test binary (e.g. test:gpu_rows)
 #   bash scan-cuda/gpu-check.sh policies   # examples/bench --gpu-policies-only (single-pass tuning sweep; POLICY_ITEMS=16,32 for some item sizes)
@@ -74,8 +76,15 @@ for what in "$@"; do
     cat "$out/bench-host.md"
     ;;
   bench)
-    step 420 bench $bin/examples/bench --gpu --reps 15 --out "$out/bench.md" --sweep-out "$out/sweep.csv"
+    step 540 bench $bin/examples/bench --gpu --reps 15 --out "$out/bench.md" --sweep-out "$out/sweep.csv"
     PYTHONUNBUFFERED=1 step 300 peers python3 bench/peers.py --reps 15 --out "$out/peers.md" --sweep-out "$out/peers-sweep.csv"
+    step 60 plot python3 bench/plot.py "$out/sweep.csv" "$out/peers-sweep.csv" "$out/gpu-sweep.png" "f32 inclusive scan, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+    ;;
+  scans)
+    # 5/11's table alone (plain scans, time per call, size sweep) with the peers and the plot:
+    # the whole bench no longer fits one device call with the peers.
+    step 360 bench $bin/examples/bench --gpu-scans-only --reps 15 --out "$out/bench.md" --sweep-out "$out/sweep.csv"
+    PYTHONUNBUFFERED=1 step 200 peers python3 bench/peers.py --reps 15 --out "$out/peers.md" --sweep-out "$out/peers-sweep.csv"
     step 60 plot python3 bench/plot.py "$out/sweep.csv" "$out/peers-sweep.csv" "$out/gpu-sweep.png" "f32 inclusive scan, $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
     ;;
   rows)

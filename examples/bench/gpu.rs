@@ -168,14 +168,18 @@ pub fn run(args: &Args) -> Result<Report, String> {
     )?);
     drop((x, want));
 
-    rows.extend(crate::gpu_fused::run(cuda, 28, args.reps)?);
-    rows.extend(crate::gpu_rows::run(cuda, args.reps)?);
-    let (r, note) = crate::gpu_selective::run(cuda, args.reps)?;
-    rows.extend(r);
-    notes.push_str(&note);
+    if !args.gpu_scans_only {
+        rows.extend(crate::gpu_fused::run(cuda, 28, args.reps)?);
+        rows.extend(crate::gpu_rows::run(cuda, args.reps)?);
+        let (r, note) = crate::gpu_selective::run(cuda, args.reps)?;
+        rows.extend(r);
+        notes.push_str(&note);
+    }
     latency(cuda, &mut rng, args, &mut notes)?;
     sweep(cuda, &mut rng, args, &mut notes)?;
-    host(&mut rng, args, &mut notes)?;
+    if !args.gpu_scans_only {
+        host(&mut rng, args, &mut notes)?;
+    }
     if args.gpu_policies {
         policies(&mut rng, args, &mut notes)?;
     }
@@ -288,6 +292,10 @@ where
         });
     }
     rows.extend(replayed_case::<Op>(cuda, name, input, reps, &bad)?);
+    // As they come, so that a run cut short still shows them.
+    for r in &rows {
+        eprintln!("| {} | {} | {:.1} | {:.2} |", r.case, r.method, r.gbps, r.vs_copy);
+    }
     Ok(rows)
 }
 

@@ -49,6 +49,9 @@ pub struct Args {
     pub gpu_fused_only: bool,
     /// Time only the selective scan (GPU).
     pub gpu_selective_only: bool,
+    /// Time only the plain scans of 5/11's table, the time per call and the
+    /// size sweep (GPU): no fused maps, rows, selective scan or host scans.
+    pub gpu_scans_only: bool,
     /// Time only the batched rows (CPU).
     pub cpu_rows_only: bool,
     /// Where the GPU size sweep goes, as CSV.
@@ -66,12 +69,13 @@ const USAGE: &str =
   --gpu-policies   with --gpu, also time single-pass tile shapes and status layouts
   --gpu-policies-only  time only those (GPU)
   --policy-items LIST  the item sizes whose shapes are timed, e.g. 16,32 (default 4,8,16,32)
-  --gpu-latency-only  time only f32 add's time per call at 2^16 and 2^24, one call and back to back (GPU)
+  --gpu-latency-only  time only f32 add's time per call at 2^16 and 2^24, one call, back to back and replayed (GPU)
   --gpu-host-only  time only scans from and to host slices against the pinned link (GPU)
   --gpu-rows-only  time only rows and segments in one launch (GPU; SCAN_BENCH_ROWS_CASES=segments:
                    the segments alone; SCAN_BENCH_ROWS_SWEEP=1|only: tile shapes of 65536 x 4096 rows)
   --gpu-fused-only time only the fused-maps recurrence (GPU)
   --gpu-selective-only  time only the selective scan (GPU)
+  --gpu-scans-only  time only the plain scans, the time per call and the size sweep (GPU)
   --size-log2 N    items per CPU case: 2^N (default 26)
   --reps R         timed repetitions per method, after one warm-up (default 7)
   --out FILE       also write the table to FILE (default bench-results.md)
@@ -92,6 +96,7 @@ fn parse_args() -> Result<Args, String> {
         gpu_rows_only: false,
         gpu_fused_only: false,
         gpu_selective_only: false,
+        gpu_scans_only: false,
         cpu_rows_only: false,
         sweep_out: "gpu-sweep.csv".into(),
     };
@@ -109,6 +114,7 @@ fn parse_args() -> Result<Args, String> {
             "--gpu-rows-only" => (args.gpu, args.gpu_rows_only) = (true, true),
             "--gpu-fused-only" => (args.gpu, args.gpu_fused_only) = (true, true),
             "--gpu-selective-only" => (args.gpu, args.gpu_selective_only) = (true, true),
+            "--gpu-scans-only" => (args.gpu, args.gpu_scans_only) = (true, true),
             "--sweep-out" => args.sweep_out = value("--sweep-out")?,
             "--policy-items" => {
                 let v = value("--policy-items")?;
