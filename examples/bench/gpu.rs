@@ -376,7 +376,7 @@ fn rounding_depth(algorithm: Algorithm, i: usize) -> f64 {
 fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
     let _ = writeln!(
         notes,
-        "\n## Time per call: f32 add of 2^16 and 2^24 items, one call and back to back\n\n\
+        "\n## Time per call: f32 add of 2^16 and 2^24 items, one call, back to back and replayed\n\n\
          one call: between two events, median of 1000 (2^16) or of {} (2^24); back to back: 1000 (2^16) or 100 (2^24) \
          calls between two events, per call, median of 5; replayed: the same calls recorded in a CUDA graph, one \
          replay between two events, per call, median of 5\n\n\
@@ -393,7 +393,7 @@ fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Resul
     }
     // The default executor's scans replayed from a graph: the same tuning
     // on a stream of its own (a graph cannot record the default stream).
-    let replayer = own_stream()?.with_algorithm(cuda.algorithm());
+    let replayer = own_stream()?.with_algorithm(cuda.algorithm()).with_tuning(cuda.tuning());
     for (log, single_reps, calls) in [(16u32, 1000usize, 1000usize), (24, args.reps, 100)] {
         let name = &format!("f32 add 2^{log} time per call");
         let x = rng.vec(1 << log, |r| r.range_f64(-1.0, 1.0) as f32);
