@@ -382,3 +382,44 @@ fn an_own_stream_executor_scans_and_its_replayed_scans_are_exact() {
     let refused = default.time_replayed(2, 1, || Ok(()));
     assert!(matches!(refused, Err(scan::Error::Unsupported(_))), "{refused:?}");
 }
+
+/// A graph the user records on an executor's own stream: a single-pass scan
+/// of more than one tile refuses to be recorded (a replay would repeat its
+/// tile-status epoch and could read its previous replay's statuses), with an
+/// error and nothing queued; a scan of one tile needs no statuses and
+/// records, and its replays are exact; the stream works as before after.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_recording_refuses_multi_tile_single_pass_scans_and_takes_one_tile_scans() {
+    use scan::cuda::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+    let cuda = cuda().with_own_stream().unwrap();
+    let mode = CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    let many: Vec<u32> = (0..300_001u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let want = reference::scan::<AddU32>(&many, ScanSpec::inclusive());
+    let input = cuda.upload(&many).unwrap();
+    let mut out = cuda.alloc::<u32>(many.len()).unwrap();
+    cuda.scan_device_into::<AddU32>(&input, &mut out, ScanSpec::inclusive()).unwrap();
+    cuda.stream().begin_capture(mode).unwrap();
+    let refused = cuda.scan_device_into::<AddU32>(&input, &mut out, ScanSpec::inclusive());
+    let graph = cuda.stream().end_capture(CUgraphInstantiate_flags(0));
+    assert!(matches!(refused, Err(scan::Error::Unsupported(_))), "{refused:?}");
+    assert!(graph.is_ok(), "the capture ended cleanly: {:?}", graph.err());
+    out = cuda.alloc::<u32>(many.len()).unwrap();
+    cuda.scan_device_into::<AddU32>(&input, &mut out, ScanSpec::inclusive()).unwrap();
+    assert!(out.download().unwrap() == want, "after the refused recording");
+
+    let one: Vec<u32> = many[..100].to_vec();
+    let input = cuda.upload(&one).unwrap();
+    let mut out = cuda.alloc::<u32>(one.len()).unwrap();
+    cuda.scan_device_into::<AddU32>(&input, &mut out, ScanSpec::inclusive()).unwrap();
+    out = cuda.alloc::<u32>(one.len()).unwrap();
+    cuda.stream().begin_capture(mode).unwrap();
+    let recorded = cuda.scan_device_into::<AddU32>(&input, &mut out, ScanSpec::inclusive());
+    let graph = cuda.stream().end_capture(CUgraphInstantiate_flags(0)).unwrap().expect("a graph of one launch");
+    recorded.unwrap();
+    for _ in 0..3 {
+        graph.launch().unwrap();
+    }
+    cuda.synchronize().unwrap();
+    assert_eq!(out.download().unwrap(), reference::scan::<AddU32>(&one, ScanSpec::inclusive()), "one tile, replayed");
+}

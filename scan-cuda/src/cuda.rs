@@ -5,6 +5,7 @@ use std::any::TypeId;
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -150,6 +151,10 @@ pub struct Cuda {
     pub(crate) compact: Mutex<Option<Arc<CompactKernels>>>,
     /// The join kernels of sharded scans, per operator (sharded.rs).
     pub(crate) shard_kernels: ShardKernelCache,
+    /// Set while [`Cuda::time_replayed`] records its calls: the only
+    /// recording single-pass launches accept (single_pass.rs,
+    /// `refuse_recording`).
+    replaying: AtomicBool,
 }
 
 impl std::fmt::Debug for Cuda {
@@ -231,6 +236,7 @@ impl Cuda {
             selective_backward: Mutex::new(None),
             compact: Mutex::new(None),
             shard_kernels: Mutex::new(HashMap::new()),
+            replaying: AtomicBool::new(false),
         })
     }
 
@@ -425,6 +431,13 @@ impl Cuda {
     /// it), so a buffer of this executor that work on another stream also
     /// touches needs that stream synchronized by hand, as in plain cudarc.
     ///
+    /// A graph recorded on this stream by the caller (cudarc's
+    /// `begin_capture`) takes Blelloch scans and single-pass scans of one
+    /// tile; a single-pass scan of more than one tile refuses with
+    /// [`Error::Unsupported`], queuing nothing: its tile statuses carry a
+    /// per-launch number that a replay would repeat. Repeated scans are timed
+    /// with [`time_replayed`](Cuda::time_replayed), which is safe.
+    ///
     /// ```no_run
     /// # fn main() -> scan_core::Result<()> {
     /// use scan_cuda::Cuda;
@@ -474,7 +487,10 @@ impl Cuda {
         self.synchronize()?;
         let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
         self.stream.begin_capture(mode).map_err(|e| driver_error("beginning a graph capture", e))?;
+        // Single-pass launches refuse a recording unless it is this one.
+        self.replaying.store(true, Ordering::Relaxed);
         let recorded = (0..calls).try_for_each(|_| work());
+        self.replaying.store(false, Ordering::Relaxed);
         // End the capture on every path, so that the stream is usable again.
         let graph = self.stream.end_capture(sys::CUgraphInstantiate_flags(0));
         recorded?;
@@ -727,7 +743,8 @@ impl Cuda {
             ))
         })?;
         let chaos = self.tuning.adversarial_seed();
-        Ok(SinglePass { stream: &self.stream, module, policy, chaos, carry: Carry::default() })
+        let recordable = self.replaying.load(Ordering::Relaxed);
+        Ok(SinglePass { stream: &self.stream, module, policy, chaos, carry: Carry::default(), recordable })
     }
 
     /// The kernels `slot` holds, or, the first time, the module compiled

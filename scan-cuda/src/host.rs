@@ -89,7 +89,7 @@ impl Cuda {
         let chaos = self.tuning().adversarial_seed();
         let stream = self.stream();
         let mut scan_chunk = |src: u64, dst: u64, len: usize, carry| {
-            let chunk = SinglePass { stream, module: &module, policy, chaos, carry };
+            let chunk = SinglePass { stream, module: &module, policy, chaos, carry, recordable: false };
             let operands = Operands::Into { src: &Span { ptr: src, len }, dst: &mut Span { ptr: dst, len } };
             DeviceScan::<Op>::scan(&chunk, operands, spec)
         };

@@ -127,6 +127,10 @@ pub(crate) struct SinglePass<'a> {
     pub(crate) chaos: u32,
     /// Joins this scan to the pieces before and after it (kernels/single_pass.cuh).
     pub(crate) carry: Carry,
+    /// Whether a launch may be recorded into a CUDA graph: only inside
+    /// [`Cuda::time_replayed`](crate::Cuda::time_replayed), whose repeated
+    /// calls make replays safe (see [`refuse_recording`]).
+    pub(crate) recordable: bool,
 }
 
 /// How a single-pass scan is split into independent scans (kernels/heads.cuh).
@@ -301,11 +305,39 @@ impl SinglePass<'_> {
             let none = StatusArgs { counter: 0, words: 0, aggregates: 0, prefixes: 0, epoch: 0 };
             return launch(&none);
         }
+        if !self.recordable {
+            refuse_recording(self.stream)?;
+        }
         // Held until the launch is queued, so that epochs reach the stream in
         // the order they were handed out.
         let mut state = lock(&self.module.tile_state);
         let args = state.next_launch(self.stream, tiles, self.policy, self.module.item_size)?;
         launch(&args).inspect_err(|_| state.reset())
+    }
+}
+
+/// An error if `stream` is recording a CUDA graph. A scan of more than one
+/// tile tells its tiles' statuses from older ones by an epoch the host hands
+/// out per launch; a graph replays the recorded epoch, so a replayed scan
+/// could read the statuses its own previous replay left, with that replay's
+/// values, before its predecessors publish theirs. (`Cuda::time_replayed`
+/// records at least two calls of one size, each of which rewrites every
+/// status, so that no replay meets its own epoch; a device-side epoch would
+/// make any recording safe: DEVELOPERS.md.) The legacy default stream cannot
+/// record at all.
+fn refuse_recording(stream: &CudaStream) -> Result<()> {
+    use cudarc::driver::sys::CUstreamCaptureStatus as Capture;
+    if stream.cu_stream().is_null() {
+        return Ok(());
+    }
+    match stream.capture_status().map_err(|e| driver_error("stream capture status", e))? {
+        Capture::CU_STREAM_CAPTURE_STATUS_NONE => Ok(()),
+        _ => Err(Error::Unsupported(
+            "a single-pass scan of more than one tile cannot be recorded into a CUDA graph: its tile statuses \
+             carry a per-launch number that a replay would repeat; record Algorithm::Blelloch scans instead, or \
+             time repeated scans with Cuda::time_replayed"
+                .into(),
+        )),
     }
 }
 
