@@ -299,11 +299,40 @@ where
     Ok(rows)
 }
 
-/// The first executor's scan and a copy as [`case`] times them, but replayed:
-/// `reps` calls recorded in a CUDA graph, the median of 3 replays per call
+/// Milliseconds per call of `Op`'s inclusive scan of `input` and of a copy
+/// of its bytes on `cuda` (an executor with a stream of its own), each
+/// `calls` calls recorded in a CUDA graph, the median of `replays` replays
 /// (`Cuda::time_replayed`: device time with no host cost between calls, as
-/// bench/peers.py times torch.cumsum replayed), on a twin executor with a
-/// stream of its own; the replayed results are checked.
+/// bench/peers.py times torch.cumsum replayed); the scan is checked before
+/// and after its replays.
+fn replayed_ms<Op: CudaOp>(
+    cuda: &Cuda,
+    name: &str,
+    input: &[Op::Item],
+    calls: usize,
+    replays: usize,
+    bad: &impl Fn(Algorithm, &[Op::Item]) -> Option<usize>,
+) -> Result<(f32, f32), String>
+where
+    Op::Item: PartialEq,
+{
+    let pristine = cuda.upload(input).map_err(err(name))?;
+    let mut work: DeviceBuffer<Op::Item> = cuda.upload(input).map_err(err(name))?;
+    checked::<Op>(cuda, name, input, &pristine, &mut work, bad)?;
+    let spec = ScanSpec::inclusive();
+    let scan_ms = cuda
+        .time_replayed(calls, replays, || cuda.scan_device_into::<Op>(&pristine, &mut work, spec))
+        .map_err(err(name))?;
+    if let Some(i) = bad(cuda.algorithm(), &work.download().map_err(err(name))?) {
+        return Err(format!("{name}: the replayed GPU {} scans are wrong at index {i}", cuda.algorithm()));
+    }
+    let copy_ms = cuda.time_replayed(calls, replays, || work.copy_from(&pristine)).map_err(err(name))?;
+    Ok((scan_ms, copy_ms))
+}
+
+/// The first executor's scan and a copy as [`case`] times them, but replayed
+/// ([`replayed_ms`]: `reps` calls, the median of 3 replays) on a twin
+/// executor with a stream of its own.
 fn replayed_case<Op: CudaOp>(
     like: &Cuda,
     name: &str,
@@ -315,17 +344,8 @@ where
     Op::Item: PartialEq,
 {
     let cuda = own_stream()?.with_algorithm(like.algorithm()).with_tuning(like.tuning());
-    let pristine = cuda.upload(input).map_err(err(name))?;
-    let mut work: DeviceBuffer<Op::Item> = cuda.upload(input).map_err(err(name))?;
-    checked::<Op>(&cuda, name, input, &pristine, &mut work, bad)?;
     let calls = reps.max(2);
-    let spec = ScanSpec::inclusive();
-    let scan_ms =
-        cuda.time_replayed(calls, 3, || cuda.scan_device_into::<Op>(&pristine, &mut work, spec)).map_err(err(name))?;
-    if let Some(i) = bad(cuda.algorithm(), &work.download().map_err(err(name))?) {
-        return Err(format!("{name}: the replayed GPU {} scans are wrong at index {i}", cuda.algorithm()));
-    }
-    let copy_ms = cuda.time_replayed(calls, 3, || work.copy_from(&pristine)).map_err(err(name))?;
+    let (scan_ms, copy_ms) = replayed_ms::<Op>(&cuda, name, input, calls, 3, bad)?;
     let bytes = 2.0 * std::mem::size_of_val(input) as f64;
     let gbps = |ms: f32| bytes / (f64::from(ms) * 1e-3) / 1e9;
     let (copy, scan) = (gbps(copy_ms), gbps(scan_ms));
@@ -403,6 +423,8 @@ fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Resul
         let back_to_back = |f: &mut dyn FnMut() -> scan::Result<()>| back_to_back_us(cuda, name, calls, f);
         let gbps = |us: f32| 8.0 * x.len() as f64 / (f64::from(us) * 1e-6) / 1e9;
         let mut lines = Vec::new();
+        // The default executor's replayed copy, timed with its replayed scan.
+        let mut copy_replayed = f32::NAN;
         for (method, tuned) in &executors {
             // Buffers of the default executor's context: a tuned executor
             // opens its own, with copies of the input.
@@ -412,14 +434,17 @@ fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Resul
                         bad_sum(&x, got, |i| rounding_depth(a, i))
                     })?;
                     let mut scan = || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive());
-                    (one_call(&mut scan)?, back_to_back(&mut scan)?, replayed_scan_us(&replayer, name, &x, calls)?)
+                    let bad = |a, got: &[f32]| bad_sum(&x, got, |i| rounding_depth(a, i));
+                    let (scan_ms, copy_ms) = replayed_ms::<Add<f32>>(&replayer, name, &x, calls, 5, &bad)?;
+                    copy_replayed = copy_ms * 1e3;
+                    (one_call(&mut scan)?, back_to_back(&mut scan)?, scan_ms * 1e3)
                 }
                 Some(other) => tuned_latency(other, name, &x, single_reps, calls)?,
             };
             lines.push((method.clone(), times));
         }
         let mut copy = || work.copy_from(&pristine);
-        let copies = (one_call(&mut copy)?, back_to_back(&mut copy)?, replayed_copy_us(&replayer, name, &x, calls)?);
+        let copies = (one_call(&mut copy)?, back_to_back(&mut copy)?, copy_replayed);
         lines.push(("GPU device copy".into(), copies));
         for (method, (one, b2b, replay)) in lines {
             let line = format!(
@@ -491,32 +516,8 @@ fn tuned_latency(
     })?;
     let mut scan = || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive());
     let (one, b2b) = (one_call_us(cuda, name, single_reps, &mut scan)?, back_to_back_us(cuda, name, calls, &mut scan)?);
-    Ok((one, b2b, replayed_scan_us(cuda, name, x, calls)?))
-}
-
-/// Microseconds per call of f32 add of `x` on `cuda` (an executor with a
-/// stream of its own), `calls` calls recorded in a CUDA graph and replayed;
-/// the result of the replays is checked like every timed scan's.
-fn replayed_scan_us(cuda: &Cuda, name: &str, x: &[f32], calls: usize) -> Result<f32, String> {
-    let pristine = cuda.upload(x).map_err(err(name))?;
-    let mut work = cuda.upload(x).map_err(err(name))?;
-    checked::<Add<f32>>(cuda, name, x, &pristine, &mut work, &|a, got| bad_sum(x, got, |i| rounding_depth(a, i)))?;
-    let us = cuda
-        .time_replayed(calls, 5, || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive()))
-        .map_err(err(name))?
-        * 1e3;
-    if let Some(i) = bad_sum(x, &work.download().map_err(err(name))?, |i| rounding_depth(cuda.algorithm(), i)) {
-        return Err(format!("{name}: the replayed scans are wrong at index {i}"));
-    }
-    Ok(us)
-}
-
-/// Microseconds per device copy of `x`'s bytes on `cuda`, replayed as
-/// [`replayed_scan_us`].
-fn replayed_copy_us(cuda: &Cuda, name: &str, x: &[f32], calls: usize) -> Result<f32, String> {
-    let pristine = cuda.upload(x).map_err(err(name))?;
-    let mut work = cuda.upload(x).map_err(err(name))?;
-    Ok(cuda.time_replayed(calls, 5, || work.copy_from(&pristine)).map_err(err(name))? * 1e3)
+    let bad = |a, got: &[f32]| bad_sum(x, got, |i| rounding_depth(a, i));
+    Ok((one, b2b, replayed_ms::<Add<f32>>(cuda, name, x, calls, 5, &bad)?.0 * 1e3))
 }
 
 /// Microseconds per call of `work`, one call between two events: the median
