@@ -12,7 +12,7 @@ mod support;
 
 mod macro_maps_ops;
 
-use macro_maps_ops::{Ema, GatedInput, SumInF64, WrapAround};
+use macro_maps_ops::{Alternate, Ema, GatedInput, SumInF64, WrapAround};
 use scan::maps::{self, bf16, f16, CudaMaps, Recurrence, Widen, WidenNarrow};
 use scan::ops::{Add, LinearRecurrence, Max};
 use scan::{CudaOp, Error, ScanSpec};
@@ -149,7 +149,8 @@ fn half_precision_inputs_accumulate_in_f32() {
 }
 
 /// Maps declared with `#[scan_maps]` (tests/macro_maps_ops): from two and
-/// three arrays, and into another item type (f32 summed in f64). The data
+/// three arrays, into another item type (f32 summed in f64), and from one
+/// array into a non-commutative operator's wider items. The data
 /// keep every value an exact integer, so any grouping gives the reference.
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -167,6 +168,9 @@ fn declared_maps_match_the_reference() {
         for n in sizes::<Add<f64>>(4).into_iter().filter(|&n| n <= largest) {
             let x: Vec<f32> = (0..n).map(|_| rng.below(17) as f32 - 8.0).collect();
             check::<Add<f64>, SumInF64, _>(&cuda, "f32 summed in f64", n, &x[..]);
+            // Non-commutative through narrow slots: h_t = x_t - h_{t-1},
+            // small integers, exact in any grouping.
+            check::<LinearRecurrence<f32>, Alternate, _>(&cuda, "alternating sums", n, &x[..]);
         }
         // Integer arithmetic wraps in the translation, on both sides.
         for n in sizes::<Add<u32>>(4).into_iter().filter(|&n| n <= largest) {

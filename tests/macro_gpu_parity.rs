@@ -54,6 +54,21 @@ macro_rules! float_sample {
 }
 float_sample!(f32, f64);
 
+// Half-precision values: any bit pattern (subnormals and NaNs among them)
+// half the time, else small values whose sums round.
+macro_rules! half_sample {
+    ($($t:ty),*) => {$(impl Sample for $t {
+        fn sample(rng: &mut Rng) -> Self {
+            if rng.below(2) == 0 {
+                <$t>::from_bits(rng.next_u64() as u16)
+            } else {
+                <$t>::from_f64(rng.range_f64(-4.0, 4.0))
+            }
+        }
+    })*};
+}
+half_sample!(scan::maps::bf16, scan::maps::f16);
+
 impl Sample for bool {
     fn sample(rng: &mut Rng) -> Self {
         rng.below(2) == 1
@@ -193,6 +208,12 @@ fn generated_cuda_computes_what_the_cpu_computes() {
         gpu.check::<MatMul2x2<i32>>(&mut rng, same),
         gpu.check::<SegmentedAdd<i32>>(&mut rng, same),
         gpu.check::<BestPrefix<f64>>(&mut rng, same),
+        // Half precision: each operation the f32 one, narrowed once (from
+        // sm_80 by the hardware conversion: the same value, subnormals
+        // included; NaN payloads may differ, which Debug does not show).
+        gpu.check::<Add<scan::maps::bf16>>(&mut rng, same),
+        gpu.check::<Max<scan::maps::bf16>>(&mut rng, same),
+        gpu.check::<Add<scan::maps::f16>>(&mut rng, same),
         // Operators of the tests: casts, lets, branches, struct items, generics, fma.
         gpu.check::<CountMax>(&mut rng, same),
         gpu.check::<Min3>(&mut rng, same),
@@ -204,6 +225,8 @@ fn generated_cuda_computes_what_the_cpu_computes() {
         gpu.check::<SumI32>(&mut rng, same),
         gpu.check::<ScaledTally>(&mut rng, same),
         gpu.check::<CountedSegments>(&mut rng, same),
+        gpu.check::<SumBf16>(&mut rng, same),
+        gpu.check::<MaxAndSumF16>(&mut rng, same),
         // exp/log1p are not correctly rounded on either side (CUDA documents
         // 1-2 ulp for double exp/log1p): compared with `close`.
         gpu.check::<op_logaddexp::LogAddExp>(&mut rng, close),

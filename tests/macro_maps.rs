@@ -5,7 +5,7 @@
 
 mod macro_maps_ops;
 
-use macro_maps_ops::{Ema, GatedInput, SumInF64, WrapAround};
+use macro_maps_ops::{Alternate, Ema, GatedInput, SumInF64, WrapAround};
 use scan::maps::{reference, CudaMaps};
 use scan::ops::{Add, LinearRecurrence};
 use scan::{Cpu, ScanSpec};
@@ -18,6 +18,7 @@ fn declared_maps_run_on_the_cpu_as_the_reference_defines() {
         let alpha: Vec<f32> = (0..n).map(|_| rng.range_f64(0.5, 1.0) as f32).collect();
         let x: Vec<f32> = (0..n).map(|_| rng.range_f64(-1.0, 1.0) as f32).collect();
         let g: Vec<f32> = (0..n).map(|_| rng.below(2) as f32).collect();
+        let k: Vec<f32> = (0..n).map(|_| rng.below(17) as f32 - 8.0).collect();
         for threads in [1, 3] {
             let cpu = Cpu::new().with_threads(threads);
             for spec in ScanSpec::ALL {
@@ -36,6 +37,13 @@ fn declared_maps_run_on_the_cpu_as_the_reference_defines() {
                 cpu.scan_mapped::<Add<f64>, SumInF64, _>(&x[..], &mut got, spec).unwrap();
                 let want = reference::<Add<f64>, SumInF64, _>(&x[..], spec).unwrap();
                 close(&got, &want, n, &format!("f64 sums, n {n}, {threads} threads, {spec:?}"));
+
+                // Small integers: exact in any grouping (the errors of
+                // h_t = x_t - h_{t-1} never decay, unlike the ema's).
+                let mut got = vec![f32::NAN; n];
+                cpu.scan_mapped::<LinearRecurrence<f32>, Alternate, _>(&k[..], &mut got, spec).unwrap();
+                let want = reference::<LinearRecurrence<f32>, Alternate, _>(&k[..], spec).unwrap();
+                assert!(got == want, "alternating sums, n {n}, {threads} threads, {spec:?}");
             }
         }
     }
@@ -90,6 +98,7 @@ fn declared_maps_compile_with_the_single_pass_kernel() {
             ("Ema", report::<LinearRecurrence<f32>, Ema, (B, B)>("sm_90", t).unwrap()),
             ("GatedInput", report::<LinearRecurrence<f32>, GatedInput, (B, B, B)>("sm_90", t).unwrap()),
             ("SumInF64", report::<Add<f64>, SumInF64, B>("sm_90", t).unwrap()),
+            ("Alternate", report::<LinearRecurrence<f32>, Alternate, B>("sm_90", t).unwrap()),
             ("WrapAround", report::<Add<u32>, WrapAround, DeviceBuffer<u32>>("sm_90", t).unwrap()),
         ];
         for (what, report) in reports {

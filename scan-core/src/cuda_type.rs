@@ -482,11 +482,20 @@ struct __align__(2) scan_f16 { unsigned short bits; };
 static __device__ __forceinline__ scan_bf16 scan_bf16_bits(unsigned b) { scan_bf16 x; x.bits = (unsigned short)b; return x; }
 static __device__ __forceinline__ scan_f16 scan_f16_bits(unsigned b) { scan_f16 x; x.bits = (unsigned short)b; return x; }
 static __device__ __forceinline__ float scan_widen(scan_bf16 x) { return __uint_as_float((unsigned)x.bits << 16); }
+// From sm_80 bf16 is narrowed by the hardware conversion (round to nearest
+// even, subnormals kept: the `half` crate's result for every value but NaN,
+// which becomes the canonical NaN, as f16's does below): the bit-level code
+// below costs about 12 instructions per value, which held bf16 sums
+// accumulated in f32 at 0.6-0.7 of copy speed (bench/gpu-h200-results.md).
 static __device__ __forceinline__ scan_bf16 scan_narrow(float v, scan_bf16) {
+#if __CUDA_ARCH__ >= 800
+  scan_bf16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h.bits) : "f"(v)); return h;
+#else
   const unsigned x = __float_as_uint(v);
   if ((x & 0x7fffffffu) > 0x7f800000u) return scan_bf16_bits((x >> 16) | 0x0040u);
   const unsigned round = 0x8000u;
   return scan_bf16_bits((x >> 16) + ((x & round) != 0 && (x & (3u * round - 1u)) != 0 ? 1u : 0u));
+#endif
 }
 // f16 by the hardware conversions (exact, and round to nearest even; only
 // a NaN's payload may differ from `half`'s): the bit-level code took NVRTC

@@ -55,6 +55,12 @@ struct ItemsIn {
     static constexpr bool FETCHES_EARLY = false;
     template <int ITEMS>
     struct Fetched {};
+    // Not a narrow slot's input (narrow.cuh).
+    typedef Item Raw;
+    static constexpr int NARROW_BYTES = 0;
+    template <int ITEMS>
+    static constexpr int VEC = 1;
+    static __device__ __forceinline__ Item lift_raw(const Item& x) { return x; }
     const Item* p;
     __device__ __forceinline__ Item operator()(u64 i) const { return p[i]; }
 };
@@ -62,6 +68,12 @@ struct ItemsIn {
 template <class Item>
 struct ItemsOut {
     static constexpr bool DIRECT = true;
+    // Not a narrow slot's output (narrow.cuh).
+    typedef Item Output;
+    static constexpr int NARROW_BYTES = 0;
+    template <int ITEMS>
+    static constexpr int VEC = 1;
+    static __device__ __forceinline__ Item project_item(const Item& x) { return x; }
     Item* p;
     __device__ __forceinline__ void operator()(u64 i, const Item& x) const { p[i] = x; }
 };
@@ -90,6 +102,11 @@ struct LiftedIn {
         B b[N >= 2 ? ITEMS : 1];
         C c[N >= 3 ? ITEMS : 1];
     };
+    // One array: its elements can fill a narrow slot (narrow.cuh), lifted
+    // one at a time.
+    typedef A Raw;
+    static constexpr int NARROW_BYTES = N == 1 && !STAGED ? (int)sizeof(A) : 0;
+    static __device__ __forceinline__ typename M::Item lift_raw(const A& x) { return lift_values(x, B{}, C{}); }
     // The input bytes of one position.
     static constexpr int BYTES =
         (int)sizeof(A) + (N >= 2 ? (int)sizeof(B) : 0) + (N >= 3 ? (int)sizeof(C) : 0);
@@ -194,6 +211,8 @@ struct ProjectedOut {
     static constexpr bool DIRECT = false;
     template <int ITEMS>
     static constexpr int VEC = GroupOf<ITEMS, (int)sizeof(Output), is_pow2(sizeof(Output))>::VALUE;
+    static constexpr int NARROW_BYTES = (int)sizeof(Output);
+    static __device__ __forceinline__ Output project_item(const typename M::Item& x) { return M::project(x); }
     Output* p;
     __device__ __forceinline__ void operator()(u64 i, const typename M::Item& x) const { p[i] = M::project(x); }
     template <int ITEMS>

@@ -157,6 +157,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     typedef WarpExchange<Op, ITEMS, REVERSE> Exchange;
     typedef TileSegment<Op, THREADS, ITEMS, REVERSE> Segment;
     typedef typename Exchange::Word Word;
+    typedef NarrowSlice<Op, ITEMS, REVERSE, In, Out> Narrow;
     constexpr int WARPS = THREADS / 32;
     constexpr int TILE = THREADS * ITEMS;
     constexpr unsigned ALL = THREADS + 32;  // the scanning threads and the look-back warp
@@ -165,6 +166,8 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     // sm_90).
     constexpr unsigned SCANNERS = 1, READY = 0, PREFIXED = STAGES;
     constexpr bool SEGMENTED = !Heads::NONE;
+    // Fused maps from one narrow array into a narrow output (narrow.cuh).
+    constexpr bool NARROW = !SEGMENTED && Narrow::USABLE;
     // Rows of whole tiles (heads.cuh, TileRows): the plain path, and slot
     // k's bit 0 of slot_heads says that its tile starts a row.
     constexpr bool TILE_ROWS = Heads::TILE_ROWS;
@@ -270,6 +273,25 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         const bool prefixed = tile != 0 && !(slot_heads[k] & 1u);  // the look-back ran
         return prefixed && !head_before ? Op::combine(slot_prefix[k].get(), within) : within;
     };
+    // Fused maps: whether the segment moves in whole groups of positions
+    // (maps.cuh): whole, contiguous, and every input array aligned for them.
+    auto whole_groups = [&](const Segment& seg) -> bool {
+        if constexpr (In::FETCHES) {
+            return heads.contiguous() && seg.whole && src.template groups_aligned<ITEMS>(seg.base);
+        } else {
+            return false;
+        }
+    };
+    // Fused maps with a narrow slot (narrow.cuh): whether the segment's slot
+    // holds its raw inputs, then its projected outputs; load, scan and store
+    // all ask.
+    auto narrow = [&](const Segment& seg) -> bool {
+        if constexpr (NARROW) {
+            return whole_groups(seg) && dst.template groups_aligned<ITEMS>(seg.base);
+        } else {
+            return false;
+        }
+    };
     auto rescan_in_registers = [&](int k, i64 tile, const Segment& seg, Word* buf, const Item within) {
         Item run[ITEMS];
         Exchange::read_run(buf, run);
@@ -290,6 +312,18 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         auto index = [=](int p) -> u64 { return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p); };
         Word* buf = slice(k);
         const Item within = withins[k * THREADS + threadIdx.x];
+        if constexpr (NARROW) {
+            if (narrow(seg)) {
+                unsigned char* raw = reinterpret_cast<unsigned char*>(buf);
+                const bool first = starts_alone(k, tile);
+                Narrow::template rescan_project<INCLUSIVE>(raw,
+                                                           first ? within : Op::combine(slot_prefix[k].get(), within));
+                __syncwarp();
+                Narrow::store(dst.p + seg.base, raw);
+                __syncwarp();  // before the slice is loaded again
+                return;
+            }
+        }
         if constexpr (EARLY && Exchange::WHOLE_ITEMS_PER_VECTOR) {
             // The same rescan a vector at a time, in shared memory: the
             // registers hold the next tile's loads in flight.
@@ -317,15 +351,6 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         __syncwarp();  // before the slice is loaded again
     };
 
-    // Fused maps: whether the segment moves in whole groups of positions
-    // (maps.cuh): whole, contiguous, and every input array aligned for them.
-    auto whole_groups = [&](const Segment& seg) -> bool {
-        if constexpr (In::FETCHES) {
-            return heads.contiguous() && seg.whole && src.template groups_aligned<ITEMS>(seg.base);
-        } else {
-            return false;
-        }
-    };
     // 3. Loads this warp's segment of `tile` into slot `k`; scan position p
     // of the segment is global index `index(p)`.
     auto load = [&](int k, i64 tile) {
@@ -344,7 +369,11 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
             if (loaded) {
                 typename In::template Fetched<ITEMS> f;
                 src.template fetch<ITEMS>(seg.base, f);
-                Exchange::put_lifted(src, f, buf);
+                if (narrow(seg)) {
+                    if constexpr (NARROW) Narrow::put(f, reinterpret_cast<unsigned char*>(buf));
+                } else {
+                    Exchange::put_lifted(src, f, buf);
+                }
             }
         }
         if (!loaded) Exchange::load_items(src, index, seg.valid, buf);
@@ -355,10 +384,10 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         const Segment seg(tile, len);
         Word* buf = slice(k);
         Item run[ITEMS];
-        Exchange::read_run(buf, run);
         Item aggregate;
         unsigned tile_heads = 0;  // segmented: slot_heads[k]
         if constexpr (SEGMENTED) {
+            Exchange::read_run(buf, run);
             const u64 mask = heads.template run<ITEMS, REVERSE>(seg.first + lane_id() * ITEMS);
             typename Headed<Op>::Item total;
             const typename Headed<Op>::Item within =
@@ -369,7 +398,14 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
             aggregate = total.value;
             tile_heads = (unsigned)(mask & 1u) | (total.head ? 2u : 0u);  // thread 0's run starts the tile
         } else {
-            withins[k * THREADS + threadIdx.x] = Block::exclusive(thread_reduce<Op, ITEMS>(run), aggregate, block);
+            Item reduced;
+            if (narrow(seg)) {
+                if constexpr (NARROW) reduced = Narrow::reduce(reinterpret_cast<const unsigned char*>(buf));
+            } else {
+                Exchange::read_run(buf, run);
+                reduced = thread_reduce<Op, ITEMS>(run);
+            }
+            withins[k * THREADS + threadIdx.x] = Block::exclusive(reduced, aggregate, block);
         }
 
         // 4. Publish the aggregate and hand the slot over.
@@ -468,7 +504,11 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
             if (vectors) {
                 Exchange::put_vectors(v, slice(k));
             } else if (fetched) {
-                if constexpr (In::FETCHES_EARLY) Exchange::put_lifted(src, f, slice(k));
+                if (narrow(seg)) {
+                    if constexpr (NARROW) Narrow::put(f, reinterpret_cast<unsigned char*>(slice(k)));
+                } else {
+                    if constexpr (In::FETCHES_EARLY) Exchange::put_lifted(src, f, slice(k));
+                }
             } else {
                 load(k, tile);
             }

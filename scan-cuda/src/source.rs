@@ -21,7 +21,7 @@ pub(crate) fn kernel_files(files: &[(&str, &str)]) -> String {
 
 /// The kernel templates, layered as in CUB (thread, warp, block, device), in
 /// the order they build on each other.
-const TEMPLATES: [(&str, &str); 14] = [
+const TEMPLATES: [(&str, &str); 15] = [
     ("util.cuh", include_str!("../kernels/util.cuh")),
     ("thread.cuh", include_str!("../kernels/thread.cuh")),
     ("warp.cuh", include_str!("../kernels/warp.cuh")),
@@ -31,6 +31,7 @@ const TEMPLATES: [(&str, &str); 14] = [
     ("tile_status.cuh", include_str!("../kernels/tile_status.cuh")),
     ("lookback.cuh", include_str!("../kernels/lookback.cuh")),
     ("maps.cuh", include_str!("../kernels/maps.cuh")),
+    ("narrow.cuh", include_str!("../kernels/narrow.cuh")),
     ("single_pass.cuh", include_str!("../kernels/single_pass.cuh")),
     ("row_tiles.cuh", include_str!("../kernels/row_tiles.cuh")),
     ("blelloch.cuh", include_str!("../kernels/blelloch.cuh")),

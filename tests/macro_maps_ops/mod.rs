@@ -54,6 +54,24 @@ impl Maps<Add<f64>> for SumInF64 {
     }
 }
 
+/// `h_t = x_t - h_{t-1}`, from `x[]` alone: a non-commutative operator
+/// whose items (8 bytes) are wider than its input and output (4 bytes), so
+/// that on the GPU its whole segments take the narrow slots
+/// (scan-cuda/kernels/narrow.cuh), where a run's order matters.
+pub struct Alternate;
+
+#[scan_maps]
+impl Maps<LinearRecurrence<f32>> for Alternate {
+    type Input = f32;
+    type Output = f32;
+    fn lift(x: f32) -> (f32, f32) {
+        (-1.0, x)
+    }
+    fn project(x: (f32, f32)) -> f32 {
+        x.1
+    }
+}
+
 /// `x - 1` written as `x + u32::MAX`: the translation wraps (as the GPU
 /// does) where the fn as written would overflow in a debug build.
 pub struct WrapAround;
