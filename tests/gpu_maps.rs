@@ -74,7 +74,8 @@ fn assert_same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str
 /// The executors the maps run on, each with the largest size it takes: the
 /// default single-pass scan, the deterministic look-back, staged loads
 /// (`Tuning::staged_maps`: whole segments' arrays as vectors, lifted in
-/// shared memory), and an adversarial schedule (blocks claim out of order
+/// shared memory), item slots where narrow ones are the default, and an
+/// adversarial schedule (blocks claim out of order
 /// and publish late, so the look-back meets every mix of statuses) on sizes
 /// up to 33 tiles.
 fn executors<Op: CudaOp>(input_bytes: usize) -> Vec<(Cuda, usize)> {
@@ -83,6 +84,9 @@ fn executors<Op: CudaOp>(input_bytes: usize) -> Vec<(Cuda, usize)> {
         (cuda(), usize::MAX),
         (cuda().with_tuning(Tuning::default().deterministic(true)), usize::MAX),
         (cuda().with_tuning(Tuning::default().staged_maps(true)), usize::MAX),
+        // Maps that take narrow slots (kernels/narrow.cuh) by default,
+        // through item slots instead.
+        (cuda().with_tuning(Tuning::default().narrow_slots(false)), usize::MAX),
         (cuda().with_tuning(chaos), 33 * mapped_tile::<Op>(input_bytes) + 1),
     ]
 }

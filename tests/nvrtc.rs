@@ -239,7 +239,12 @@ fn fused_maps_modules_compile_to_sm_90_cubins() {
     require_nvrtc();
     type Two<T> = (DeviceBuffer<T>, DeviceBuffer<T>);
     let mut failures = Vec::new();
-    for tuning in [Tuning::default(), Tuning::default().deterministic(true), Tuning::default().staged_maps(true)] {
+    for tuning in [
+        Tuning::default(),
+        Tuning::default().deterministic(true),
+        Tuning::default().staged_maps(true),
+        Tuning::default().narrow_slots(false),
+    ] {
         let results = [
             ("recurrence f32, a[] b[]", report::<LinearRecurrence<f32>, Recurrence, Two<f32>>("sm_90", tuning)),
             ("recurrence f64, a[] b[]", report::<LinearRecurrence<f64>, Recurrence, Two<f64>>("sm_90", tuning)),

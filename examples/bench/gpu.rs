@@ -76,8 +76,8 @@ pub fn run(args: &Args) -> Result<Report, String> {
         for log in logs {
             rows.extend(crate::gpu_fused::run(cuda, log, args.reps)?);
         }
-        if std::env::var_os("SCAN_BENCH_FUSED_SWEEP").is_some() {
-            rows.extend(crate::gpu_fused::sweep(28, args.reps)?);
+        if let Ok(sweep) = std::env::var("SCAN_BENCH_FUSED_SWEEP") {
+            rows.extend(crate::gpu_fused::sweep(28, args.reps, sweep == "bf16")?);
         }
         let about = format!("GPU: {cuda}: fused maps only, single-pass, one call between two CUDA events");
         return Ok(Report { about, rows, notes });

@@ -40,39 +40,50 @@ fn bad_h(a: &[f32], b: &[f32], h: &[f32]) -> Option<usize> {
     })
 }
 
-/// The fused recurrence over `2^log` items, with positions loaded item by
-/// item (the default) and staged as vectors (`Tuning::staged_maps`); `reps`
-/// timed calls each, interleaved with the copy.
+/// The fused recurrence and the bf16 sums over `2^log` items, with
+/// positions loaded item by item (the default) and staged as vectors
+/// (`Tuning::staged_maps`), and the bf16 sums also through item slots
+/// instead of narrow ones (`Tuning::narrow_slots(false)`); `reps` timed
+/// calls each, interleaved with the copy.
 pub fn run(cuda: &Cuda, log: u32, reps: usize) -> Result<Vec<Row>, String> {
-    let staged = Cuda::new().map_err(|e| e.to_string())?.with_tuning(scan_cuda::Tuning::default().staged_maps(true));
+    let tuned = |t: scan_cuda::Tuning| Cuda::new().map(|c| c.with_tuning(t)).map_err(|e| e.to_string());
+    let staged = tuned(scan_cuda::Tuning::default().staged_maps(true))?;
+    let item_slots = tuned(scan_cuda::Tuning::default().narrow_slots(false))?;
     let mut rows = one(cuda, log, reps, "GPU single-pass, fused maps")?;
     rows.extend(one(&staged, log, reps, "GPU single-pass, fused maps, staged loads")?.into_iter().skip(1));
     rows.extend(bf16_sums(cuda, log, reps, "GPU single-pass, fused maps")?);
+    rows.extend(bf16_sums(&item_slots, log, reps, "GPU single-pass, fused maps, item slots")?.into_iter().skip(1));
     rows.extend(bf16_sums(&staged, log, reps, "GPU single-pass, fused maps, staged loads")?.into_iter().skip(1));
     Ok(rows)
 }
 
 /// Tile shapes for the fused kernels at 2^`log` (`SCAN_BENCH_FUSED_SWEEP=1`
-/// with `--gpu-fused-only`): (threads, items per thread, blocks per SM,
-/// stages) for the recurrence (8-byte items) and for the bf16 sums (4-byte
-/// items). A shape that does not fit (or fails) is reported on stderr and
-/// skipped: the other shapes still run.
-pub fn sweep(log: u32, reps: usize) -> Result<Vec<Row>, String> {
+/// with `--gpu-fused-only`; `=bf16`: the bf16 sums' free look-back shapes
+/// alone): (threads, items
+/// per thread, blocks per SM, stages) for the recurrence (8-byte items) and
+/// for the bf16 sums (4-byte items). A shape that does not fit (or fails) is
+/// reported on stderr and skipped: the other shapes still run.
+pub fn sweep(log: u32, reps: usize, bf16_only: bool) -> Result<Vec<Row>, String> {
     type Shape = (u32, u32, u32, u32);
     let recurrence: [Shape; 5] = [(256, 16, 2, 2), (256, 16, 1, 4), (128, 16, 4, 2), (256, 8, 2, 3), (256, 8, 3, 2)];
     // 64-item runs: a bf16 sum moves half the bytes of an f32 one per item,
     // so a tile's fixed costs (look-back, barriers) weigh twice as much per
     // byte; longer runs halve them again.
-    let sums: [Shape; 9] = [
+    // With narrow slots (kernels/narrow.cuh) a stage of 256 x 32 bf16
+    // positions takes 21 KiB of shared memory instead of 37: more stages,
+    // blocks or longer runs fit. (The default: 256 x 32, 3 blocks per SM, 2
+    // stages.)
+    let sums: [Shape; 10] = [
+        (256, 32, 3, 3),
+        (256, 32, 3, 4),
+        (256, 32, 4, 2),
+        (256, 32, 4, 3),
         (256, 64, 2, 2),
-        (128, 64, 4, 2),
-        (256, 32, 3, 2),
-        (256, 32, 2, 3),
-        (256, 16, 3, 2),
-        (256, 16, 3, 3),
-        (256, 16, 2, 4),
-        (512, 16, 1, 3),
-        (256, 8, 4, 4),
+        (256, 64, 2, 3),
+        (256, 64, 3, 2),
+        (128, 32, 6, 2),
+        (512, 32, 2, 2),
+        (256, 16, 4, 4),
     ];
     // The deterministic look-back (groups of 32 x lookback tiles), which
     // runs plain f32 sums at 0.92 of copy with 16-item runs in 3 stages.
@@ -88,7 +99,8 @@ pub fn sweep(log: u32, reps: usize) -> Result<Vec<Row>, String> {
         .into_iter()
         .map(|shape| (shape, None, true))
         .chain(sums.into_iter().map(|shape| (shape, None, false)))
-        .chain(deterministic.into_iter().map(|(shape, lookback, recurrence)| (shape, Some(lookback), recurrence)));
+        .chain(deterministic.into_iter().map(|(shape, lookback, recurrence)| (shape, Some(lookback), recurrence)))
+        .filter(|&(_, lookback, recurrence)| !(bf16_only && (recurrence || lookback.is_some())));
     let mut rows = Vec::new();
     for ((threads, items, blocks, stages), lookback, recurrence) in cases {
         let mut tuning =

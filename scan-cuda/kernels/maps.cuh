@@ -83,7 +83,7 @@ struct ItemsOut {
 // will hold its items (FITS) can instead be staged: every array copied into
 // the slice as 16-byte vectors, one after the other (`stage`), then lifted
 // from there (`lift_staged`; WarpExchange::load_staged does both).
-template <class M, int N, bool STAGED, class A, class B = A, class C = A>
+template <class M, int N, bool STAGED, class A, class B = A, class C = A, bool NARROW = false>
 struct LiftedIn {
     static_assert(N >= 1 && N <= 3, "one to three input arrays");
     static constexpr bool DIRECT = false;
@@ -102,11 +102,13 @@ struct LiftedIn {
         B b[N >= 2 ? ITEMS : 1];
         C c[N >= 3 ? ITEMS : 1];
     };
-    // One array: its elements can fill a narrow slot (narrow.cuh), lifted
-    // one at a time.
+    // NARROW (the policy's narrow_slots): the kernel keeps one array's raw
+    // elements in its slots (narrow.cuh) and lifts them one at a time.
+    static_assert(!NARROW || (N == 1 && !STAGED), "narrow slots hold one array's elements");
     typedef A Raw;
-    static constexpr int NARROW_BYTES = N == 1 && !STAGED ? (int)sizeof(A) : 0;
+    static constexpr int NARROW_BYTES = NARROW ? (int)sizeof(A) : 0;
     static __device__ __forceinline__ typename M::Item lift_raw(const A& x) { return lift_values(x, B{}, C{}); }
+    __device__ __forceinline__ A raw_at(u64 i) const { return a[i]; }
     // The input bytes of one position.
     static constexpr int BYTES =
         (int)sizeof(A) + (N >= 2 ? (int)sizeof(B) : 0) + (N >= 3 ? (int)sizeof(C) : 0);

@@ -18,15 +18,20 @@
 // plain f32 scan's ratio, and Nsight Compute found its accesses 3- to 5-way
 // bank-conflicted (bench/gpu-h200-results.md). Here it costs 10 (2 bytes
 // each), the ratio of a plain f32 scan. H200, bf16 sums at 2^28 (ncu):
-// 427 -> 383 us, shared wavefronts 51M -> 37M. The padding: runs of 64 bytes, 64
+// 427 us with item slots, 383 with narrow slots for whole segments (shared
+// wavefronts 51M -> 37M), 348 with them everywhere and the hardware bf16
+// conversion (bench: 0.60 -> 0.73 of copy). The padding: runs of 64 bytes, 64
 // bytes apart, put lanes 0, 2, 4 and 6 of a quarter-warp on one bank; 80
 // bytes apart, a quarter's 16-byte accesses to its runs hit distinct banks.
 //
-// Usable when, at this run length, the input is fetched and the output
-// stored in groups of exactly 16 bytes, both of one element width, and the
-// slice fits in the item slot it replaces. Other segments (the last tile,
-// unaligned arrays) use the item slot as before: load, scan and store decide
-// alike from the segment and the arrays' addresses (single_pass.cuh).
+// A kernel takes narrow slots for every segment when the policy says so
+// (SinglePassPolicy::narrow_slots, which sizes the slots for them: half the
+// shared memory of bf16 sums' item slots, so more stages or blocks fit), and
+// then never uses item slots: a segment that is not whole, or whose arrays
+// are not aligned for vectors, moves element by element, still coalesced,
+// and the positions past the end are left out of the reduction and the
+// stores. Usable when, at this run length, the input is fetched and the
+// output stored in groups of exactly 16 bytes, both of one element width.
 
 namespace scan {
 
@@ -42,10 +47,12 @@ struct NarrowSlice {
     static constexpr int PAD = VECTORS_PER_RUN % 2 == 0 ? 16 : 0;
     static constexpr int STRIDE = RUN_BYTES + PAD;
     typedef WarpExchange<Op, ITEMS, REVERSE> Exchange;
-    static constexpr bool USABLE =
-        BYTES > 0 && is_pow2(BYTES) && BYTES < (int)sizeof(Item) && Out::NARROW_BYTES == BYTES &&
-        RUN_BYTES % 16 == 0 && In::template VEC<ITEMS> * BYTES == 16 && Out::template VEC<ITEMS> * BYTES == 16 &&
-        32 * STRIDE <= Exchange::SHARED_WORDS * (int)sizeof(typename Exchange::Word);
+    static constexpr bool USABLE = BYTES > 0 && is_pow2(BYTES) && BYTES < (int)sizeof(Item) &&
+                                   Out::NARROW_BYTES == BYTES && RUN_BYTES % 16 == 0 &&
+                                   In::template VEC<ITEMS> * BYTES == 16 && Out::template VEC<ITEMS> * BYTES == 16;
+    // Bytes of one warp's slice (a multiple of 16).
+    static constexpr int SLICE_BYTES = 32 * STRIDE;
+    static constexpr int SEGMENT = 32 * ITEMS;
     // (Vectors of a byte when not usable, so that no vector of a wide item
     // is ever named.)
     typedef Vector<typename If<USABLE, Raw, unsigned char>::type, 16> RawVec;
@@ -109,6 +116,50 @@ struct NarrowSlice {
                 prefix = next;
             }
             *reinterpret_cast<OutVec*>(at) = o;
+        }
+    }
+
+    // Element by element (a segment that is not whole, or not aligned):
+    // scan position p of the segment is global index `index(p)`; positions
+    // at or past `valid` are not read (their bytes stay as they were).
+    template <class Index>
+    static __device__ __forceinline__ void load_items(const In& src, Index index, int valid, unsigned char* raw) {
+        const int lane = (int)lane_id();
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int m = k * 32 + lane;  // memory order within the segment
+            const int p = REVERSE ? SEGMENT - 1 - m : m;
+            if (p < valid) *reinterpret_cast<Raw*>(raw + slot(m * BYTES)) = src.raw_at(index(p));
+        }
+    }
+
+    // reduce for a segment of which only `valid` positions exist: the
+    // combination of this lane's existing positions (the identity if none).
+    static __device__ __forceinline__ Item reduce_valid(const unsigned char* raw, int valid) {
+        const unsigned char* mine = raw + run_start();
+        const int first = (int)lane_id() * ITEMS;  // scan position of the run's first item
+        Item acc = Op::identity();
+#pragma unroll
+        for (int s = 0; s < VECTORS_PER_RUN; ++s) {
+            const RawVec v = *reinterpret_cast<const RawVec*>(mine + (REVERSE ? VECTORS_PER_RUN - 1 - s : s) * 16);
+#pragma unroll
+            for (int t = 0; t < PER_VECTOR; ++t) {
+                if (first + s * PER_VECTOR + t < valid)
+                    acc = Op::combine(acc, In::lift_raw(v.w[REVERSE ? PER_VECTOR - 1 - t : t]));
+            }
+        }
+        return acc;
+    }
+
+    // Stores the projected positions that exist, element by element.
+    template <class Index>
+    static __device__ __forceinline__ void store_items(const Out& dst, Index index, int valid, const unsigned char* raw) {
+        const int lane = (int)lane_id();
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            const int m = k * 32 + lane;
+            const int p = REVERSE ? SEGMENT - 1 - m : m;
+            if (p < valid) dst.p[index(p)] = *reinterpret_cast<const Output*>(raw + slot(m * BYTES));
         }
     }
 

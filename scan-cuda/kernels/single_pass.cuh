@@ -136,14 +136,12 @@ struct TileSegment {
 };
 
 // Shared memory of the kernel beyond its static part: per slot, the warps'
-// exchange slices, then each scanning thread's prefix within the tile.
-template <class Op, int THREADS, int ITEMS, int STAGES>
+// slices (SLICE_BYTES each: exchange slices, or narrow slices), then each
+// scanning thread's prefix within the tile.
+template <int THREADS, int STAGES, int SLICE_BYTES>
 struct SinglePassSlots {
-    typedef typename Op::Item Item;
-    typedef WarpExchange<Op, ITEMS, false> Exchange;
-    typedef typename Exchange::Word Word;
     static constexpr int WARPS = THREADS / 32;
-    static constexpr size_t SLICES_BYTES = (size_t)STAGES * WARPS * Exchange::SHARED_WORDS * sizeof(Word);
+    static constexpr size_t SLICES_BYTES = (size_t)STAGES * WARPS * SLICE_BYTES;
     static_assert(SLICES_BYTES % 16 == 0, "prefixes start 16-byte aligned");
 };
 
@@ -166,8 +164,11 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     // sm_90).
     constexpr unsigned SCANNERS = 1, READY = 0, PREFIXED = STAGES;
     constexpr bool SEGMENTED = !Heads::NONE;
-    // Fused maps from one narrow array into a narrow output (narrow.cuh).
-    constexpr bool NARROW = !SEGMENTED && Narrow::USABLE;
+    // Fused maps from one narrow array into a narrow output, every segment
+    // through narrow slots (narrow.cuh), when the policy says so.
+    constexpr bool NARROW = !SEGMENTED && In::NARROW_BYTES > 0;
+    static_assert(!NARROW || Narrow::USABLE, "narrow slots: one array and an output of one 16-byte group's width");
+    constexpr int SLICE_BYTES = NARROW ? Narrow::SLICE_BYTES : Exchange::SHARED_WORDS * (int)sizeof(Word);
     // Rows of whole tiles (heads.cuh, TileRows): the plain path, and slot
     // k's bit 0 of slot_heads says that its tile starts a row.
     constexpr bool TILE_ROWS = Heads::TILE_ROWS;
@@ -181,9 +182,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     typedef BlockScan<typename If<SEGMENTED, Headed<Op>, Op>::type, THREADS, SCANNERS> Block;
     static_assert(ITEMS <= 64, "a run's heads are one 64-bit mask");
     static_assert(STAGES >= 1 && STAGES <= 4, "1 to 4 slots");
-    Word* const slices = reinterpret_cast<Word*>(shared);
-    Item* const withins =
-        reinterpret_cast<Item*>(shared + SinglePassSlots<Op, THREADS, ITEMS, STAGES>::SLICES_BYTES);
+    Item* const withins = reinterpret_cast<Item*>(shared + SinglePassSlots<THREADS, STAGES, SLICE_BYTES>::SLICES_BYTES);
 
     __shared__ typename Block::Shared block;
     __shared__ i64 claimed[2];                // the tiles thread 0 claimed last, alternately
@@ -240,7 +239,9 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     }
 
     // The scanning warps. This warp's slice of slot `k`:
-    auto slice = [=](int k) -> Word* { return slices + ((size_t)k * WARPS + warp) * Exchange::SHARED_WORDS; };
+    auto slice = [=](int k) -> Word* {
+        return reinterpret_cast<Word*>(shared + ((size_t)k * WARPS + warp) * SLICE_BYTES);
+    };
     // The next tile for this block, or `tiles` when there is none (thread 0).
     bool exhausted = false;
     auto claim = [&]() -> i64 {
@@ -282,16 +283,6 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
             return false;
         }
     };
-    // Fused maps with a narrow slot (narrow.cuh): whether the segment's slot
-    // holds its raw inputs, then its projected outputs; load, scan and store
-    // all ask.
-    auto narrow = [&](const Segment& seg) -> bool {
-        if constexpr (NARROW) {
-            return whole_groups(seg) && dst.template groups_aligned<ITEMS>(seg.base);
-        } else {
-            return false;
-        }
-    };
     auto rescan_in_registers = [&](int k, i64 tile, const Segment& seg, Word* buf, const Item within) {
         Item run[ITEMS];
         Exchange::read_run(buf, run);
@@ -313,16 +304,19 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         Word* buf = slice(k);
         const Item within = withins[k * THREADS + threadIdx.x];
         if constexpr (NARROW) {
-            if (narrow(seg)) {
-                unsigned char* raw = reinterpret_cast<unsigned char*>(buf);
-                const bool first = starts_alone(k, tile);
-                Narrow::template rescan_project<INCLUSIVE>(raw,
-                                                           first ? within : Op::combine(slot_prefix[k].get(), within));
-                __syncwarp();
+            // Positions past the end are rescanned too (after every existing
+            // one in scan order), but not stored.
+            unsigned char* raw = reinterpret_cast<unsigned char*>(buf);
+            const bool first = starts_alone(k, tile);
+            Narrow::template rescan_project<INCLUSIVE>(raw, first ? within : Op::combine(slot_prefix[k].get(), within));
+            __syncwarp();
+            if (seg.whole && dst.template groups_aligned<ITEMS>(seg.base)) {
                 Narrow::store(dst.p + seg.base, raw);
-                __syncwarp();  // before the slice is loaded again
-                return;
+            } else {
+                Narrow::store_items(dst, index, seg.valid, raw);
             }
+            __syncwarp();  // before the slice is loaded again
+            return;
         }
         if constexpr (EARLY && Exchange::WHOLE_ITEMS_PER_VECTOR) {
             // The same rescan a vector at a time, in shared memory: the
@@ -357,6 +351,17 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         const Segment seg(tile, len);
         auto index = [=](int p) -> u64 { return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p); };
         Word* buf = slice(k);
+        if constexpr (NARROW) {
+            unsigned char* raw = reinterpret_cast<unsigned char*>(buf);
+            if (whole_groups(seg)) {
+                typename In::template Fetched<ITEMS> f;
+                src.template fetch<ITEMS>(seg.base, f);
+                Narrow::put(f, raw);
+            } else {
+                Narrow::load_items(src, index, seg.valid, raw);
+            }
+            return;
+        }
         bool loaded = false;
         if constexpr (In::DIRECT) {
             loaded = heads.contiguous() && seg.vectors(src.p);
@@ -369,11 +374,7 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
             if (loaded) {
                 typename In::template Fetched<ITEMS> f;
                 src.template fetch<ITEMS>(seg.base, f);
-                if (narrow(seg)) {
-                    if constexpr (NARROW) Narrow::put(f, reinterpret_cast<unsigned char*>(buf));
-                } else {
-                    Exchange::put_lifted(src, f, buf);
-                }
+                Exchange::put_lifted(src, f, buf);
             }
         }
         if (!loaded) Exchange::load_items(src, index, seg.valid, buf);
@@ -399,8 +400,9 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
             tile_heads = (unsigned)(mask & 1u) | (total.head ? 2u : 0u);  // thread 0's run starts the tile
         } else {
             Item reduced;
-            if (narrow(seg)) {
-                if constexpr (NARROW) reduced = Narrow::reduce(reinterpret_cast<const unsigned char*>(buf));
+            if constexpr (NARROW) {
+                const unsigned char* raw = reinterpret_cast<const unsigned char*>(buf);
+                reduced = seg.valid >= Exchange::SEGMENT ? Narrow::reduce(raw) : Narrow::reduce_valid(raw, seg.valid);
             } else {
                 Exchange::read_run(buf, run);
                 reduced = thread_reduce<Op, ITEMS>(run);
@@ -504,10 +506,10 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
             if (vectors) {
                 Exchange::put_vectors(v, slice(k));
             } else if (fetched) {
-                if (narrow(seg)) {
-                    if constexpr (NARROW) Narrow::put(f, reinterpret_cast<unsigned char*>(slice(k)));
-                } else {
-                    if constexpr (In::FETCHES_EARLY) Exchange::put_lifted(src, f, slice(k));
+                if constexpr (NARROW) {
+                    Narrow::put(f, reinterpret_cast<unsigned char*>(slice(k)));
+                } else if constexpr (In::FETCHES_EARLY) {
+                    Exchange::put_lifted(src, f, slice(k));
                 }
             } else {
                 load(k, tile);

@@ -138,6 +138,19 @@ pub struct SinglePassPolicy {
     /// faster on the H200 (the fused recurrence 0.84 of copy against 0.73,
     /// bf16 sums 0.44 against 0.43): [`Tuning::staged_maps`].
     pub staged_maps: bool,
+    /// Fused maps from one array of narrow elements into an output of the
+    /// same width, narrower than the items (bf16 sums accumulated in f32):
+    /// the element's bytes when the slots hold the raw elements instead of
+    /// the lifted items (kernels/narrow.cuh; the slots are sized for them),
+    /// 0 otherwise. Set for the fused kernels that can
+    /// ([`SinglePassPolicy::narrow_slots_for`]) unless
+    /// [`Tuning::narrow_slots`] turns it off. H200, bf16 sums at 2^28 on
+    /// the plain 4-byte shape (256 x 32, 3 blocks per SM, 2 stages): 3022
+    /// GB/s (0.73 of copy) against 2693 (0.65) through item slots, in one
+    /// run. The shared memory they free fits a third stage: 3343 GB/s
+    /// (0.81) in the same run, and 64-item runs 3366 (0.83); neither is the
+    /// default yet (bench/gpu-h200-results.md).
+    pub narrow_slots: u32,
 }
 
 /// Look-back statuses per lane of a deterministic scan by default: groups of
@@ -252,6 +265,7 @@ impl SinglePassPolicy {
             early_loads: size.is_power_of_two() && size <= 8,
             deterministic: false,
             staged_maps: false,
+            narrow_slots: 0,
         };
         // Smaller GPUs: one stage, then shorter runs, until a block fits.
         while policy.shared_bytes(size) > shared_limit_per_block(arch) {
@@ -355,6 +369,35 @@ impl SinglePassPolicy {
         }
     }
 
+    /// The bytes per position of narrow slots for fused maps with `arrays`
+    /// input arrays of `input_bytes` per position, outputs of
+    /// `output_bytes` and items of `item_bytes`, on this policy's runs: the
+    /// input's when it is one array, as wide as the output, narrower than
+    /// the items, and a run is whole 16-byte groups of it (what
+    /// kernels/narrow.cuh takes); else 0.
+    ///
+    /// ```
+    /// use scan_cuda::SinglePassPolicy;
+    /// let p = SinglePassPolicy::for_item(4, 90).unwrap().for_maps(2, 4);
+    /// assert_eq!(p.narrow_slots_for(1, 2, 2, 4), 2); // bf16 -> f32 -> bf16
+    /// assert_eq!(p.narrow_slots_for(1, 2, 4, 4), 0); // bf16 -> f32 -> f32
+    /// assert_eq!(p.narrow_slots_for(2, 8, 4, 8), 0); // a[], b[] -> h[]
+    /// ```
+    pub fn narrow_slots_for(self, arrays: usize, input_bytes: usize, output_bytes: usize, item_bytes: usize) -> u32 {
+        let fits = arrays == 1
+            && !self.staged_maps
+            && input_bytes == output_bytes
+            && input_bytes < item_bytes
+            && input_bytes.is_power_of_two()
+            && input_bytes <= 16
+            && self.items_per_thread as usize % (16 / input_bytes) == 0;
+        if fits {
+            input_bytes as u32
+        } else {
+            0
+        }
+    }
+
     /// The policy of fused-map kernels (`Cuda::scan_mapped`) derived from a
     /// plain scan's, for maps that read `input_bytes` per position into
     /// items of `item_bytes`: runs of at most 32 items when the inputs are
@@ -401,7 +444,9 @@ impl SinglePassPolicy {
     /// prefix within it; at least what the kernel uses.
     pub fn dynamic_shared_bytes(self, size: usize) -> usize {
         let size = size.max(1);
-        let run = self.items_per_thread as usize * size;
+        // A run of items, or of narrow elements (narrow.cuh).
+        let slot = if self.narrow_slots > 0 { self.narrow_slots as usize } else { size };
+        let run = self.items_per_thread as usize * slot;
         // One padding vector (at most 16 bytes) per run, see exchange.cuh.
         self.stages as usize * self.threads as usize * (run + 16 + size)
     }
@@ -577,6 +622,7 @@ pub struct Tuning {
     early_loads: Option<bool>,
     deterministic: Option<bool>,
     staged_maps: Option<bool>,
+    narrow_slots: Option<bool>,
     selective: crate::selective::SelectiveKernelChoice,
     adversarial_seed: u32,
     host_chunk_bytes: Option<usize>,
@@ -647,6 +693,18 @@ impl Tuning {
     pub fn staged_maps(mut self, staged: bool) -> Self {
         self.staged_maps = Some(staged);
         self
+    }
+
+    /// Whether fused maps that can keep narrow elements in their slots do
+    /// (see [`SinglePassPolicy::narrow_slots`]; on by default).
+    pub fn narrow_slots(mut self, narrow: bool) -> Self {
+        self.narrow_slots = Some(narrow);
+        self
+    }
+
+    /// [`Tuning::narrow_slots`] as set.
+    pub(crate) fn narrow_slots_setting(self) -> Option<bool> {
+        self.narrow_slots
     }
 
     /// [`Tuning::lookback`] as set.
@@ -728,6 +786,7 @@ impl Tuning {
             early_loads: self.early_loads.unwrap_or(policy.early_loads),
             deterministic: self.deterministic.unwrap_or(policy.deterministic),
             staged_maps: self.staged_maps.unwrap_or(policy.staged_maps),
+            narrow_slots: if self.narrow_slots == Some(false) { 0 } else { policy.narrow_slots },
         }
     }
 
@@ -762,6 +821,7 @@ impl Tuning {
             || self.early_loads.is_some()
             || self.deterministic.is_some()
             || self.staged_maps.is_some()
+            || self.narrow_slots.is_some()
     }
 }
 

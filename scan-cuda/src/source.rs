@@ -46,6 +46,17 @@ pub(crate) struct MapsSource {
     pub(crate) arrays: Vec<String>,
 }
 
+/// What fused maps read and write per position, for their policy.
+#[derive(Clone, Copy, Debug)]
+struct MapsShape {
+    /// Bytes read per position, over all input arrays.
+    input_bytes: usize,
+    /// Input arrays.
+    arrays: usize,
+    /// Bytes written per position.
+    output_bytes: usize,
+}
+
 /// Everything the compiler sees for one operator, and what the host needs to
 /// launch it.
 #[derive(Clone, Debug)]
@@ -107,8 +118,12 @@ impl ModuleSource {
         tuning: Tuning,
         arrays: &[String],
     ) -> Result<ModuleSource> {
-        let input_bytes = std::mem::size_of::<M::Input>();
-        let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, Family::Mapped, Some(input_bytes), false)?;
+        let maps = MapsShape {
+            input_bytes: std::mem::size_of::<M::Input>(),
+            arrays: arrays.len(),
+            output_bytes: std::mem::size_of::<M::Output>(),
+        };
+        let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, Family::Mapped, Some(maps), false)?;
         let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());
         let maps = MapsSource { source: M::cuda_source(), arrays: arrays.to_vec() };
         Ok(Self::assemble(
@@ -123,16 +138,16 @@ impl ModuleSource {
     }
 
     /// The single-pass policy (or why there is none) and the Blelloch
-    /// policy of `Op`'s kernels of `family`; `maps_input` is what fused maps
-    /// read per position ([`Family::Mapped`]; `None` counts them as wide as
-    /// the items, the shorter runs); `short_runs` asks the segment kernels
+    /// policy of `Op`'s kernels of `family`; `maps` is what fused maps read
+    /// and write per position ([`Family::Mapped`]: their runs, and whether
+    /// their slots hold narrow elements); `short_runs` asks the segment kernels
     /// (flags, offsets) for [`SinglePassPolicy::for_segments`]' runs instead
     /// of [`SinglePassPolicy::for_segment_heads`]' (which spilled).
     fn policies<Op: CudaOp>(
         arch: u32,
         tuning: Tuning,
         family: Family,
-        maps_input: Option<usize>,
+        maps: Option<MapsShape>,
         short_runs: bool,
     ) -> Result<(std::result::Result<SinglePassPolicy, String>, BlellochPolicy)> {
         let size = std::mem::size_of::<Op::Item>();
@@ -147,19 +162,27 @@ impl ModuleSource {
         let default_deterministic =
             size == 4 && matches!(family, Family::Whole | Family::Rows) && !tuning.overrides_shape();
         let deterministic = tuning.deterministic_setting().unwrap_or(default_deterministic);
+        // Fused maps: narrow slots where the maps allow them (before the
+        // shape is checked: they take less shared memory).
+        let finish = |mut p: SinglePassPolicy| -> Result<SinglePassPolicy> {
+            if let Some(m) = maps.filter(|_| tuning.narrow_slots_setting() != Some(false)) {
+                p.narrow_slots = p.narrow_slots_for(m.arrays, m.input_bytes, m.output_bytes, size);
+            }
+            p.validate(size, arch)
+        };
         let single_pass = match SinglePassPolicy::for_item(size, arch) {
             Ok(p) if family == Family::Rows => {
                 let p = if deterministic { p.deterministic_for(size, arch) } else { p };
-                Ok(tuning.apply(p.for_segments()).validate(size, arch)?)
+                Ok(finish(tuning.apply(p.for_segments()))?)
             }
             // Segments by flags or offsets: long runs, unless they spilled.
-            Ok(p) if family.is_segmented() && short_runs => Ok(tuning.apply(p.for_segments()).validate(size, arch)?),
-            Ok(p) if family.is_segmented() => Ok(tuning.apply(p.for_segment_heads()).validate(size, arch)?),
+            Ok(p) if family.is_segmented() && short_runs => Ok(finish(tuning.apply(p.for_segments()))?),
+            Ok(p) if family.is_segmented() => Ok(finish(tuning.apply(p.for_segment_heads()))?),
             Ok(p) if family == Family::Mapped && !tuning.sets_run_shape() => {
-                Ok(tuning.apply(p.for_maps(maps_input.unwrap_or(size), size)).validate(size, arch)?)
+                Ok(finish(tuning.apply(p.for_maps(maps.map_or(size, |m| m.input_bytes), size)))?)
             }
-            Ok(p) if deterministic => Ok(tuning.apply(p.deterministic_for(size, arch)).validate(size, arch)?),
-            Ok(p) => Ok(tuning.apply(p).validate(size, arch)?),
+            Ok(p) if deterministic => Ok(finish(tuning.apply(p.deterministic_for(size, arch)))?),
+            Ok(p) => Ok(finish(tuning.apply(p))?),
             // The deterministic mode is no shape: without single-pass kernels
             // it falls back to Blelloch like the default.
             Err(why) if tuning.overrides_launch_shape() => return Err(scan_core::Error::BadTuning(why)),
@@ -287,12 +310,13 @@ impl ModuleSource {
                             format!("{maps}::Output"),
                             format!("const {}* in1, const {}* in2", a(1), a(2)),
                             format!(
-                                "scan::LiftedIn<{maps}, {}, {}, {}, {}, {}>{{src, in1, in2}}",
+                                "scan::LiftedIn<{maps}, {}, {}, {}, {}, {}, {}>{{src, in1, in2}}",
                                 m.arrays.len(),
                                 p.staged_maps,
                                 a(0),
                                 a(1),
-                                a(2)
+                                a(2),
+                                p.narrow_slots > 0
                             ),
                             format!("scan::ProjectedOut<{maps}>{{dst}}"),
                         )
@@ -375,19 +399,28 @@ mod tests {
 
     #[test]
     fn fused_map_kernels_take_their_own_shape_unless_tuned() {
-        let policy = |family, input_bytes, tuning| {
-            ModuleSource::policies::<Add<f32>>(90, tuning, family, input_bytes, false).unwrap().0.unwrap()
+        // One array in, of `input_bytes`, outputs as wide.
+        let one = |input_bytes| MapsShape { input_bytes, arrays: 1, output_bytes: input_bytes };
+        let policy = |family, maps: Option<MapsShape>, tuning| {
+            ModuleSource::policies::<Add<f32>>(90, tuning, family, maps, false).unwrap().0.unwrap()
         };
         let plain = SinglePassPolicy::for_item(4, 90).unwrap();
         // f32 in: shorter runs (the early loads hold them); bf16 in: the plain shape.
-        let maps = policy(Family::Mapped, Some(4), Tuning::default());
+        let maps = policy(Family::Mapped, Some(one(4)), Tuning::default());
         assert_eq!(maps, plain.for_maps(4, 4));
         assert_ne!(maps, plain, "4-byte inputs into 4-byte items: shorter runs for fused maps");
-        assert_eq!(policy(Family::Mapped, Some(2), Tuning::default()), plain, "2-byte inputs: the plain runs");
+        // bf16 in and out: the plain runs, in narrow slots (unless told not to).
+        let bf16 = policy(Family::Mapped, Some(one(2)), Tuning::default());
+        assert_eq!(bf16, SinglePassPolicy { narrow_slots: 2, ..plain }, "2-byte inputs: the plain runs");
+        assert!(bf16.dynamic_shared_bytes(4) < plain.dynamic_shared_bytes(4));
+        let items = policy(Family::Mapped, Some(one(2)), Tuning::default().narrow_slots(false));
+        assert_eq!(items, plain, "item slots when told");
+        let widen = MapsShape { input_bytes: 2, arrays: 1, output_bytes: 4 };
+        assert_eq!(policy(Family::Mapped, Some(widen), Tuning::default()).narrow_slots, 0, "bf16 in, f32 out");
         assert_eq!(policy(Family::Mapped, None, Tuning::default()), maps, "unknown inputs: the shorter runs");
         // Runs set by a Tuning are the runs that run, with the stages as they were.
         let tuned = Tuning::default().items_per_thread(32);
-        let maps = policy(Family::Mapped, Some(4), tuned);
+        let maps = policy(Family::Mapped, Some(one(4)), tuned);
         assert_eq!((maps.items_per_thread, maps.stages), (32, plain.stages));
     }
 
