@@ -74,8 +74,8 @@ fn assert_same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str
 /// The executors the maps run on, each with the largest size it takes: the
 /// default single-pass scan, the deterministic look-back, staged loads
 /// (`Tuning::staged_maps`: whole segments' arrays as vectors, lifted in
-/// shared memory), item slots where narrow ones are the default, and an
-/// adversarial schedule (blocks claim out of order
+/// shared memory), item slots where narrow ones are the default, no early
+/// loads, and an adversarial schedule (blocks claim out of order
 /// and publish late, so the look-back meets every mix of statuses) on sizes
 /// up to 33 tiles.
 fn executors<Op: CudaOp>(input_bytes: usize) -> Vec<(Cuda, usize)> {
@@ -87,6 +87,9 @@ fn executors<Op: CudaOp>(input_bytes: usize) -> Vec<(Cuda, usize)> {
         // Maps that take narrow slots (kernels/narrow.cuh) by default,
         // through item slots instead.
         (cuda().with_tuning(Tuning::default().narrow_slots(false)), usize::MAX),
+        // No early loads: whole segments load after the store (narrow
+        // slots: the one place their vector path is taken then).
+        (cuda().with_tuning(Tuning::default().early_loads(false)), usize::MAX),
         (cuda().with_tuning(chaos), 33 * mapped_tile::<Op>(input_bytes) + 1),
     ]
 }

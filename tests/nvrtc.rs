@@ -228,8 +228,9 @@ fn broken_source_is_reported_with_the_log() {
 /// from one, two and three arrays... as far as the built-ins read them: the
 /// recurrence from `a` and `b` arrays (f32 and f64) and from one array of
 /// pairs, bf16 and f16 widened into f32 sums and maxima, with the default
-/// policy, the deterministic look-back and staged loads (`Tuning::staged_maps`),
-/// and its kernels keep to their registers (ptxas reports no stack frame and
+/// policy, the deterministic look-back, staged loads (`Tuning::staged_maps`)
+/// and item slots (`Tuning::narrow_slots(false)`), and the narrow-slot maps on
+/// other tile shapes; the kernels keep to their registers (ptxas reports no stack frame and
 /// no spills: the early loads hold a run's inputs across a store).
 #[test]
 #[ignore = "needs libnvrtc"]
@@ -261,6 +262,30 @@ fn fused_maps_modules_compile_to_sm_90_cubins() {
                 Ok(report) if !report.contains("Function properties for single_pass_mapped") => {
                     failures.push(format!("{what} ({tuning:?}): no ptxas report of the fused kernels"))
                 }
+                Ok(report) => {
+                    let spills = scan_testing::kernels_that_spill(&report, "single_pass_mapped");
+                    failures.extend(spills.into_iter().map(|s| format!("{what} ({tuning:?}): {s}")));
+                }
+                Err(e) => failures.push(format!("{what} ({tuning:?}): {e}")),
+            }
+        }
+    }
+    // Narrow slots (kernels/narrow.cuh) on other shapes: runs of 8 (no
+    // padding: one vector per run), 16 and 64, three stages, no early loads
+    // (the load path of whole segments).
+    for tuning in [
+        Tuning::default().items_per_thread(8),
+        Tuning::default().items_per_thread(16).stages(3),
+        Tuning::default().items_per_thread(64).blocks_per_sm(2),
+        Tuning::default().stages(3),
+        Tuning::default().early_loads(false),
+    ] {
+        let results = [
+            ("bf16 -> f32 -> bf16 sum", report::<Add<f32>, WidenNarrow<bf16>, DeviceBuffer<bf16>>("sm_90", tuning)),
+            ("f16 -> f32 -> f16 max", report::<Max<f32>, WidenNarrow<f16>, DeviceBuffer<f16>>("sm_90", tuning)),
+        ];
+        for (what, r) in results {
+            match r {
                 Ok(report) => {
                     let spills = scan_testing::kernels_that_spill(&report, "single_pass_mapped");
                     failures.extend(spills.into_iter().map(|s| format!("{what} ({tuning:?}): {s}")));

@@ -484,8 +484,8 @@ static __device__ __forceinline__ scan_f16 scan_f16_bits(unsigned b) { scan_f16 
 static __device__ __forceinline__ float scan_widen(scan_bf16 x) { return __uint_as_float((unsigned)x.bits << 16); }
 // From sm_80 bf16 is narrowed by the hardware conversion (round to nearest
 // even, subnormals kept: the `half` crate's result for every value but NaN,
-// which becomes the canonical NaN, as f16's does below): the bit-level code
-// below costs about 12 instructions per value, which held bf16 sums
+// which becomes the canonical NaN, its sign and payload lost, as with f16
+// below): the bit-level code below costs about 12 instructions per value, which held bf16 sums
 // accumulated in f32 at 0.6-0.7 of copy speed (bench/gpu-h200-results.md).
 static __device__ __forceinline__ scan_bf16 scan_narrow(float v, scan_bf16) {
 #if __CUDA_ARCH__ >= 800

@@ -15,6 +15,8 @@
 // Only the warp touches its slice, so a __syncwarp separates the phases. A
 // segment that is partial (the last tile) or unaligned goes item by item,
 // still coalesced, with the identity in place of the items past the end.
+// (Kernels with narrow slots, narrow.cuh, use none of this: their slices hold
+// raw narrow elements.)
 
 namespace scan {
 

@@ -39,7 +39,8 @@
 // 32-byte items, whose loads need the store's registers, went from 0.57 to
 // 0.51 and keep the plain order. Fused maps (maps.cuh) fetch a whole
 // segment's input arrays into registers instead, a vector per group of
-// positions (LiftedIn::fetch), and lift them into the slot after the store.
+// positions (LiftedIn::fetch), and lift them into the slot after the store
+// (or, with narrow slots, narrow.cuh, put them there raw).
 // (Starting the next tile's loads a whole
 // iteration ahead, with cp.async into a further slot, ran at 0.43 to 0.80:
 // a tile's aggregate then comes an iteration after its claim, and its

@@ -821,7 +821,10 @@ impl Tuning {
             || self.early_loads.is_some()
             || self.deterministic.is_some()
             || self.staged_maps.is_some()
-            || self.narrow_slots.is_some()
+        // (Not `narrow_slots`: it concerns fused maps alone, and a shape
+        // override here would also change the executor's plain scans, which
+        // then lose their deterministic default and their Blelloch fallback.
+        // `Tuning::shape` still tells modules built with it apart.)
     }
 }
 

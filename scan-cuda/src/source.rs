@@ -415,6 +415,11 @@ mod tests {
         assert!(bf16.dynamic_shared_bytes(4) < plain.dynamic_shared_bytes(4));
         let items = policy(Family::Mapped, Some(one(2)), Tuning::default().narrow_slots(false));
         assert_eq!(items, plain, "item slots when told");
+        // Runs that are not whole 16-byte groups of bf16: item slots.
+        let odd = policy(Family::Mapped, Some(one(2)), Tuning::default().items_per_thread(12));
+        assert_eq!((odd.items_per_thread, odd.narrow_slots), (12, 0));
+        // A maps-only knob is no shape override: plain scans keep their defaults.
+        assert!(!Tuning::default().narrow_slots(false).overrides_shape());
         let widen = MapsShape { input_bytes: 2, arrays: 1, output_bytes: 4 };
         assert_eq!(policy(Family::Mapped, Some(widen), Tuning::default()).narrow_slots, 0, "bf16 in, f32 out");
         assert_eq!(policy(Family::Mapped, None, Tuning::default()), maps, "unknown inputs: the shorter runs");
