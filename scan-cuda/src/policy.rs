@@ -820,11 +820,11 @@ impl Tuning {
             || self.stages.is_some()
             || self.early_loads.is_some()
             || self.deterministic.is_some()
-            || self.staged_maps.is_some()
-        // (Not `narrow_slots`: it concerns fused maps alone, and a shape
-        // override here would also change the executor's plain scans, which
-        // then lose their deterministic default and their Blelloch fallback.
-        // `Tuning::shape` still tells modules built with it apart.)
+        // (Not `staged_maps` or `narrow_slots`: they concern fused maps
+        // alone, and a shape override here would also change the executor's
+        // plain scans, which would lose their deterministic default and their
+        // Blelloch fallback. `Tuning::shape` still tells modules built with
+        // them apart.)
     }
 }
 

@@ -420,6 +420,7 @@ mod tests {
         assert_eq!((odd.items_per_thread, odd.narrow_slots), (12, 0));
         // A maps-only knob is no shape override: plain scans keep their defaults.
         assert!(!Tuning::default().narrow_slots(false).overrides_shape());
+        assert!(!Tuning::default().staged_maps(true).overrides_shape());
         let widen = MapsShape { input_bytes: 2, arrays: 1, output_bytes: 4 };
         assert_eq!(policy(Family::Mapped, Some(widen), Tuning::default()).narrow_slots, 0, "bf16 in, f32 out");
         assert_eq!(policy(Family::Mapped, None, Tuning::default()), maps, "unknown inputs: the shorter runs");
