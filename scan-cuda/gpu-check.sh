@@ -164,6 +164,11 @@ for what in "$@"; do
         $bin/tests/scan-selective_scan --ignored --test-threads=1 device_resident lane_group channel_group
       SCAN_TEST_MAX_LEN=20000 step 300 "sanitize-$tool-compact" compute-sanitizer --tool $tool --error-exitcode 9 \
         $bin/tests/scan-gpu_compact --ignored --test-threads=1
+      # Fused maps: item slots, narrow slots (bf16 sums; f32 -> f64 -> f32 and
+      # the non-commutative Alternate among the declared maps), staged loads.
+      # Unlimited, racecheck of the half-precision test alone ran past 220 s.
+      SCAN_TEST_MAX_LEN=20000 step 300 "sanitize-$tool-maps" compute-sanitizer --tool $tool --error-exitcode 9 \
+        $bin/tests/scan-gpu_maps --ignored --test-threads=1 half_precision declared_maps
     done
     ;;
   probes)
