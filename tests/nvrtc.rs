@@ -240,6 +240,17 @@ fn fused_maps_modules_compile_to_sm_90_cubins() {
     require_nvrtc();
     type Two<T> = (DeviceBuffer<T>, DeviceBuffer<T>);
     let mut failures = Vec::new();
+    // One module's ptxas report: present, and no fused kernel spills.
+    let mut check = |what: &str, tuning: Tuning, r: scan::Result<String>| match r {
+        Ok(report) if !report.contains("Function properties for single_pass_mapped") => {
+            failures.push(format!("{what} ({tuning:?}): no ptxas report of the fused kernels"))
+        }
+        Ok(report) => {
+            let spills = scan_testing::kernels_that_spill(&report, "single_pass_mapped");
+            failures.extend(spills.into_iter().map(|s| format!("{what} ({tuning:?}): {s}")));
+        }
+        Err(e) => failures.push(format!("{what} ({tuning:?}): {e}")),
+    };
     for tuning in [
         Tuning::default(),
         Tuning::default().deterministic(true),
@@ -258,16 +269,7 @@ fn fused_maps_modules_compile_to_sm_90_cubins() {
             ("f16 -> f32 -> f16 max", report::<Max<f32>, WidenNarrow<f16>, DeviceBuffer<f16>>("sm_90", tuning)),
         ];
         for (what, r) in results {
-            match r {
-                Ok(report) if !report.contains("Function properties for single_pass_mapped") => {
-                    failures.push(format!("{what} ({tuning:?}): no ptxas report of the fused kernels"))
-                }
-                Ok(report) => {
-                    let spills = scan_testing::kernels_that_spill(&report, "single_pass_mapped");
-                    failures.extend(spills.into_iter().map(|s| format!("{what} ({tuning:?}): {s}")));
-                }
-                Err(e) => failures.push(format!("{what} ({tuning:?}): {e}")),
-            }
+            check(what, tuning, r);
         }
     }
     // Narrow slots (kernels/narrow.cuh) on other shapes: runs of 8 (no
@@ -285,13 +287,7 @@ fn fused_maps_modules_compile_to_sm_90_cubins() {
             ("f16 -> f32 -> f16 max", report::<Max<f32>, WidenNarrow<f16>, DeviceBuffer<f16>>("sm_90", tuning)),
         ];
         for (what, r) in results {
-            match r {
-                Ok(report) => {
-                    let spills = scan_testing::kernels_that_spill(&report, "single_pass_mapped");
-                    failures.extend(spills.into_iter().map(|s| format!("{what} ({tuning:?}): {s}")));
-                }
-                Err(e) => failures.push(format!("{what} ({tuning:?}): {e}")),
-            }
+            check(what, tuning, r);
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
