@@ -1,7 +1,7 @@
 //! One GPU scan, run a few times, for profilers (Nsight Compute) to look at:
 //!
 //! ```text
-//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|f32-add-offsets|selective] [log2 n] [single-pass|blelloch]
+//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|f32-add-offsets|selective|selective-backward] [log2 n] [single-pass|blelloch]
 //! ncu --launch-skip 2 --launch-count 1 -k regex:single_pass target/release/examples/gpu_profile f32-add 28
 //! ```
 //!
@@ -13,9 +13,10 @@
 //! accumulated in f32 and written as bf16 (`WidenNarrow`). `selective` runs the
 //! selective scan of issue 8/11's benchmark (batch 8, dim 1536, L 4096, N 16,
 //! B and C varying, D, z, delta_bias, softplus; log2 n is ignored) three
-//! times.
+//! times, `selective-backward` that and then its backward pass three times
+//! (a third argument `whole` or `ranges` picks the gradient blocks' form).
 
-use scan::cuda::{Algorithm, Cuda};
+use scan::cuda::{Algorithm, Cuda, Tuning};
 use scan::maps::{bf16, Recurrence, WidenNarrow};
 use scan::ops::{Add, LinearRecurrence};
 use scan::selective::{Projection, SelectiveScan, SsmShape};
@@ -49,7 +50,16 @@ fn main() -> scan::Result<()> {
     let a = |i: usize| 0.9 + 0.1 * u(i);
     let b = |i: usize| 2.0 * u(7 * i + 3) - 1.0;
     match case {
-        "selective" => selective(&cuda),
+        "selective" => selective(&cuda, false),
+        "selective-backward" => {
+            // A third argument picks the gradient blocks' form.
+            let form = match args.get(2).map(String::as_str) {
+                Some("whole") => Tuning::default().selective_backward_whole_rows(true),
+                Some("ranges") => Tuning::default().selective_backward_whole_rows(false),
+                _ => Tuning::default(),
+            };
+            selective(&Cuda::new()?.with_tuning(form), true)
+        }
         "i32-add" => {
             run::<Add<i32>>(&cuda, &(0..n).map(|i| (u(i) * 2e9) as i32 - 1_000_000_000).collect::<Vec<_>>(), 1)
         }
@@ -114,8 +124,9 @@ fn offsets(cuda: &Cuda, x: &[f32]) -> scan::Result<()> {
     Ok(())
 }
 
-/// The selective scan of the 8/11 benchmark, three times.
-fn selective(cuda: &Cuda) -> scan::Result<()> {
+/// The selective scan of the 8/11 benchmark, three times (`backward`: then
+/// its backward pass from an all-ones dout, three times).
+fn selective(cuda: &Cuda, backward: bool) -> scan::Result<()> {
     let shape = SsmShape { batch: 8, dim: 1536, len: 4096, state: 16 };
     let SsmShape { batch, dim, len, state } = shape;
     let v = |n: usize, lo: f32, hi: f32, salt: usize| -> Vec<f32> {
@@ -141,6 +152,13 @@ fn selective(cuda: &Cuda) -> scan::Result<()> {
     for _ in 0..3 {
         let ((), ms) = cuda.time(|| cuda.run_selective(&mut on_device))?;
         println!("selective scan {batch} x {dim} x {len}, N {state}: {ms:.3} ms");
+    }
+    if backward {
+        let dout = cuda.upload(&vec![1.0f32; batch * dim * len])?;
+        for _ in 0..3 {
+            let (_, ms) = cuda.time(|| cuda.run_selective_backward(&on_device, &dout))?;
+            println!("selective scan backward {batch} x {dim} x {len}, N {state}: {ms:.3} ms");
+        }
     }
     Ok(())
 }

@@ -158,6 +158,40 @@ fn half_precision_inputs_accumulate_in_f32() {
     }
 }
 
+/// bf16 sums in narrow slots take the deterministic look-back's fixed
+/// groups by default (`SinglePassPolicy::narrow_sums_for`): sums of values
+/// whose f32 roundings depend on the grouping give the same bits on every
+/// run, over several groups of 128 tiles, under the default schedule and
+/// an adversarial one.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bf16_sums_are_bitwise_the_same_from_run_to_run() {
+    let mut rng = Rng::fresh("bf16 sums determinism");
+    let tile = mapped_tile::<Add<f32>>(2);
+    let chaos = cuda().with_tuning(Tuning::default().adversarial_schedule(0x5eed));
+    for (cuda, n, runs) in [(cuda(), 3 * 128 * tile + 4321, 20), (chaos, 140 * tile + 7, 3)] {
+        let n = n.min(max_len());
+        let x: Vec<bf16> = (0..n).map(|_| bf16::from_f64(rng.range_f64(0.0, 1.0))).collect();
+        let dx = cuda.upload(&x).unwrap();
+        let mut y = cuda.upload(&poisoned::<bf16>(n)).unwrap();
+        let mut first: Option<Vec<u16>> = None;
+        for run in 0..runs {
+            cuda.scan_mapped_device_into::<Add<f32>, WidenNarrow<bf16>, _>(&dx, &mut y, ScanSpec::inclusive()).unwrap();
+            let bits: Vec<u16> = y.download().unwrap().iter().map(|v| v.to_bits()).collect();
+            match &first {
+                None => {
+                    // The sums themselves: the last one within bf16's rounding.
+                    let exact: f64 = x.iter().map(|v| v.to_f64()).sum();
+                    let last = bf16::from_bits(bits[n - 1]).to_f64();
+                    assert!((last - exact).abs() <= exact / 128.0, "n = {n}: last sum {last}, want {exact}");
+                    first = Some(bits);
+                }
+                Some(want) => assert!(bits == *want, "n = {n}, run {run}: the bf16 sums changed"),
+            }
+        }
+    }
+}
+
 /// Maps declared with `#[scan_maps]` (tests/macro_maps_ops): from two and
 /// three arrays, into another item type (f32 summed in f64), and from one
 /// array into a non-commutative operator's wider items. The data

@@ -221,16 +221,24 @@ fn gpu() -> scan::cuda::Cuda {
     scan::cuda::Cuda::new().expect("a CUDA GPU (these tests are #[ignore]d without one)")
 }
 
+/// Both forms of the GPU backward's gradient blocks, named: whole rows (G
+/// carried along each row by the gradient kernel) and ranges of 256 steps
+/// (G from the carries kernel's reverse scan at each range's end).
+fn both_forms() -> [(&'static str, scan::cuda::Cuda); 2] {
+    let form = |whole| gpu().with_tuning(scan::cuda::Tuning::default().selective_backward_whole_rows(whole));
+    [("whole rows", form(true)), ("ranges", form(false))]
+}
+
 /// The GPU backward against the f64 reference within mamba_ssm's f32
 /// tolerances: N in {1, 2, 4, 5, 16, 24, 40, 64} (every lane shape), L around
 /// a 16-step checkpoint, a 256-step block range and a 2048-step chunk of the
 /// carries kernel, channel counts around a block's chunk of channels (32 at
 /// N = 16), groups of B and C that differ (3 and 2: blocks of one channel),
-/// fixed projections, and every option.
+/// fixed projections, and every option; both forms of the gradient blocks.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_matches_the_reference_within_mamba_tolerances() {
-    let cuda = gpu();
+    let forms = both_forms();
     let mut rng = Rng::fresh("selective backward gpu");
     let mut cases = Vec::new();
     for state in [1, 4, 16, 64] {
@@ -256,9 +264,11 @@ fn the_gpu_matches_the_reference_within_mamba_tolerances() {
             let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
             let a = args(&o, options);
             let want = reference_backward(&a, &w).unwrap();
-            let got = cuda.selective_scan_backward(&a, &w).unwrap_or_else(|e| panic!("{shape:?}: {e}"));
-            if let Err(e) = grads_close(&got, &want) {
-                failures.push(format!("{shape:?}, groups {groups}, options {options:#b}: {e}"));
+            for (form, cuda) in &forms {
+                let got = cuda.selective_scan_backward(&a, &w).unwrap_or_else(|e| panic!("{shape:?}, {form}: {e}"));
+                if let Err(e) = grads_close(&got, &want) {
+                    failures.push(format!("{shape:?}, groups {groups}, options {options:#b}, {form}: {e}"));
+                }
             }
         }
     }
@@ -267,11 +277,12 @@ fn the_gpu_matches_the_reference_within_mamba_tolerances() {
 
 /// Groups of B and C that differ (B in 2 groups, C in 3, dim 6: a block's
 /// channels share both, so blocks hold one channel each), and a long row
-/// (L = 2^17, as the 8/11 tests; B in 2 groups, C in 1).
+/// (L = 2^17, as the 8/11 tests; B in 2 groups, C in 1); both forms of the
+/// gradient blocks.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_takes_different_groupings_of_b_and_c_and_long_rows() {
-    let cuda = gpu();
+    let forms = both_forms();
     let mut rng = Rng::fresh("selective backward gpu groups");
     for (dim, len, c_groups) in [(6, 300, 3), (2, 1 << 17, 1)] {
         let (batch, state) = (2, 16);
@@ -287,30 +298,35 @@ fn the_gpu_takes_different_groupings_of_b_and_c_and_long_rows() {
             .delta_softplus(true)
             .initial_state(&o.init);
         let want = reference_backward(&a, &w).unwrap();
-        let got = cuda.selective_scan_backward(&a, &w).unwrap();
-        grads_close(&got, &want).unwrap_or_else(|e| panic!("{shape:?}, C in {c_groups} groups: {e}"));
+        for (form, cuda) in &forms {
+            let got = cuda.selective_scan_backward(&a, &w).unwrap();
+            grads_close(&got, &want).unwrap_or_else(|e| panic!("{shape:?}, C in {c_groups} groups, {form}: {e}"));
+        }
     }
 }
 
 /// Every sum in a fixed order: two runs give the same bits, and the GPU
-/// matches the CPU's backward within mamba_ssm's tolerances.
+/// matches the CPU's backward within mamba_ssm's tolerances (both forms of
+/// the gradient blocks).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_backward_is_bitwise_the_same_from_run_to_run() {
-    let cuda = gpu();
+    let forms = both_forms();
     let mut rng = Rng::fresh("selective backward gpu determinism");
     let shape = SsmShape { batch: 2, dim: 64, len: 4097, state: 16 };
     for options in [15u32, 63] {
         let o = owned(&mut rng, shape, 1, options);
         let w = rng.vec(2 * 64 * 4097, |r| r.range_f64(-1.0, 1.0) as f32);
         let a = args(&o, options);
-        let first = cuda.selective_scan_backward(&a, &w).unwrap();
-        for run in 0..3 {
-            let again = cuda.selective_scan_backward(&a, &w).unwrap();
-            assert!(again == first, "options {options:#b}, run {run}: the gradients changed");
-        }
         let cpu = Cpu::new().selective_scan_backward(&a, &w).unwrap();
-        grads_close(&first, &cpu).unwrap_or_else(|e| panic!("against the CPU, options {options:#b}: {e}"));
+        for (form, cuda) in &forms {
+            let first = cuda.selective_scan_backward(&a, &w).unwrap();
+            for run in 0..3 {
+                let again = cuda.selective_scan_backward(&a, &w).unwrap();
+                assert!(again == first, "options {options:#b}, {form}, run {run}: the gradients changed");
+            }
+            grads_close(&first, &cpu).unwrap_or_else(|e| panic!("against the CPU, options {options:#b}, {form}: {e}"));
+        }
     }
 }
 

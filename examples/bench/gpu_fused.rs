@@ -58,8 +58,8 @@ pub fn run(cuda: &Cuda, log: u32, reps: usize) -> Result<Vec<Row>, String> {
 }
 
 /// Tile shapes for the fused kernels at 2^`log` (`SCAN_BENCH_FUSED_SWEEP=1`
-/// with `--gpu-fused-only`; `=bf16`: the bf16 sums' free look-back shapes
-/// alone): (threads, items
+/// with `--gpu-fused-only`; `=bf16`: the bf16 sums' shapes alone, free and
+/// deterministic look-back): (threads, items
 /// per thread, blocks per SM, stages) for the recurrence (8-byte items) and
 /// for the bf16 sums (4-byte items). A shape that does not fit (or fails) is
 /// reported on stderr and skipped: the other shapes still run.
@@ -73,7 +73,7 @@ pub fn sweep(log: u32, reps: usize, bf16_only: bool) -> Result<Vec<Row>, String>
     // positions takes 21 KiB of shared memory instead of 37: more stages,
     // blocks or longer runs fit. (The default: 256 x 32, 3 blocks per SM, 2
     // stages.)
-    let sums: [Shape; 10] = [
+    let sums: [Shape; 13] = [
         (256, 32, 3, 3),
         (256, 32, 3, 4),
         (256, 32, 4, 2),
@@ -84,14 +84,20 @@ pub fn sweep(log: u32, reps: usize, bf16_only: bool) -> Result<Vec<Row>, String>
         (128, 32, 6, 2),
         (512, 32, 2, 2),
         (256, 16, 4, 4),
+        (128, 64, 4, 2),
+        (128, 64, 5, 2),
+        (512, 32, 2, 3),
     ];
     // The deterministic look-back (groups of 32 x lookback tiles), which
     // runs plain f32 sums at 0.92 of copy with 16-item runs in 3 stages.
-    let deterministic: [(Shape, u32, bool); 5] = [
+    let deterministic: [(Shape, u32, bool); 8] = [
         ((256, 16, 2, 2), 4, true),
         ((256, 16, 3, 3), 4, false),
         ((256, 16, 3, 3), 6, false),
+        ((256, 16, 4, 3), 4, false),
         ((256, 32, 3, 2), 2, false),
+        ((256, 32, 3, 3), 4, false),
+        ((256, 32, 3, 2), 4, false),
         ((256, 64, 2, 2), 2, false),
     ];
     // (shape, deterministic statuses per lane, the recurrence or the sums)
@@ -100,7 +106,7 @@ pub fn sweep(log: u32, reps: usize, bf16_only: bool) -> Result<Vec<Row>, String>
         .map(|shape| (shape, None, true))
         .chain(sums.into_iter().map(|shape| (shape, None, false)))
         .chain(deterministic.into_iter().map(|(shape, lookback, recurrence)| (shape, Some(lookback), recurrence)))
-        .filter(|&(_, lookback, recurrence)| !(bf16_only && (recurrence || lookback.is_some())));
+        .filter(|&(_, _, recurrence)| !(bf16_only && recurrence));
     let mut rows = Vec::new();
     for ((threads, items, blocks, stages), lookback, recurrence) in cases {
         let mut tuning =
@@ -113,7 +119,14 @@ pub fn sweep(log: u32, reps: usize, bf16_only: bool) -> Result<Vec<Row>, String>
         let cuda = Cuda::new().map_err(|e| e.to_string())?.with_tuning(tuning);
         let r = if recurrence { one(&cuda, log, reps, &method) } else { bf16_sums(&cuda, log, reps, &method) };
         match r {
-            Ok(r) => rows.extend(r.into_iter().skip(1)),
+            Ok(r) => {
+                // As each shape finishes, so that a run cut short still
+                // tells what it measured.
+                for row in r.iter().skip(1) {
+                    eprintln!("{}: {}: {:.1} GB/s, {:.2} of copy", row.case, row.method, row.gbps, row.vs_copy);
+                }
+                rows.extend(r.into_iter().skip(1));
+            }
             Err(e) => eprintln!("{method}: {e}"),
         }
     }

@@ -7,7 +7,7 @@
 //! 16 per SM per clock, the SFU rate of sm_80/sm_90). Before timing, the
 //! result is checked against the CPU's (itself tested against the f64
 //! reference) within mamba_ssm's f32 tolerances. Then the backward pass
-//! (`Cuda::run_selective_backward`, scratch allocation included) for a
+//! (`Cuda::run_selective_backward`, output allocation included) for a
 //! random dL/dout, timed the same way, with its ratio to the forward (9/11's
 //! bar: at most 3x) and its largest difference from the CPU's f64 backward.
 //!
@@ -134,16 +134,49 @@ fn backward(
         let worst = got.iter().zip(want.iter()).map(|(g, w)| (g - w).abs() / (1.0 + w.abs())).fold(0.0f32, f32::max);
         outside.push(format!("{name}: {bad} of {} outside, largest |diff| / (1 + |cpu|) {worst:.2e}", got.len()));
     }
-    let mut backward_ms = Vec::new();
-    for _ in 0..reps {
-        backward_ms.push(cuda.time(|| cuda.run_selective_backward(on_device, &dout).map(drop)).map_err(e)?.1);
+    let time = |cuda: &Cuda| -> Result<f64, String> {
+        let mut ms = Vec::new();
+        for _ in 0..reps {
+            ms.push(cuda.time(|| cuda.run_selective_backward(on_device, &dout).map(drop)).map_err(e)?.1);
+        }
+        Ok(f64::from(median(ms)))
+    };
+    let backward_ms = time(cuda)?;
+    // Both forms of the gradient blocks (whole rows, G carried along them;
+    // ranges of 256 steps, G from the carries kernel's reverse scan), each
+    // checked against the CPU first.
+    let mut forms = String::new();
+    for (whole, name) in [(true, "whole rows"), (false, "ranges of 256 steps")] {
+        let tuned =
+            Cuda::new().map_err(e)?.with_tuning(scan_cuda::Tuning::default().selective_backward_whole_rows(whole));
+        let g = tuned.run_selective_backward(on_device, &dout).map_err(e)?.download().map_err(e)?;
+        let bad: usize = [
+            (&g.du, &cpu_grads.du),
+            (&g.ddelta, &cpu_grads.ddelta),
+            (&g.da, &cpu_grads.da),
+            (&g.db, &cpu_grads.db),
+            (&g.dc, &cpu_grads.dc),
+        ]
+        .iter()
+        .map(|(got, want)| {
+            got.iter()
+                .zip(want.iter())
+                .filter(|(g, w)| !scan_testing::within_mamba_tolerance(f64::from(**g), f64::from(**w)))
+                .count()
+        })
+        .sum();
+        let ms = time(&tuned)?;
+        forms.push_str(&format!(
+            "| GPU backward, gradient blocks over {name} ({bad} values outside the tolerances) | {ms:.3} |\n| ... / forward | {:.2} |\n",
+            ms / scan_ms
+        ));
     }
-    let backward_ms = f64::from(median(backward_ms));
     let backward_bytes = 4 * (7 * batch * dim * len + 4 * batch * state * len);
     let backward_floor_ms = backward_bytes as f64 / copy_rate * 1e3;
     Ok(format!(
-        "| GPU backward (one run_selective_backward with its scratch allocations, median of {reps}) | {backward_ms:.3} |\n\
+        "| GPU backward (one run_selective_backward, its outputs allocated, median of {reps}) | {backward_ms:.3} |\n\
          | backward / forward (bar: at most 3) | {:.2} |\n\
+         {forms}\
          | backward memory floor: {:.1} MB of u, delta, z, dout, B, C in, du, ddelta, dz, dB, dC out | {backward_floor_ms:.3} |\n\n\
          Backward against the CPU's f64 backward (mamba_ssm's f32 tolerances): {}.\n",
         backward_ms / scan_ms,

@@ -24,11 +24,12 @@ use scan_core::ops;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [module, arch, out] = args.as_slice() else {
-        eprintln!("usage: cubin selective|compact|add-f32|linrec-f32|linrec-f64|matmul-f64|bf16-sums ARCH OUT (ARCH e.g. sm_90)");
+        eprintln!("usage: cubin selective|selective-backward|compact|add-f32|linrec-f32|linrec-f64|matmul-f64|bf16-sums ARCH OUT (ARCH e.g. sm_90)");
         return ExitCode::from(2);
     };
     let cubin = match module.as_str() {
         "selective" => scan_cuda::compile_selective_for_arch(arch),
+        "selective-backward" => scan_cuda::compile_selective_backward_for_arch(arch),
         "compact" => scan_cuda::compile_compact_for_arch(arch),
         "add-f32" => scan_cuda::compile_for_arch::<ops::Add<f32>>(arch),
         "linrec-f32" => scan_cuda::compile_for_arch::<ops::LinearRecurrence<f32>>(arch),

@@ -5,18 +5,22 @@
 //
 //   1. selective_backward_carries, a block per (batch, channel) row, as the
 //      forward's chunked block scan: for every run of SSM_RUN steps and every
-//      state index n, the state x before the run (a forward block scan) and
-//      the reverse carry G entering the run from after it (a reverse block
-//      scan of g_t = dy_t C_t + a_{t+1} g_{t+1}, as G_t = a_t g_t). These
-//      checkpoints are (rows, ceil(L / SSM_RUN), N): 1/16 of the (batch, dim, L, N)
-//      states, which are never stored.
+//      state index n, the state x before the run (a forward block scan) and,
+//      when the gradient blocks split rows into ranges, the reverse carry G
+//      entering the run from after it (a reverse block scan of g_t = dy_t
+//      C_t + a_{t+1} g_{t+1}, as G_t = a_t g_t). These checkpoints are
+//      (rows, ceil(L / SSM_RUN), N): 1/16 of the (batch, dim, L, N) states,
+//      which are never stored.
 //   2. selective_backward_grads, a block per (batch, chunk of channels that
 //      share their B and C, range of runs), a group of S lanes per channel
-//      and one lane per state index: each run is recomputed from its
-//      checkpoints (forward, then backward over its SSM_RUN steps in
-//      registers), the sums over n (du, ddelta, y for dz) are butterflies
-//      across the lanes, and the sums over the channels (dB and dC of varying
-//      projections) are taken in shared memory, slot by slot, then written
+//      and one lane per state index: the range's runs from the last to the
+//      first, each recomputed from its x checkpoint (forward, then backward
+//      over its SSM_RUN steps in registers) with G carried from the run
+//      after (from the carries kernel only at the range's last run; with
+//      whole rows as ranges, the carries kernel skips its reverse scan: one
+//      exp per (step, state) less), the sums over n (du, ddelta, y for dz)
+//      are butterflies across the lanes, and the sums over the channels (dB
+//      and dC of varying projections) are taken slot by slot, then written
 //      as one partial per chunk. Per-channel sums over time (dA, dD,
 //      d delta_bias, dB and dC of fixed projections) are partials per range.
 //   3. selective_backward_sum_parts adds the partials in index order.
@@ -206,6 +210,8 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
             forward(start, false);
         }
     }
+    // Without gs, the gradient kernel carries G along whole rows itself.
+    if (gs == nullptr) return;
     // Every thread has read the forward's carried states (the last block
     // scan's barrier came after); the reverse starts from G = 0.
     __syncthreads();
@@ -264,9 +270,13 @@ __device__ __forceinline__ void ssm_group_sums(float (&v)[SSM_RUN], unsigned i) 
 // Kernel 2. blockIdx.x = (b chunks + chunk) ranges + range, for batch b. A
 // chunk is CPT * SLOTS consecutive channels inside a span of channels that
 // share their group of B and of C (the host passes span); a range is
-// `range_runs` consecutive runs. Thread (slot, i): lanes i of a group of S
-// own state indices n = i + k S (k < PER_LANE) of channel
-// first + j SLOTS + slot, for j < CPT in turn.
+// `range_runs` consecutive runs, taken from the last to the first: the
+// reverse carry G of each (channel, state) goes from run to run in shared
+// memory, starting from gs at the range's last run (0 without gs: the range
+// then ends its row), and past run 0 it is dL/dx0 (written to dx0 when
+// given). Thread (slot, i): lanes i of a group of S own state indices
+// n = i + k S (k < PER_LANE) of channel first + j SLOTS + slot, for j < CPT
+// in turn.
 //
 // Per run, per channel: the group's lanes load the run's steps (dt, dt u,
 // dy, u) into shared memory (one float4 per step, read as broadcasts);
@@ -276,13 +286,15 @@ __device__ __forceinline__ void ssm_group_sums(float (&v)[SSM_RUN], unsigned i) 
 // dA's g x_{t-1} a_t dt; then the group sums over n. Sums over channels of
 // varying dB and dC: each thread adds into its own cells of shared memory
 // ([t][slot][n]), and after the run's channels the block adds the slots in
-// order.
+// order. (B, C and these sums in registers instead, over a run: 95 -> 199
+// to 240 registers, or spills under a bound of 3 or 4 blocks per SM; NVRTC,
+// sm_90.)
 template <int S, int PER_LANE, int WARPS, int CPT>
 __device__ __forceinline__ void selective_backward_grads(
     const float* u, const float* delta, const float* A, SsmProjection B, SsmProjection C, const float* D,
-    const float* z, const float* delta_bias, const float* dout, const float* xs, const float* gs, float* du,
-    float* ddelta, float* dz, float* part_b, float* part_c, float* part_a, float* part_d, float* part_bias,
-    u64 dim, u64 len, u64 state, u64 span, u64 range_runs, bool softplus) {
+    const float* z, const float* delta_bias, const float* dout, const float* xs, const float* gs, float* dx0,
+    float* du, float* ddelta, float* dz, float* part_b, float* part_c, float* part_a, float* part_d,
+    float* part_bias, u64 dim, u64 len, u64 state, u64 span, u64 range_runs, bool softplus) {
     constexpr int RUN = SSM_RUN, THREADS = 32 * WARPS, SLOTS = THREADS / S;
     constexpr int OWN = S >= RUN ? 1 : RUN / S;  // steps whose sums a lane finishes
     constexpr int CELLS = PER_LANE * S;          // state cells per slot
@@ -304,11 +316,14 @@ __device__ __forceinline__ void selective_backward_grads(
     float* acc_cf = acc_bf + CPT * PER_LANE * THREADS;
     float* acc_d = acc_cf + CPT * PER_LANE * THREADS;
     float* acc_bias = acc_d + CPT * THREADS;
+    // The reverse carry G of channel j and state k, carried from run to run
+    // ([j][k][thread]).
+    float* acc_g = acc_bias + CPT * THREADS;
     // The run's B and C of varying projections, shared by the block's
     // channels (they share a group): [n][RUN + 1] (padded: lanes read
     // consecutive n at one step without bank conflicts).
     constexpr int ROW = RUN + 1;
-    float* run_b = acc_bias + CPT * THREADS;
+    float* run_b = acc_g + CPT * PER_LANE * THREADS;
     float* run_c = run_b + state * ROW;
 
     const unsigned slot = threadIdx.x / S, i = threadIdx.x % S;
@@ -325,15 +340,22 @@ __device__ __forceinline__ void selective_backward_grads(
     const float* b_rows = vary_b ? B.row(b, first, dim, 0, state, len) : nullptr;
     const float* c_rows = vary_c ? C.row(b, first, dim, 0, state, len) : nullptr;
 
+    const u64 run_first = range * range_runs, run_end = min(runs, run_first + range_runs);
     for (int j = 0; j < CPT; ++j) {
         acc_d[j * THREADS + threadIdx.x] = acc_bias[j * THREADS + threadIdx.x] = 0.0f;
+        const u64 d = first + (u64)j * SLOTS + slot;
+        const u64 row = b * dim + d;
         for (int k = 0; k < PER_LANE; ++k) {
             const unsigned cell = (j * PER_LANE + k) * THREADS + threadIdx.x;
             acc_a[cell] = acc_bf[cell] = acc_cf[cell] = 0.0f;
+            // G entering the range's last run from after: the carries
+            // kernel's (gs), or 0 where the range ends the row (no gs).
+            const u64 n = i + (u64)k * S;
+            acc_g[cell] = gs != nullptr && d < end && n < state ? gs[(row * runs + run_end - 1) * state + n] : 0.0f;
         }
     }
-    const u64 run_end = min(runs, (range + 1) * range_runs);
-    for (u64 r = range * range_runs; r < run_end; ++r) {
+    // The range's runs from the last to the first, G carried between them.
+    for (u64 r = run_end; r-- > run_first;) {
         const u64 t0 = r * RUN;
         for (u64 e = threadIdx.x; e < (u64)RUN * state; e += THREADS) {
             const u64 n = e / RUN, t = e % RUN;
@@ -354,7 +376,7 @@ __device__ __forceinline__ void selective_backward_grads(
         // Channel j's inputs from global memory (this lane's steps, and the
         // checkpoints of its first state), fetched one channel ahead so
         // that their latency overlaps the previous channel's work.
-        float raw_u[OWN], raw_delta[OWN], raw_dout[OWN], raw_z[OWN], pre_x = 0.0f, pre_g = 0.0f;
+        float raw_u[OWN], raw_delta[OWN], raw_dout[OWN], raw_z[OWN], pre_x = 0.0f;
         auto fetch = [&](const int j) {
             const u64 d = first + (u64)j * SLOTS + slot;
             const bool live = d < end;
@@ -372,7 +394,6 @@ __device__ __forceinline__ void selective_backward_grads(
             const bool mine = live && i < state;
             const u64 at = (row * runs + r) * state + i;
             pre_x = mine ? xs[at] : 0.0f;
-            pre_g = mine ? gs[at] : 0.0f;
         };
         fetch(0);
 #pragma unroll 1
@@ -398,7 +419,7 @@ __device__ __forceinline__ void selective_backward_grads(
                     steps[t] = s;
                 }
             }
-            const float first_x = pre_x, first_g = pre_g;
+            const float first_x = pre_x;
             if (j + 1 < CPT) fetch(j + 1);
             __syncwarp();
             float y_own[OWN], du_own[OWN], ddt_own[OWN];
@@ -411,7 +432,8 @@ __device__ __forceinline__ void selective_backward_grads(
                 const float a_n = mine ? A[d * state + n] : 0.0f, a2 = a_n * SSM_LOG2E;
                 const u64 at = (row * runs + r) * state + n;
                 const float x_start = k == 0 ? first_x : mine ? xs[at] : 0.0f;
-                float carry = k == 0 ? first_g : mine ? gs[at] : 0.0f;
+                const unsigned cell = (j * PER_LANE + k) * THREADS + threadIdx.x;
+                float carry = acc_g[cell];
                 // B_t[n] and C_t[n]: the run's shared rows, or the fixed
                 // values (0 for a lane without a state).
                 const float b_fixed = mine && !vary_b ? B.fixed(d, n, state) : 0.0f;
@@ -454,7 +476,10 @@ __device__ __forceinline__ void selective_backward_grads(
                     da = fmaf(gxa, s.x, da);
                     carry = g * av[t];
                 }
-                const unsigned cell = (j * PER_LANE + k) * THREADS + threadIdx.x;
+                acc_g[cell] = carry;
+                // Past run 0: the carry leaving step 0 is dL/dx0 (asked for
+                // when no carries kernel gives it).
+                if (r == 0 && dx0 != nullptr && mine) dx0[row * state + n] = carry;
                 acc_a[cell] += da;
                 acc_bf[cell] += dbf;
                 acc_cf[cell] += dcf;

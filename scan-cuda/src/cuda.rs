@@ -147,6 +147,9 @@ pub struct Cuda {
     /// The selective scan's backward kernels, loaded at the first
     /// (selective_backward.rs).
     pub(crate) selective_backward: Mutex<Option<Arc<SelectiveBackwardKernels>>>,
+    /// The selective backward's checkpoints and partial sums, grown as
+    /// needed and kept while the executor lives (selective_backward.rs).
+    pub(crate) selective_scratch: Mutex<Option<DeviceBuffer<f32>>>,
     /// The compaction kernels, loaded at the first use (compact.rs).
     pub(crate) compact: Mutex<Option<Arc<CompactKernels>>>,
     /// The join kernels of sharded scans, per operator (sharded.rs).
@@ -234,6 +237,7 @@ impl Cuda {
             segment_bits: Mutex::new(None),
             selective: Mutex::new(None),
             selective_backward: Mutex::new(None),
+            selective_scratch: Mutex::new(None),
             compact: Mutex::new(None),
             shard_kernels: Mutex::new(HashMap::new()),
             replaying: AtomicBool::new(false),

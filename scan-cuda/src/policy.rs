@@ -147,9 +147,9 @@ pub struct SinglePassPolicy {
     /// [`Tuning::narrow_slots`] turns it off. H200, bf16 sums at 2^28 on
     /// the plain 4-byte shape (256 x 32, 3 blocks per SM, 2 stages): 3022
     /// GB/s (0.73 of copy) against 2693 (0.65) through item slots, in one
-    /// run. The shared memory they free fits a third stage: 3343 GB/s
-    /// (0.81) in the same run, and 64-item runs 3366 (0.83); neither is the
-    /// default yet (bench/gpu-h200-results.md).
+    /// run. The shared memory they free fits a third stage, which with
+    /// fixed groups is their default shape
+    /// ([`SinglePassPolicy::narrow_sums_for`]: 0.91 of copy).
     pub narrow_slots: u32,
 }
 
@@ -321,6 +321,32 @@ impl SinglePassPolicy {
             }
         }
         policy
+    }
+
+    /// The shape of fused maps that keep 2-byte elements in narrow slots and
+    /// sum 4-byte items (bf16 or f16 in, f32 sums, bf16 or f16 out): this
+    /// plain shape (256 x 32) in three stages and the deterministic look-back
+    /// (fixed groups of 128 tiles), where the GPU has the shared memory for
+    /// it. H200, bf16 sums at 2^28 (`SCAN_BENCH_FUSED_SWEEP=bf16 bench
+    /// --gpu-fused-only`, 2026-12-03): 3679 GB/s, 0.91 of copy, against 2956
+    /// (0.73) for two stages and the free look-back, 3289 (0.82) for three
+    /// stages and the free look-back, and 0.61-0.70 for 16-item runs in
+    /// fixed groups. The results are then bitwise the same from run to run
+    /// as well.
+    ///
+    /// ```
+    /// use scan_cuda::SinglePassPolicy;
+    /// let p = SinglePassPolicy::for_item(4, 90).unwrap().narrow_sums_for(90);
+    /// assert!(p.deterministic);
+    /// assert_eq!((p.items_per_thread, p.stages, p.lookback), (32, 3, 4));
+    /// ```
+    pub fn narrow_sums_for(self, arch: u32) -> SinglePassPolicy {
+        let shape = SinglePassPolicy { stages: 3, deterministic: true, lookback: 4, narrow_slots: 2, ..self };
+        if (shape.shared_bytes(4) + 1024) * shape.blocks_per_sm as usize <= shared_per_sm(arch) {
+            SinglePassPolicy { narrow_slots: self.narrow_slots, ..shape }
+        } else {
+            self
+        }
     }
 
     /// The policy of the segmented kernels (rows, flags, offsets) derived
@@ -624,6 +650,7 @@ pub struct Tuning {
     staged_maps: Option<bool>,
     narrow_slots: Option<bool>,
     selective: crate::selective::SelectiveKernelChoice,
+    selective_backward_whole_rows: Option<bool>,
     adversarial_seed: u32,
     host_chunk_bytes: Option<usize>,
 }
@@ -734,6 +761,22 @@ impl Tuning {
     /// The selective-scan kernel choice set by [`Tuning::selective_kernel`].
     pub fn selective(self) -> crate::selective::SelectiveKernelChoice {
         self.selective
+    }
+
+    /// Whether the selective-scan backward's gradient blocks take whole rows
+    /// (`true`: the gradient kernel carries the reverse state G along each
+    /// row and the carries kernel skips its reverse scan) or ranges of 256
+    /// steps (`false`: G from the carries kernel at each range's end). The
+    /// default takes whole rows when there are channels enough to fill the
+    /// GPU (for measurements and tests; the gradients agree within rounding).
+    pub fn selective_backward_whole_rows(mut self, whole: bool) -> Self {
+        self.selective_backward_whole_rows = Some(whole);
+        self
+    }
+
+    /// [`Tuning::selective_backward_whole_rows`] as set.
+    pub(crate) fn selective_backward_whole_rows_setting(self) -> Option<bool> {
+        self.selective_backward_whole_rows
     }
 
     /// The chunk size, in bytes, of scans of host slices (which travel to

@@ -2,8 +2,9 @@
 //! (kernels/selective_backward.cuh): three kernels, every sum in an order
 //! fixed by the shapes, so that the gradients are bitwise the same from run
 //! to run. The forward states are recomputed, never stored: the carries
-//! kernel keeps one state and one reverse carry per 16 steps of each (row,
-//! state index), 1/16 of the (batch, dim, L, N) tensor.
+//! kernel keeps one state (and, when the gradient blocks split rows into
+//! ranges, one reverse carry) per 16 steps of each (row, state index), 1/16
+//! of the (batch, dim, L, N) tensor.
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
 use crate::kernels::{keyed, lookup};
+use crate::module::lock;
 use crate::selective::{DeviceProjection, DeviceSelectiveScan};
 use crate::source::kernel_files;
 
@@ -55,9 +57,21 @@ fn carries_kernel_name(threads: u32) -> String {
 const GRAD_WARPS: u32 = 4;
 const GRAD_CHANNELS_PER_THREAD: u32 = 4;
 
-/// Runs (of 16 steps) per gradient block: the per-channel sums (dA, dD,
-/// d delta_bias, fixed dB and dC) leave one partial per range.
+/// Runs (of 16 steps) per gradient block when rows are split into ranges:
+/// the per-channel sums (dA, dD, d delta_bias, fixed dB and dC) leave one
+/// partial per range.
 const RANGE_RUNS: usize = 16;
+
+/// Whether the gradient blocks take whole rows (the carries kernel then
+/// skips its reverse scan, the gradient kernel carrying G along each row),
+/// unless [`Tuning::selective_backward_whole_rows`](crate::Tuning::selective_backward_whole_rows)
+/// says: when a block per (batch, chunk of channels) fills at least three
+/// quarters of the GPU's resident blocks (`resident`); with fewer, SMs
+/// would idle for longer than the reverse scan takes (8 x 1536 channels at
+/// N = 16 make 384 blocks).
+fn whole_rows(blocks: usize, resident: usize) -> bool {
+    4 * blocks >= 3 * resident
+}
 
 /// The gradient kernels: (lanes per channel S, state indices per lane), as
 /// the forward's lane-group kernel; N up to 64.
@@ -87,13 +101,14 @@ fn carry_shared_bytes(state: usize, threads: u32) -> usize {
 /// The dynamic shared memory of a gradient block (selective_backward.cuh's
 /// layout): the slots' steps (a float4 each), the slots' sums of dB and dC
 /// per step and state, each thread's per-channel sums (dA, fixed dB and
-/// dC; dD, d delta_bias), and the run's B and C rows (padded).
+/// dC; dD, d delta_bias) and reverse carries G, and the run's B and C rows
+/// (padded).
 fn grad_shared_bytes((s, per_lane): (u32, u32), state: usize) -> usize {
     let threads = (32 * GRAD_WARPS) as usize;
     let slots = threads / s as usize;
     let cpt = GRAD_CHANNELS_PER_THREAD as usize;
     let floats = 2 * RUN * (slots * (per_lane * s) as usize + 1)
-        + (3 * per_lane as usize + 2) * cpt * threads
+        + (4 * per_lane as usize + 2) * cpt * threads
         + 2 * state * (RUN + 1);
     slots * RUN * 16 + floats * 4
 }
@@ -132,13 +147,13 @@ fn source() -> String {
             "extern \"C\" __global__ void __launch_bounds__({bounds}) {name}(\n\
              \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
              \x20   const float* C, unsigned long long c_groups, const float* D, const float* z,\n\
-             \x20   const float* delta_bias, const float* dout, const float* xs, const float* gs, float* du,\n\
-             \x20   float* ddelta, float* dz, float* part_b, float* part_c, float* part_a, float* part_d,\n\
+             \x20   const float* delta_bias, const float* dout, const float* xs, const float* gs, float* dx0,\n\
+             \x20   float* du, float* ddelta, float* dz, float* part_b, float* part_c, float* part_a, float* part_d,\n\
              \x20   float* part_bias, unsigned long long dim, unsigned long long len, unsigned long long state,\n\
              \x20   unsigned long long span, unsigned long long range_runs, int softplus) {{\n\
              \x20 scan::selective_backward_grads<{s}, {per_lane}, {GRAD_WARPS}, {GRAD_CHANNELS_PER_THREAD}>(u, delta,\n\
              \x20     A, scan::SsmProjection{{B, b_groups}}, scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, dout,\n\
-             \x20     xs, gs, du, ddelta, dz, part_b, part_c, part_a, part_d, part_bias, dim, len, state, span,\n\
+             \x20     xs, gs, dx0, du, ddelta, dz, part_b, part_c, part_a, part_d, part_bias, dim, len, state, span,\n\
              \x20     range_runs, softplus != 0);\n\
              }}\n"
         ));
@@ -283,12 +298,15 @@ impl Cuda {
     /// The backward pass of the selective scan `s` (its arguments; `out`
     /// and the last state are not read) for `dout` = dL/d`out` on the
     /// device: three kernels queued on the stream, then the partial sums
-    /// (see [`Cuda::selective_scan_backward`]). Scratch allocated per call:
-    /// the checkpoints, 2 x batch x dim x ceil(L / 16) x N floats, and the
-    /// partials, for a varying B or C batch x N x L floats per chunk of
-    /// channels (a chunk is 512 / S channels sharing a group, S = N rounded
-    /// up to a power of two, at most 32: 32 at N = 16, so dim / 32 copies of
-    /// B's size), else batch x ceil(L / 256) x dim x N floats.
+    /// (see [`Cuda::selective_scan_backward`]). Scratch, kept on the
+    /// executor after the first call and grown when a call needs more: the
+    /// checkpoints, batch x dim x ceil(L / 16) x N floats (twice that
+    /// when the gradient blocks split rows into ranges of 256 steps, for
+    /// fewer channels than fill the GPU), and the partials, for a varying B
+    /// or C batch x N x L floats per chunk of channels (a chunk is 512 / S
+    /// channels sharing a group, S = N rounded up to a power of two, at most
+    /// 32: 32 at N = 16, so dim / 32 copies of B's size), else batch x ranges
+    /// x dim x N floats.
     ///
     /// Errors: the argument checks of [`Cuda::run_selective`];
     /// [`Error::WrongShape`] naming `dout` when it is not shaped like
@@ -301,33 +319,81 @@ impl Cuda {
         let rows = batch * dim;
         let shape = supported(state)?;
         let runs = len.div_ceil(RUN);
-        let ranges = runs.div_ceil(RANGE_RUNS);
         // Channels of a block share their group of B and of C.
         let per_group = |p: &DeviceProjection| p.groups.map_or(dim, |g| dim / g);
         let span = gcd(per_group(&s.b), per_group(&s.c));
         let slots = (32 * GRAD_WARPS / shape.0) as usize;
         let channels = slots * GRAD_CHANNELS_PER_THREAD as usize;
         let chunks = if rows == 0 { 0 } else { dim / span * span.div_ceil(channels) };
+        let kernels = self.selective_backward_kernels()?;
+        let function = keyed(&kernels.grads, &shape, "a selective backward gradient")?;
+        let shared = grad_shared_bytes(shape, state);
+        let limit = crate::policy::shared_limit_per_block(self.capability());
+        if shared > limit {
+            return Err(Error::TooLarge {
+                what: format!("N = {state} needs {shared} bytes of shared memory per block; this GPU has {limit}"),
+            });
+        }
+        let whole = match self.tuning().selective_backward_whole_rows_setting() {
+            Some(whole) => whole,
+            None => {
+                let sms = self
+                    .context()
+                    .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                    .map_err(|e| driver_error("SM count query", e))?;
+                let per_sm = function
+                    .occupancy_max_active_blocks_per_multiprocessor(32 * GRAD_WARPS, shared, None)
+                    .map_err(|e| driver_error("occupancy query", e))?;
+                whole_rows(batch * chunks, sms as usize * per_sm as usize)
+            }
+        };
+        let range_runs = if whole { runs.max(1) } else { RANGE_RUNS };
+        let ranges = runs.div_ceil(range_runs);
         let part_len = |p: &DeviceProjection| match p.groups {
             Some(_) => batch * chunks * state * len,
             None => batch * ranges * dim * state,
         };
         let (has_d, has_z) = (s.d.is_some(), s.z.is_some());
         let (has_bias, has_x0) = (s.delta_bias.is_some(), s.initial_state.is_some());
-        let mut xs: DeviceBuffer<f32> = self.alloc_unwritten(rows * runs * state)?;
-        let mut gs: DeviceBuffer<f32> = self.alloc_unwritten(rows * runs * state)?;
+        // Scratch, kept on the executor and grown as needed (allocating
+        // these 0.3-0.5 GB per call cost more than a millisecond on the
+        // H200): the checkpoints xs, the reverse carries gs (ranges only),
+        // then the partials, each written before it is read. Held until the
+        // call's launches are queued; a later call's launches follow them on
+        // the executor's one stream, and a grown buffer frees the old one in
+        // stream order.
+        let scratch_lens = [
+            rows * runs * state,
+            if whole { 0 } else { rows * runs * state },
+            part_len(&s.b),
+            part_len(&s.c),
+            batch * ranges * dim * state,
+            batch * ranges * dim,
+            batch * ranges * dim,
+        ];
+        let total: usize = scratch_lens.iter().sum();
+        let mut scratch = lock(&self.selective_scratch);
+        if !scratch.as_ref().is_some_and(|b| b.len() >= total) {
+            *scratch = None;
+            *scratch = Some(self.alloc_unwritten::<f32>(total.max(1))?);
+        }
+        let stream = self.stream();
+        let base = scratch
+            .as_mut()
+            .ok_or_else(|| Error::Other("internal: no backward scratch".into()))?
+            .device_ptr_mut(stream);
+        let mut offset = 0;
+        let [xs_ptr, gs_ptr, pb, pc, pa, pd, pbias] = scratch_lens.map(|n| {
+            let at = base + 4 * offset as u64;
+            offset += n;
+            at
+        });
+        let gs_ptr = if whole { 0 } else { gs_ptr };
         // Zero-filled: with no step (L = 0) the kernels write nothing.
         let mut dx0: DeviceBuffer<f32> = self.alloc(if has_x0 { rows * state } else { 0 })?;
         let mut du: DeviceBuffer<f32> = self.alloc_unwritten(rows * len)?;
         let mut ddelta: DeviceBuffer<f32> = self.alloc_unwritten(rows * len)?;
         let mut dz: DeviceBuffer<f32> = self.alloc_unwritten(if has_z { rows * len } else { 0 })?;
-        let mut part_b: DeviceBuffer<f32> = self.alloc_unwritten(part_len(&s.b))?;
-        let mut part_c: DeviceBuffer<f32> = self.alloc_unwritten(part_len(&s.c))?;
-        let mut part_a: DeviceBuffer<f32> = self.alloc_unwritten(batch * ranges * dim * state)?;
-        let mut part_d: DeviceBuffer<f32> = self.alloc_unwritten(batch * ranges * dim)?;
-        let mut part_bias: DeviceBuffer<f32> = self.alloc_unwritten(batch * ranges * dim)?;
-        let kernels = self.selective_backward_kernels()?;
-        let stream = self.stream();
 
         if rows > 0 && len > 0 {
             let ptr = |x: &DeviceBuffer<f32>| x.device_ptr(stream);
@@ -337,20 +403,19 @@ impl Cuda {
             let (b_groups, c_groups) = (s.b.groups.unwrap_or(0) as u64, s.c.groups.unwrap_or(0) as u64);
             let softplus = i32::from(s.delta_softplus);
             let (dim64, len64, state64) = (dim as u64, len as u64, state as u64);
-            let (xs_ptr, gs_ptr) = (xs.device_ptr_mut(stream), gs.device_ptr_mut(stream));
             let dx0_ptr = if has_x0 { dx0.device_ptr_mut(stream) } else { 0 };
+            // dL/dx0 from the carries kernel's reverse scan, or from the
+            // gradient kernel's carry along whole rows.
+            let (carries_dx0, grads_dx0) = if whole { (0, dx0_ptr) } else { (dx0_ptr, 0) };
             let (du_ptr, ddelta_ptr) = (du.device_ptr_mut(stream), ddelta.device_ptr_mut(stream));
             let dz_ptr = if has_z { dz.device_ptr_mut(stream) } else { 0 };
-            let (pb, pc) = (part_b.device_ptr_mut(stream), part_c.device_ptr_mut(stream));
-            let (pa, pd, pbias) =
-                (part_a.device_ptr_mut(stream), part_d.device_ptr_mut(stream), part_bias.device_ptr_mut(stream));
 
             // 1. The checkpoints.
             let threads = carry_threads();
             let carries = keyed(&kernels.carries, &threads, "a selective backward carries")?;
             let mut launch = stream.launch_builder(carries);
             launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&c).arg(&c_groups);
-            launch.arg(&z).arg(&bias).arg(&x0).arg(&dout).arg(&xs_ptr).arg(&gs_ptr).arg(&dx0_ptr);
+            launch.arg(&z).arg(&bias).arg(&x0).arg(&dout).arg(&xs_ptr).arg(&gs_ptr).arg(&carries_dx0);
             launch.arg(&dim64).arg(&len64).arg(&state64).arg(&softplus);
             let cfg = LaunchConfig {
                 grid_dim: (grid(rows)?, 1, 1),
@@ -359,26 +424,18 @@ impl Cuda {
             };
             // SAFETY: every pointer addresses a live device buffer of the
             // length the shape gives (checked by `validate` and above) or is
-            // 0 for an absent option; xs and gs hold rows x runs x N floats,
-            // dx0 rows x N when the initial state is given; a block reads
-            // and writes only its row. Shared memory: `carry_shared_bytes`
+            // 0 for an absent option; xs and gs hold rows x runs x N floats
+            // (gs 0: no reverse scan), dx0 rows x N when the initial state is
+            // given; a block reads and writes only its row. Shared memory: `carry_shared_bytes`
             // (at most 34 KiB for N <= 64).
             unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the selective backward (carries)", e))?;
 
-            // 2. The gradients and partials.
-            // Opted in at load for the largest N of this shape.
-            let function = keyed(&kernels.grads, &shape, "a selective backward gradient")?;
-            let shared = grad_shared_bytes(shape, state);
-            let limit = crate::policy::shared_limit_per_block(self.capability());
-            if shared > limit {
-                return Err(Error::TooLarge {
-                    what: format!("N = {state} needs {shared} bytes of shared memory per block; this GPU has {limit}"),
-                });
-            }
-            let (span64, range_runs) = (span as u64, RANGE_RUNS as u64);
+            // 2. The gradients and partials (shared memory opted in at load
+            // for the largest N of this shape).
+            let (span64, range_runs) = (span as u64, range_runs as u64);
             let mut launch = stream.launch_builder(function);
             launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&c).arg(&c_groups);
-            launch.arg(&d).arg(&z).arg(&bias).arg(&dout).arg(&xs_ptr).arg(&gs_ptr);
+            launch.arg(&d).arg(&z).arg(&bias).arg(&dout).arg(&xs_ptr).arg(&gs_ptr).arg(&grads_dx0);
             launch.arg(&du_ptr).arg(&ddelta_ptr).arg(&dz_ptr).arg(&pb).arg(&pc).arg(&pa).arg(&pd).arg(&pbias);
             launch.arg(&dim64).arg(&len64).arg(&state64).arg(&span64).arg(&range_runs).arg(&softplus);
             let cfg = LaunchConfig {
@@ -397,7 +454,7 @@ impl Cuda {
         }
 
         // 3. The partial sums, in index order (zeros where there are none).
-        let sum = |parts: &DeviceBuffer<f32>, outers: usize, count: usize, inner: usize| -> Result<DeviceBuffer<f32>> {
+        let sum = |parts: u64, outers: usize, count: usize, inner: usize| -> Result<DeviceBuffer<f32>> {
             let total = outers * inner;
             if count == 0 {
                 return self.alloc(total);
@@ -406,7 +463,7 @@ impl Cuda {
             if total == 0 {
                 return Ok(out);
             }
-            let (in_ptr, out_ptr) = (parts.device_ptr(stream), out.device_ptr_mut(stream));
+            let (in_ptr, out_ptr) = (parts, out.device_ptr_mut(stream));
             let (outers, count, inner) = (outers as u64, count as u64, inner as u64);
             let mut launch = stream.launch_builder(&kernels.sum_parts);
             launch.arg(&in_ptr).arg(&out_ptr).arg(&outers).arg(&count).arg(&inner);
@@ -421,16 +478,16 @@ impl Cuda {
             Ok(out)
         };
         let per_range = batch * ranges;
-        let projection = |p: &DeviceProjection, parts: &DeviceBuffer<f32>| match p.groups {
+        let projection = |p: &DeviceProjection, parts: u64| match p.groups {
             Some(groups) => sum(parts, batch * groups, chunks / groups, state * len),
             None => sum(parts, 1, per_range, dim * state),
         };
         Ok(DeviceSsmGrads {
-            db: projection(&s.b, &part_b)?,
-            dc: projection(&s.c, &part_c)?,
-            da: sum(&part_a, 1, per_range, dim * state)?,
-            dd: if has_d { Some(sum(&part_d, 1, per_range, dim)?) } else { None },
-            ddelta_bias: if has_bias { Some(sum(&part_bias, 1, per_range, dim)?) } else { None },
+            db: projection(&s.b, pb)?,
+            dc: projection(&s.c, pc)?,
+            da: sum(pa, 1, per_range, dim * state)?,
+            dd: if has_d { Some(sum(pd, 1, per_range, dim)?) } else { None },
+            ddelta_bias: if has_bias { Some(sum(pbias, 1, per_range, dim)?) } else { None },
             dz: has_z.then_some(dz),
             dinitial_state: has_x0.then_some(dx0),
             du,
@@ -500,8 +557,8 @@ mod tests {
             }
         }
         // S = 16, N = 16: 8 slots of 16 float4 steps, 2 x 16 x (8 x 16 + 1) sums,
-        // 5 x 4 x 128 per-channel sums, 2 x 16 x 17 B and C.
-        assert_eq!(grad_shared_bytes((16, 1), 16), 8 * 16 * 16 + 4 * (2 * 16 * 129 + 2560 + 544));
+        // 5 x 4 x 128 per-channel sums, 4 x 128 carries G, 2 x 16 x 17 B and C.
+        assert_eq!(grad_shared_bytes((16, 1), 16), 8 * 16 * 16 + 4 * (2 * 16 * 129 + 2560 + 512 + 544));
     }
 
     #[test]

@@ -179,7 +179,16 @@ impl ModuleSource {
             Ok(p) if family.is_segmented() && short_runs => Ok(finish(tuning.apply(p.for_segments()))?),
             Ok(p) if family.is_segmented() => Ok(finish(tuning.apply(p.for_segment_heads()))?),
             Ok(p) if family == Family::Mapped && !tuning.sets_run_shape() => {
-                Ok(finish(tuning.apply(p.for_maps(maps.map_or(size, |m| m.input_bytes), size)))?)
+                let p = p.for_maps(maps.map_or(size, |m| m.input_bytes), size);
+                let mapped = finish(tuning.apply(p))?;
+                // bf16 or f16 sums in narrow slots: three stages and fixed
+                // groups (SinglePassPolicy::narrow_sums_for), unless a Tuning
+                // sets a shape or the free look-back.
+                if mapped.narrow_slots == 2 && size == 4 && !tuning.overrides_shape() {
+                    Ok(finish(tuning.apply(p.narrow_sums_for(arch)))?)
+                } else {
+                    Ok(mapped)
+                }
             }
             Ok(p) if deterministic => Ok(finish(tuning.apply(p.deterministic_for(size, arch)))?),
             Ok(p) => Ok(finish(tuning.apply(p))?),
@@ -409,10 +418,16 @@ mod tests {
         let maps = policy(Family::Mapped, Some(one(4)), Tuning::default());
         assert_eq!(maps, plain.for_maps(4, 4));
         assert_ne!(maps, plain, "4-byte inputs into 4-byte items: shorter runs for fused maps");
-        // bf16 in and out: the plain runs, in narrow slots (unless told not to).
+        // bf16 in and out: the plain runs, in narrow slots (unless told not
+        // to), three stages and fixed groups.
         let bf16 = policy(Family::Mapped, Some(one(2)), Tuning::default());
-        assert_eq!(bf16, SinglePassPolicy { narrow_slots: 2, ..plain }, "2-byte inputs: the plain runs");
+        let narrow = SinglePassPolicy { narrow_slots: 2, ..plain.narrow_sums_for(90) };
+        assert_eq!(bf16, narrow, "2-byte inputs: the plain runs, three stages, deterministic");
+        assert_eq!((bf16.items_per_thread, bf16.stages, bf16.deterministic), (plain.items_per_thread, 3, true));
         assert!(bf16.dynamic_shared_bytes(4) < plain.dynamic_shared_bytes(4));
+        // The free look-back when told, on the plain two stages.
+        let free = policy(Family::Mapped, Some(one(2)), Tuning::default().deterministic(false));
+        assert_eq!(free, SinglePassPolicy { narrow_slots: 2, ..plain }, "told: the free look-back");
         let items = policy(Family::Mapped, Some(one(2)), Tuning::default().narrow_slots(false));
         assert_eq!(items, plain, "item slots when told");
         // Runs that are not whole 16-byte groups of bf16: item slots.
