@@ -17,6 +17,7 @@
 //! forward on each kernel named (`SCAN_CUDA_SELECTIVE_KERNEL`'s values),
 //! each checked against the CPU first.
 
+use scan::selective::backward::SsmGrads;
 use scan::selective::{Projection, SelectiveScan, SsmShape};
 use scan::Cpu;
 use scan_cuda::cudarc::driver::sys::CUdevice_attribute;
@@ -93,6 +94,22 @@ fn other_kernels(args: &SelectiveScan<'_>, want: &[f32], reps: usize, floor_ms: 
     Ok(table)
 }
 
+/// The gradients the bench compares, named: (name, GPU's, CPU's).
+fn gradient_pairs<'a>(gpu: &'a SsmGrads, cpu: &'a SsmGrads) -> [(&'static str, &'a [f32], &'a [f32]); 5] {
+    [
+        ("du", &gpu.du, &cpu.du),
+        ("ddelta", &gpu.ddelta, &cpu.ddelta),
+        ("dA", &gpu.da, &cpu.da),
+        ("dB", &gpu.db, &cpu.db),
+        ("dC", &gpu.dc, &cpu.dc),
+    ]
+}
+
+/// How many of `got` lie outside mamba_ssm's f32 tolerances of `want`.
+fn outside_tolerance(got: &[f32], want: &[f32]) -> usize {
+    got.iter().zip(want).filter(|(g, w)| !scan_testing::within_mamba_tolerance(f64::from(**g), f64::from(**w))).count()
+}
+
 /// The backward's rows of the note (checked once against the CPU's f64
 /// backward, then timed), or a line saying why it did not run: the GPU
 /// backward takes N up to [`SELECTIVE_BACKWARD_MAX_STATE`], and the forward's
@@ -117,20 +134,9 @@ fn backward(
     let dout = cuda.upload(&w).map_err(e)?;
     let grads = cuda.run_selective_backward(on_device, &dout).map_err(e)?.download().map_err(e)?;
     let cpu_grads = Cpu::new().selective_scan_backward(args, &w).map_err(e)?;
-    let pairs = [
-        ("du", &grads.du, &cpu_grads.du),
-        ("ddelta", &grads.ddelta, &cpu_grads.ddelta),
-        ("dA", &grads.da, &cpu_grads.da),
-        ("dB", &grads.db, &cpu_grads.db),
-        ("dC", &grads.dc, &cpu_grads.dc),
-    ];
     let mut outside = Vec::new();
-    for (name, got, want) in pairs {
-        let bad = got
-            .iter()
-            .zip(want.iter())
-            .filter(|(g, w)| !scan_testing::within_mamba_tolerance(f64::from(**g), f64::from(**w)))
-            .count();
+    for (name, got, want) in gradient_pairs(&grads, &cpu_grads) {
+        let bad = outside_tolerance(got, want);
         let worst = got.iter().zip(want.iter()).map(|(g, w)| (g - w).abs() / (1.0 + w.abs())).fold(0.0f32, f32::max);
         outside.push(format!("{name}: {bad} of {} outside, largest |diff| / (1 + |cpu|) {worst:.2e}", got.len()));
     }
@@ -150,21 +156,7 @@ fn backward(
         let tuned =
             Cuda::new().map_err(e)?.with_tuning(scan_cuda::Tuning::default().selective_backward_whole_rows(whole));
         let g = tuned.run_selective_backward(on_device, &dout).map_err(e)?.download().map_err(e)?;
-        let bad: usize = [
-            (&g.du, &cpu_grads.du),
-            (&g.ddelta, &cpu_grads.ddelta),
-            (&g.da, &cpu_grads.da),
-            (&g.db, &cpu_grads.db),
-            (&g.dc, &cpu_grads.dc),
-        ]
-        .iter()
-        .map(|(got, want)| {
-            got.iter()
-                .zip(want.iter())
-                .filter(|(g, w)| !scan_testing::within_mamba_tolerance(f64::from(**g), f64::from(**w)))
-                .count()
-        })
-        .sum();
+        let bad: usize = gradient_pairs(&g, &cpu_grads).iter().map(|(_, got, want)| outside_tolerance(got, want)).sum();
         let ms = time(&tuned)?;
         forms.push_str(&format!(
             "| GPU backward, gradient blocks over {name} ({bad} values outside the tolerances) | {ms:.3} |\n| ... / forward | {:.2} |\n",
