@@ -11,6 +11,7 @@
 //! * resuming from the last state of the first half equals the whole;
 //! * wrong shapes are errors naming the argument.
 
+use scan::cuda::SelectiveKernelChoice;
 use scan::selective::{reference, Projection, SelectiveScan, SsmOutput, SsmShape};
 use scan::{Cpu, Error, Result};
 use scan_testing::Rng;
@@ -177,8 +178,8 @@ fn the_gpu_lane_group_kernel_matches_the_reference() {
         (1, 16, 160, 128, 1),
         (1, 32, 196, 200, 1),
         (1, 8, 96, 256, 1),
-        // At least 12288 rows of more than 192 steps, N 9 to 16: Auto takes
-        // the lane kernel for long rows too.
+        // At least 12288 rows of more than 192 steps, N 9 to 16: the lane
+        // kernel's long rows (forced; Auto takes the tile kernel there).
         (8, 1536, 260, 16, 4),
         (4, 3072, 203, 12, 2),
         // Two rows per lane: 16 rows per warp, the last warp partly live.
@@ -193,6 +194,85 @@ fn the_gpu_lane_group_kernel_matches_the_reference() {
             check(&gpu_run(&forced), &format!("lane groups forced, options {options:#b}"), &args);
             check(&gpu_run(&pairs), &format!("lane pairs forced, options {options:#b}"), &args);
             check(&gpu_run(&auto), &format!("lane groups or Auto's choice, options {options:#b}"), &args);
+        }
+    }
+}
+
+/// The tile kernel (32 channels per block, a warp per 4 states; forced):
+/// lengths around its 32-step tiles, aligned (L a multiple of 4) and not,
+/// N from 1 to 16 on both compiled widths (2 and 4 warps) with idle states,
+/// groups of 32 and more channels, every option; and shapes it cannot take
+/// (channels not in runs of 32 sharing B and C, fixed B or C, N past 16),
+/// which fall back to Auto's choice.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_tile_kernel_matches_the_reference() {
+    let mut rng = Rng::fresh("selective scan tiles");
+    // (batch, dim, L, N, groups)
+    let shapes = [
+        (1, 32, 1, 16, 1),
+        (2, 32, 31, 16, 1),
+        (1, 64, 32, 16, 2),
+        (2, 64, 33, 13, 1),
+        (1, 96, 64, 8, 3),
+        (1, 32, 65, 5, 1),
+        (3, 32, 100, 4, 1),
+        (1, 64, 129, 1, 1),
+        (1, 32, 300, 9, 1),
+        // Not taken: dim 48 (runs of 32 cross a batch), a group of 16
+        // channels, N = 17.
+        (2, 48, 40, 16, 1),
+        (1, 64, 40, 16, 4),
+        (1, 32, 40, 17, 1),
+    ];
+    tile_kernel_shapes(&mut rng, &shapes, (-1.5, -0.5), SelectiveKernelChoice::Tiles);
+}
+
+/// The tile kernel's other compiled shapes (with and without a register
+/// bound, outputs kept over 4, 8 or 16 steps), forced, on shapes of N = 16
+/// around their tiles, and one long row. `SCAN_TEST_TILE_SHAPES=4x0x4,...`
+/// runs only those named (as `SCAN_CUDA_SELECTIVE_KERNEL=tiles:...` names
+/// them), for compute-sanitizer.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_tile_kernel_shapes_match_the_reference() {
+    let named = std::env::var("SCAN_TEST_TILE_SHAPES").unwrap_or_else(|_| "4x0x4,4x3x8,4x3x16".to_string());
+    let mut rng = Rng::fresh("selective scan tile shapes");
+    let shapes =
+        [(1, 32, 1, 16, 1), (2, 64, 33, 13, 1), (1, 64, 100, 16, 2), (1, 32, 129, 16, 1), (1, 32, 4100, 16, 1)];
+    for name in named.split(',').filter(|n| !n.is_empty()) {
+        let choice = SelectiveKernelChoice::parse(&format!("tiles:{name}"))
+            .unwrap_or_else(|| panic!("SCAN_TEST_TILE_SHAPES: {name:?} is not GxBxY"));
+        tile_kernel_shapes(&mut rng, &shapes, (-0.5, -0.01), choice);
+    }
+}
+
+/// The tile kernel (forced) on long rows, with a state that barely decays:
+/// every tile's result depends on the states carried into it. (Apart from
+/// the shapes above so that compute-sanitizer can run those alone.)
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_tile_kernel_carries_long_rows() {
+    let mut rng = Rng::fresh("selective scan tiles, long rows");
+    let shapes = [(2, 128, 4096, 16, 2), (1, 32, 4097, 9, 1), (1, 32, 1 << 15, 16, 1)];
+    tile_kernel_shapes(&mut rng, &shapes, (-0.05, -0.001), SelectiveKernelChoice::Tiles);
+}
+
+/// Each (batch, dim, L, N, groups) shape on a tile kernel (`choice`,
+/// forced), with every option, A drawn from `a`.
+fn tile_kernel_shapes(
+    rng: &mut Rng,
+    shapes: &[(usize, usize, usize, usize, usize)],
+    a: (f64, f64),
+    choice: SelectiveKernelChoice,
+) {
+    use scan::cuda::Tuning;
+    let cuda = gpu().with_tuning(Tuning::default().selective_kernel(choice));
+    let run = gpu_run(&cuda);
+    for &(batch, dim, len, state, groups) in shapes {
+        let inputs = Inputs::decaying(rng, SsmShape { batch, dim, len, state }, groups, a);
+        for options in [0u32, 1, 2, 4, 8, 16, 32, 15, 63] {
+            check(&run, &format!("{choice:?} forced, options {options:#b}"), &inputs.args(options));
         }
     }
 }

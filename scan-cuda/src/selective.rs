@@ -1,10 +1,13 @@
-//! Mamba's selective scan on the GPU (kernels/selective.cuh): one module for
-//! the executor, compiled on first use, whatever the shapes. It holds two
-//! kernels: a chunked block scan (a block per K channels, 2048 steps per
-//! chunk, the states carried between chunks in shared memory) and a
-//! lane-group kernel (a group of lanes per row, about four state indices per
-//! lane, each running its recurrences along L); see [`LANE_KERNEL_MIN_ROWS`]
-//! and [`LANE_KERNEL_LONG_MIN_ROWS`] for the choice.
+//! Mamba's selective scan on the GPU (kernels/selective.cuh and
+//! selective_tiles.cuh): one module for the executor, compiled on first use,
+//! whatever the shapes. It holds three kernels: a chunked block scan (a block
+//! per K channels, 2048 steps per chunk, the states carried between chunks in
+//! shared memory), a lane-group kernel (a group of lanes per row, about four
+//! state indices per lane, each running its recurrences along L), and a tile
+//! kernel (a block per 32 channels of one batch, a warp per four state
+//! indices, a lane per channel: B and C the same across each warp); see
+//! [`LANE_KERNEL_MIN_ROWS`], [`TILE_KERNEL_MIN_ROWS`] and
+//! [`LANE_KERNEL_LONG_MIN_ROWS`] for the choice.
 //!
 //! [`Cuda::selective_scan`] takes host slices, as `Cpu::selective_scan`
 //! does; [`Cuda::upload_selective`] and [`Cuda::run_selective`] keep the
@@ -27,11 +30,12 @@ use crate::source::kernel_files;
 const THREADS: u32 = 128;
 
 /// The templates the kernel builds on, then the kernel.
-const SOURCES: [(&str, &str); 4] = [
+const SOURCES: [(&str, &str); 5] = [
     ("util.cuh", include_str!("../kernels/util.cuh")),
     ("warp.cuh", include_str!("../kernels/warp.cuh")),
     ("block.cuh", include_str!("../kernels/block.cuh")),
     ("selective.cuh", include_str!("../kernels/selective.cuh")),
+    ("selective_tiles.cuh", include_str!("../kernels/selective_tiles.cuh")),
 ];
 
 /// Warps per block of the lane-group kernel.
@@ -185,6 +189,84 @@ struct ChunkedShape {
 /// is not measured yet.
 const CHANNEL_PAIRS_MIN_ROWS: usize = 2048;
 
+/// A tile kernel (kernels/selective_tiles.cuh, `selective_scan_tiles<G,
+/// YS>`): a block of `warps` (G) warps owns 32 channels of one batch and
+/// group, warp g runs states 4 g .. 4 g + 3 of all 32, so B and C are the
+/// same across each warp; `min_blocks`, a register bound (blocks per SM),
+/// if any; `y_steps` (YS), the steps whose outputs a lane keeps in
+/// registers before storing them (4, 8, 16 or 32).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct TileKernel {
+    warps: u32,
+    min_blocks: Option<u32>,
+    y_steps: u32,
+}
+
+impl TileKernel {
+    /// Channels per block.
+    const ROWS: usize = 32;
+    /// Steps per tile.
+    const STEPS: usize = 32;
+
+    const fn new(warps: u32, min_blocks: Option<u32>, y_steps: u32) -> TileKernel {
+        TileKernel { warps, min_blocks, y_steps }
+    }
+
+    /// Every tile kernel the module holds: the defaults, and other shapes of
+    /// N = 16 for timing them.
+    fn all() -> impl Iterator<Item = TileKernel> {
+        TILE_DEFAULTS.into_iter().chain(TILE_OTHERS)
+    }
+
+    /// The default kernel for N = `state`, if one holds it.
+    fn for_state(state: usize) -> Option<TileKernel> {
+        TILE_DEFAULTS.into_iter().find(|k| state <= k.states())
+    }
+
+    /// The states it holds.
+    fn states(self) -> usize {
+        4 * self.warps as usize
+    }
+
+    /// Its shared memory (dynamic), as `SsmTiles<G>::Shared`: the steps (dt,
+    /// dt u) of its rows, B and C of its states, a partial y per warp.
+    fn shared_bytes(self) -> usize {
+        let (rows, steps) = (TileKernel::ROWS, TileKernel::STEPS);
+        let floats = rows * (2 * steps + 4) + steps * 2 * self.states() + self.warps as usize * rows * (steps + 4);
+        4 * floats
+    }
+
+    fn name(self) -> String {
+        let bound = self.min_blocks.map_or(String::new(), |b| format!("_{b}"));
+        format!("selective_scan_tiles_{}_{}{bound}", self.warps, self.y_steps)
+    }
+
+    fn template(self) -> String {
+        format!("selective_scan_tiles<{}, {}>", self.warps, self.y_steps)
+    }
+}
+
+/// Auto takes the tile kernel for at least this many rows longer than
+/// [`LANE_KERNEL_MAX_LEN`] with N past [`TILE_KERNEL_MIN_STATE`] (at most
+/// 16), when B and C vary and every 32 channels share them. Measured on the
+/// H200 with N = 16 (bench/gpu-h200-results.md, fourteenth session), tile
+/// kernel against the lane kernel and warp2 in the same call: batch 8, dim
+/// 1536, L 4096 0.413-0.428 ms against 0.698-0.724 and 0.760; 8192 rows of
+/// 4096 steps 0.325 against 0.654 and 0.504; 4096 rows 0.263 against 0.603
+/// and 0.283; 65536 rows of 256 steps 0.167 against 0.231 and 0.269; 32768
+/// of 512 0.165 against 0.223 and 0.270. Fewer rows are not measured (a
+/// block per 32 rows: 4096 rows are one block per SM) and keep warp2.
+const TILE_KERNEL_MIN_ROWS: usize = 4096;
+const TILE_KERNEL_MIN_STATE: usize = 8;
+
+/// The tile kernels Auto and `Tiles` take, by N: at N = 16, outputs kept
+/// over 16 steps under a 3-block register bound (0.409-0.429 ms at batch 8,
+/// dim 1536, L 4096 against 0.413-0.427 for 4 steps unbounded, and 0.240
+/// against 0.263 at 4096 rows: more loads in flight where warps are few).
+const TILE_DEFAULTS: [TileKernel; 2] = [TileKernel::new(2, None, 4), TileKernel::new(4, Some(3), 16)];
+/// Other tile kernels of N = 16, for timing ([`SelectiveKernelChoice::TileShape`]).
+const TILE_OTHERS: [TileKernel; 2] = [TileKernel::new(4, None, 4), TileKernel::new(4, Some(3), 8)];
+
 /// A chunked kernel: its shape, and whether B and whether C vary (each of
 /// the four forms is compiled for K = 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -216,7 +298,7 @@ impl Chunked {
 }
 
 /// Which GPU selective-scan kernel runs ([`Tuning::selective_kernel`](crate::Tuning::selective_kernel);
-/// the environment variable `SCAN_CUDA_SELECTIVE_KERNEL=auto|block|lanes|lanes2|channels2|channels4|warp2|lanes:SxPxT`
+/// the environment variable `SCAN_CUDA_SELECTIVE_KERNEL=auto|block|lanes|lanes2|channels2|channels4|warp2|tiles|lanes:SxPxT|tiles:GxBxY`
 /// does the same for programs that do not set it; see
 /// [`SelectiveKernelChoice::parse`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -251,6 +333,15 @@ pub enum SelectiveKernelChoice {
     /// 8)` is N = 16's default). A shape that is not compiled, or that holds
     /// fewer states than N, falls back to `Lanes`.
     LaneShape(u32, u32, u32),
+    /// The tile kernel: 32 channels per block, a warp per 4 states, B and C
+    /// read once per warp (N at most 16, B and C varying, dim and each
+    /// group's channels multiples of 32), else `Auto`'s choice.
+    Tiles,
+    /// The tile kernel of one compiled shape, for timing them: warps per
+    /// block, blocks per SM of its register bound (0: none), and steps of
+    /// outputs kept in registers. A shape that is not compiled, or that
+    /// holds fewer states than N, falls back to `Tiles`.
+    TileShape(u32, u32, u32),
 }
 
 impl SelectiveKernelChoice {
@@ -259,13 +350,15 @@ impl SelectiveKernelChoice {
     }
 
     /// A choice by the name `SCAN_CUDA_SELECTIVE_KERNEL` takes: `auto`,
-    /// `block`, `lanes`, `lanes2`, `channels2`, `channels4`, `warp2`, or `lanes:SxPxT`
-    /// for [`SelectiveKernelChoice::LaneShape`].
+    /// `block`, `lanes`, `lanes2`, `channels2`, `channels4`, `warp2`, `tiles`, `lanes:SxPxT`
+    /// for [`SelectiveKernelChoice::LaneShape`], or `tiles:GxBxY` for
+    /// [`SelectiveKernelChoice::TileShape`].
     ///
     /// ```
     /// use scan_cuda::SelectiveKernelChoice;
     /// assert_eq!(SelectiveKernelChoice::parse("warp2"), Some(SelectiveKernelChoice::ChannelsPerWarp(2)));
     /// assert_eq!(SelectiveKernelChoice::parse("lanes:4x4x8"), Some(SelectiveKernelChoice::LaneShape(4, 4, 8)));
+    /// assert_eq!(SelectiveKernelChoice::parse("tiles:4x3x16"), Some(SelectiveKernelChoice::TileShape(4, 3, 16)));
     /// assert_eq!(SelectiveKernelChoice::parse("fast"), None);
     /// ```
     pub fn parse(name: &str) -> Option<SelectiveKernelChoice> {
@@ -277,6 +370,11 @@ impl SelectiveKernelChoice {
             "channels2" => SelectiveKernelChoice::Channels(2),
             "channels4" => SelectiveKernelChoice::Channels(4),
             "warp2" => SelectiveKernelChoice::ChannelsPerWarp(2),
+            "tiles" => SelectiveKernelChoice::Tiles,
+            other if other.starts_with("tiles:") => {
+                let shape = LaneShape::parse(&other["tiles:".len()..])?;
+                SelectiveKernelChoice::TileShape(shape.lanes, shape.per_lane, shape.steps)
+            }
             other => {
                 let shape = LaneShape::parse(other.strip_prefix("lanes:")?)?;
                 SelectiveKernelChoice::LaneShape(shape.lanes, shape.per_lane, shape.steps)
@@ -330,10 +428,12 @@ impl LaneKernel {
 }
 
 /// The kernel a run takes.
+#[derive(Clone, Copy)]
 enum Plan {
     /// The chunked block scan, K channels per block.
     Chunked(Chunked),
     Lanes(LaneKernel),
+    Tiles(TileKernel),
 }
 
 /// The loaded kernels (the module must outlive the functions).
@@ -345,6 +445,8 @@ pub(crate) struct SelectiveKernel {
     /// would race).
     chunked: Vec<(Chunked, CudaFunction, usize)>,
     lanes: Vec<(LaneKernel, CudaFunction)>,
+    /// Each tile kernel with the dynamic shared memory it may take.
+    tiles: Vec<(TileKernel, CudaFunction, usize)>,
 }
 
 /// An `extern "C"` kernel `name` of `threads` threads (and at least
@@ -380,6 +482,9 @@ fn source() -> String {
     }
     for kernel in LaneKernel::all() {
         code.push_str(&kernel_wrapper(&kernel.name(), 32 * LANE_WARPS, None, &kernel.template()));
+    }
+    for kernel in TileKernel::all() {
+        code.push_str(&kernel_wrapper(&kernel.name(), 32 * kernel.warps, kernel.min_blocks, &kernel.template()));
     }
     code
 }
@@ -549,6 +654,27 @@ impl Cuda {
                 let block = (32 * LANE_WARPS, 1, 1);
                 (function, LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: block, shared_mem_bytes: 0 })
             }
+            Plan::Tiles(chosen) => {
+                let (function, dynamic_limit) = kernel
+                    .tiles
+                    .iter()
+                    .find(|(k, _, _)| *k == chosen)
+                    .map(|(_, f, limit)| (f, *limit))
+                    .ok_or_else(|| Error::Other("internal: a tile kernel is missing".into()))?;
+                let bytes = chosen.shared_bytes();
+                if bytes > dynamic_limit {
+                    return Err(Error::TooLarge {
+                        what: format!(
+                            "the selective scan's tile kernel needs {bytes} bytes of shared memory; this GPU gives it \
+                             {dynamic_limit}"
+                        ),
+                    });
+                }
+                let blocks = rows / TileKernel::ROWS;
+                let block = (32 * chosen.warps, 1, 1);
+                let shared_mem_bytes = bytes as u32;
+                (function, LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: block, shared_mem_bytes })
+            }
             Plan::Chunked(chosen) => {
                 let (function, dynamic_limit) = kernel
                     .chunked
@@ -598,25 +724,36 @@ impl Cuda {
             let shares = |groups: Option<usize>| groups.is_some_and(|g| (dim / g) % k == 0);
             k > 0 && dim % k == 0 && shares(s.b.groups) && shares(s.c.groups)
         };
+        // The tile kernel: B and C vary and each block's 32 channels share them.
+        let tiles = TileKernel::for_state(state).filter(|_| runs_share(TileKernel::ROWS)).map(Plan::Tiles);
+        let tile_shape = |g: u32, b: u32, y: u32| {
+            let kernel = TileKernel::new(g, (b > 0).then_some(b), y);
+            let compiled = TileKernel::all().any(|k| k == kernel);
+            (compiled && state <= kernel.states() && runs_share(TileKernel::ROWS)).then_some(Plan::Tiles(kernel))
+        };
         let shared = |k: u32, threads: u32| {
             let shape = CHUNKED_SHAPES.into_iter().find(|c| c.k == k && c.threads == threads);
             shape
                 .filter(|_| runs_share(k as usize))
                 .map(|shape| Plan::Chunked(Chunked { shape, vary_b: true, vary_c: true }))
         };
+        let auto = || match lanes {
+            Some(kernel)
+                if rows >= LANE_KERNEL_MIN_ROWS && len <= LANE_KERNEL_MAX_LEN && state <= LANE_KERNEL_MAX_STATE =>
+            {
+                Plan::Lanes(kernel)
+            }
+            _ if rows >= TILE_KERNEL_MIN_ROWS && state > TILE_KERNEL_MIN_STATE && tiles.is_some() => {
+                tiles.unwrap_or(single)
+            }
+            Some(kernel) if rows >= LANE_KERNEL_LONG_MIN_ROWS && kernel.shape == LANE_KERNEL_LONG_SHAPE => {
+                Plan::Lanes(kernel)
+            }
+            _ if rows >= CHANNEL_PAIRS_MIN_ROWS => shared(2, 32).unwrap_or(single),
+            _ => single,
+        };
         match choice {
-            SelectiveKernelChoice::Auto => match lanes {
-                Some(kernel)
-                    if rows >= LANE_KERNEL_MIN_ROWS && len <= LANE_KERNEL_MAX_LEN && state <= LANE_KERNEL_MAX_STATE =>
-                {
-                    Plan::Lanes(kernel)
-                }
-                Some(kernel) if rows >= LANE_KERNEL_LONG_MIN_ROWS && kernel.shape == LANE_KERNEL_LONG_SHAPE => {
-                    Plan::Lanes(kernel)
-                }
-                _ if rows >= CHANNEL_PAIRS_MIN_ROWS => shared(2, 32).unwrap_or(single),
-                _ => single,
-            },
+            SelectiveKernelChoice::Auto => auto(),
             SelectiveKernelChoice::Block => single,
             SelectiveKernelChoice::Lanes => lanes.map_or(single, Plan::Lanes),
             SelectiveKernelChoice::LanePairs => {
@@ -630,6 +767,8 @@ impl Cuda {
             }
             SelectiveKernelChoice::Channels(k) => shared(k, THREADS).unwrap_or(single),
             SelectiveKernelChoice::ChannelsPerWarp(k) => shared(k, 32).unwrap_or(single),
+            SelectiveKernelChoice::Tiles => tiles.unwrap_or_else(auto),
+            SelectiveKernelChoice::TileShape(g, b, y) => tile_shape(g, b, y).or(tiles).unwrap_or_else(auto),
         }
     }
 
@@ -670,7 +809,14 @@ impl Cuda {
                 })
                 .collect::<Result<_>>()?;
             let lanes = LaneKernel::all().map(|k| Ok((k, lookup(&module, &k.name())?))).collect::<Result<_>>()?;
-            Ok(SelectiveKernel { _module: module, chunked, lanes })
+            let tiles = TileKernel::all()
+                .map(|k| {
+                    let function = lookup(&module, &k.name())?;
+                    let dynamic = opt_in_dynamic_shared(&function, limit)?;
+                    Ok((k, function, dynamic))
+                })
+                .collect::<Result<_>>()?;
+            Ok(SelectiveKernel { _module: module, chunked, lanes, tiles })
         })
     }
 }
