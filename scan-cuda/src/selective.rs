@@ -655,12 +655,7 @@ impl Cuda {
                 (function, LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: block, shared_mem_bytes: 0 })
             }
             Plan::Tiles(chosen) => {
-                let (function, dynamic_limit) = kernel
-                    .tiles
-                    .iter()
-                    .find(|(k, _, _)| *k == chosen)
-                    .map(|(_, f, limit)| (f, *limit))
-                    .ok_or_else(|| Error::Other("internal: a tile kernel is missing".into()))?;
+                let (function, dynamic_limit) = with_limit(&kernel.tiles, &chosen, "a tile")?;
                 let bytes = chosen.shared_bytes();
                 if bytes > dynamic_limit {
                     return Err(Error::TooLarge {
@@ -676,12 +671,7 @@ impl Cuda {
                 (function, LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: block, shared_mem_bytes })
             }
             Plan::Chunked(chosen) => {
-                let (function, dynamic_limit) = kernel
-                    .chunked
-                    .iter()
-                    .find(|(c, _, _)| *c == chosen)
-                    .map(|(_, f, limit)| (f, *limit))
-                    .ok_or_else(|| Error::Other("internal: a chunked block-scan kernel is missing".into()))?;
+                let (function, dynamic_limit) = with_limit(&kernel.chunked, &chosen, "a chunked block-scan")?;
                 (function, self.block_launch(dynamic_limit, rows / chosen.shape.k as usize, state, chosen.shape)?)
             }
         };
@@ -801,24 +791,34 @@ impl Cuda {
     fn selective_kernel(&self) -> Result<Arc<SelectiveKernel>> {
         self.kernels_once(&self.selective, &source(), "selective_scan", |module| {
             let limit = crate::policy::shared_limit_per_block(self.capability());
-            let chunked = Chunked::all()
-                .map(|c| {
-                    let function = lookup(&module, &c.name())?;
-                    let dynamic = opt_in_dynamic_shared(&function, limit)?;
-                    Ok((c, function, dynamic))
-                })
-                .collect::<Result<_>>()?;
+            // Each kernel with the dynamic shared memory it is opted in to.
+            let opted_in = |name: String| -> Result<(CudaFunction, usize)> {
+                let function = lookup(&module, &name)?;
+                let dynamic = opt_in_dynamic_shared(&function, limit)?;
+                Ok((function, dynamic))
+            };
+            let chunked =
+                Chunked::all().map(|c| opted_in(c.name()).map(|(f, limit)| (c, f, limit))).collect::<Result<_>>()?;
             let lanes = LaneKernel::all().map(|k| Ok((k, lookup(&module, &k.name())?))).collect::<Result<_>>()?;
-            let tiles = TileKernel::all()
-                .map(|k| {
-                    let function = lookup(&module, &k.name())?;
-                    let dynamic = opt_in_dynamic_shared(&function, limit)?;
-                    Ok((k, function, dynamic))
-                })
-                .collect::<Result<_>>()?;
+            let tiles =
+                TileKernel::all().map(|k| opted_in(k.name()).map(|(f, limit)| (k, f, limit))).collect::<Result<_>>()?;
             Ok(SelectiveKernel { _module: module, chunked, lanes, tiles })
         })
     }
+}
+
+/// The kernel keyed `key` in `list` and the dynamic shared memory it was
+/// opted in to (`what` names the family in the internal error of a kernel
+/// missing from the module).
+fn with_limit<'a, K: PartialEq>(
+    list: &'a [(K, CudaFunction, usize)],
+    key: &K,
+    what: &str,
+) -> Result<(&'a CudaFunction, usize)> {
+    list.iter()
+        .find(|(k, _, _)| k == key)
+        .map(|(_, f, limit)| (f, *limit))
+        .ok_or_else(|| Error::Other(format!("internal: {what} kernel is missing")))
 }
 
 /// Lets `function` take all the dynamic shared memory a block may have
