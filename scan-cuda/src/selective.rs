@@ -68,9 +68,8 @@ impl LaneShape {
 
     /// `SxPxT`, e.g. `4x4x8`.
     fn parse(v: &str) -> Option<LaneShape> {
-        let mut parts = v.split('x').map(|p| p.trim().parse::<u32>().ok());
-        let shape = LaneShape::new(parts.next()??, parts.next()??, parts.next()??);
-        parts.next().is_none().then_some(shape)
+        let [lanes, per_lane, steps] = three_numbers(v)?;
+        Some(LaneShape::new(lanes, per_lane, steps))
     }
 
     /// This shape if it holds N = `state` (whether it is compiled is the
@@ -91,6 +90,13 @@ impl LaneShape {
     fn rows_per_warp(self) -> usize {
         32 / self.lanes as usize
     }
+}
+
+/// `AxBxC`: three numbers (a kernel shape's name).
+fn three_numbers(v: &str) -> Option<[u32; 3]> {
+    let mut parts = v.split('x').map(|p| p.trim().parse::<u32>().ok());
+    let numbers = [parts.next()??, parts.next()??, parts.next()??];
+    parts.next().is_none().then_some(numbers)
 }
 
 /// The lane-group kernels: [`LaneShape::for_state`]'s for every N up to 256,
@@ -372,8 +378,8 @@ impl SelectiveKernelChoice {
             "warp2" => SelectiveKernelChoice::ChannelsPerWarp(2),
             "tiles" => SelectiveKernelChoice::Tiles,
             other if other.starts_with("tiles:") => {
-                let shape = LaneShape::parse(&other["tiles:".len()..])?;
-                SelectiveKernelChoice::TileShape(shape.lanes, shape.per_lane, shape.steps)
+                let [warps, bound, y_steps] = three_numbers(&other["tiles:".len()..])?;
+                SelectiveKernelChoice::TileShape(warps, bound, y_steps)
             }
             other => {
                 let shape = LaneShape::parse(other.strip_prefix("lanes:")?)?;
