@@ -221,12 +221,22 @@ fn gpu() -> scan::cuda::Cuda {
     scan::cuda::Cuda::new().expect("a CUDA GPU (these tests are #[ignore]d without one)")
 }
 
-/// Both forms of the GPU backward's gradient blocks, named: whole rows (G
-/// carried along each row by the gradient kernel) and ranges of 256 steps
-/// (G from the carries kernel's reverse scan at each range's end).
+/// Both forms of the GPU backward's lane kernels' gradient blocks, named:
+/// whole rows (G carried along each row by the gradient kernel) and ranges
+/// of 256 steps (G from the carries kernel's reverse scan at each range's
+/// end).
 fn both_forms() -> [(&'static str, scan::cuda::Cuda); 2] {
-    let form = |whole| gpu().with_tuning(scan::cuda::Tuning::default().selective_backward_whole_rows(whole));
+    let form = |whole| {
+        let tuning = scan::cuda::Tuning::default().selective_backward_tiles(false).selective_backward_whole_rows(whole);
+        gpu().with_tuning(tuning)
+    };
     [("whole rows", form(true)), ("ranges", form(false))]
+}
+
+/// The tile kernels, taken wherever they apply (the default takes them
+/// from 4096 rows); other shapes fall back to the lane kernels.
+fn tiles() -> scan::cuda::Cuda {
+    gpu().with_tuning(scan::cuda::Tuning::default().selective_backward_tiles(true))
 }
 
 /// The GPU backward against the f64 reference within mamba_ssm's f32
@@ -275,6 +285,51 @@ fn the_gpu_matches_the_reference_within_mamba_tolerances() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// The tile kernels against the f64 reference within mamba_ssm's f32
+/// tolerances: N in {1, 4, 8} (blocks of 2 warps) and {9, 16} (4 warps),
+/// states past N idle; L around the 8-step checkpoints and the 16-step
+/// tiles, and a long row; 32 to 96 channels in 1 to 3 groups of B and C;
+/// every option. Options with a fixed B or C, shapes whose blocks of 32
+/// channels would not share a batch and a group (dim 48; dim 64 in 4 groups
+/// of 16) and N = 17 fall back to the lane kernels, and are checked too.
+/// `SCAN_TEST_SHORT_ROWS=1` keeps rows of at most 300 steps (for
+/// compute-sanitizer, which runs kernels hundreds of times slower).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_tile_backward_matches_the_reference() {
+    let cuda = tiles();
+    let mut rng = Rng::fresh("selective backward gpu tiles");
+    let mut cases = Vec::new();
+    for state in [1, 4, 8, 9, 16] {
+        for len in [1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 100, 257] {
+            cases.push((1, 32, len, state, 1));
+        }
+    }
+    cases.extend([(2, 64, 300, 16, 2), (2, 96, 129, 16, 3), (1, 32, 1 << 17, 16, 1), (2, 64, 4097, 5, 1)]);
+    // Declined: 48 channels, groups of 16 channels, N = 17.
+    cases.extend([(1, 48, 40, 16, 1), (1, 64, 40, 16, 4), (1, 32, 40, 17, 1)]);
+    if std::env::var_os("SCAN_TEST_SHORT_ROWS").is_some() {
+        cases.retain(|&(_, _, len, _, _)| len <= 300);
+    }
+    let mut failures = Vec::new();
+    for (batch, dim, len, state, groups) in cases {
+        let long = len > 10_000;
+        let all_options = [0u32, 1, 2, 4, 8, 15, 16, 32, 63];
+        for &options in if long { &all_options[5..6] } else { &all_options[..] } {
+            let shape = SsmShape { batch, dim, len, state };
+            let o = owned(&mut rng, shape, groups, options);
+            let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
+            let a = args(&o, options);
+            let want = reference_backward(&a, &w).unwrap();
+            let got = cuda.selective_scan_backward(&a, &w).unwrap_or_else(|e| panic!("{shape:?}: {e}"));
+            if let Err(e) = grads_close(&got, &want) {
+                failures.push(format!("{shape:?}, groups {groups}, options {options:#b}: {e}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
 /// Groups of B and C that differ (B in 2 groups, C in 3, dim 6: a block's
 /// channels share both, so blocks hold one channel each), and a long row
 /// (L = 2^17, as the 8/11 tests; B in 2 groups, C in 1); both forms of the
@@ -307,11 +362,12 @@ fn the_gpu_takes_different_groupings_of_b_and_c_and_long_rows() {
 
 /// Every sum in a fixed order: two runs give the same bits, and the GPU
 /// matches the CPU's backward within mamba_ssm's tolerances (both forms of
-/// the gradient blocks).
+/// the lane kernels' gradient blocks, and the tile kernels).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_backward_is_bitwise_the_same_from_run_to_run() {
-    let forms = both_forms();
+    let [whole, ranges] = both_forms();
+    let forms = [whole, ranges, ("tiles", tiles())];
     let mut rng = Rng::fresh("selective backward gpu determinism");
     let shape = SsmShape { batch: 2, dim: 64, len: 4097, state: 16 };
     for options in [15u32, 63] {

@@ -148,18 +148,23 @@ fn backward(
         Ok(f64::from(median(ms)))
     };
     let backward_ms = time(cuda)?;
-    // Both forms of the gradient blocks (whole rows, G carried along them;
-    // ranges of 256 steps, G from the carries kernel's reverse scan), each
-    // checked against the CPU first.
+    // The tile kernels where they apply, and both forms of the lane
+    // kernels' gradient blocks (whole rows, G carried along them; ranges of
+    // 256 steps, G from the carries kernel's reverse scan), each checked
+    // against the CPU first.
     let mut forms = String::new();
-    for (whole, name) in [(true, "whole rows"), (false, "ranges of 256 steps")] {
-        let tuned =
-            Cuda::new().map_err(e)?.with_tuning(scan_cuda::Tuning::default().selective_backward_whole_rows(whole));
+    let tuning = scan_cuda::Tuning::default();
+    for (tuning, name) in [
+        (tuning.selective_backward_tiles(true), "tiles of 32 channels (where they apply)"),
+        (tuning.selective_backward_tiles(false).selective_backward_whole_rows(true), "lanes, whole rows"),
+        (tuning.selective_backward_tiles(false).selective_backward_whole_rows(false), "lanes, ranges of 256 steps"),
+    ] {
+        let tuned = Cuda::new().map_err(e)?.with_tuning(tuning);
         let g = tuned.run_selective_backward(on_device, &dout).map_err(e)?.download().map_err(e)?;
         let bad: usize = gradient_pairs(&g, &cpu_grads).iter().map(|(_, got, want)| outside_tolerance(got, want)).sum();
         let ms = time(&tuned)?;
         forms.push_str(&format!(
-            "| GPU backward, gradient blocks over {name} ({bad} values outside the tolerances) | {ms:.3} |\n| ... / forward | {:.2} |\n",
+            "| GPU backward, {name} ({bad} values outside the tolerances) | {ms:.3} |\n| ... / forward | {:.2} |\n",
             ms / scan_ms
         ));
     }

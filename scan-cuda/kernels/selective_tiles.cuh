@@ -91,15 +91,26 @@ __device__ __forceinline__ float4 ssm_tile_load(const float* p, u64 t, u64 len) 
     }
 }
 
-template <int G, int YS>
-__device__ __forceinline__ void selective_scan_tiles(const float* u, const float* delta, const float* A,
-                                                     SsmProjection B, SsmProjection C, const float* D, const float* z,
-                                                     const float* delta_bias, const float* x0, float* out, float* last,
-                                                     u64 batch, u64 dim, u64 len, u64 state, bool softplus) {
+// Steps between two checkpoints of the states (CK below).
+constexpr int SSM_CHECK = 8;
+
+// The forward by tiles. CK (the backward's first kernel,
+// selective_backward_tiles.cuh): no output; instead the states before every
+// SSM_CHECK steps go to `checkpoints`, [block][check][state 4 g + k][lane]
+// (rows x ceil(L / SSM_CHECK) x 4 G floats; states past N stay 0), and C,
+// D, z and y are never read or made.
+template <int G, int YS, bool CK>
+__device__ __forceinline__ void ssm_tiles_forward(const float* u, const float* delta, const float* A, SsmProjection B,
+                                                  SsmProjection C, const float* D, const float* z,
+                                                  const float* delta_bias, const float* x0, float* out, float* last,
+                                                  float* checkpoints, u64 dim, u64 len, u64 state, bool softplus) {
     typedef SsmTiles<G> Tiles;
     constexpr int ROWS = Tiles::ROWS, T = Tiles::T, UNITS = Tiles::UNITS, THREADS = Tiles::THREADS;
     constexpr int STATES = Tiles::STATES;
     static_assert(YS % 4 == 0 && T % YS == 0, "runs of whole quads in a tile");
+    static_assert(T % SSM_CHECK == 0, "checkpoints inside tiles");
+    const u64 checks = (len + SSM_CHECK - 1) / SSM_CHECK;
+    float* my_checks = CK ? checkpoints + ((u64)blockIdx.x * checks * STATES + 4 * warp_id()) * ROWS + lane_id() : nullptr;
     // Dynamic shared memory (the host opts in past 48 KiB where a shape
     // needs it); the host passes sizeof(Shared), which a smaller launch
     // must not corrupt.
@@ -171,15 +182,15 @@ __device__ __forceinline__ void selective_scan_tiles(const float* u, const float
             if (FAST) {
                 raw_u[p] = ssm_tile_load<true>(u + at, t, len);
                 raw_delta[p] = ssm_tile_load<true>(delta + at, t, len);
-                if (z != nullptr) raw_z[p] = ssm_tile_load<true>(z + at, t, len);
+                if (!CK && z != nullptr) raw_z[p] = ssm_tile_load<true>(z + at, t, len);
             } else {
                 raw_u[p] = ssm_tile_load<false>(u + at, t, len);
                 raw_delta[p] = ssm_tile_load<false>(delta + at, t, len);
-                if (z != nullptr) raw_z[p] = ssm_tile_load<false>(z + at, t, len);
+                if (!CK && z != nullptr) raw_z[p] = ssm_tile_load<false>(z + at, t, len);
             }
         }
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
+        for (int i = 0; i < (CK ? 1 : 2); ++i) {
             raw_bc[i] = FAST ? ssm_tile_load<true>(bc_rows[i], t, len) : ssm_tile_load<false>(bc_rows[i], t, len);
         }
     };
@@ -201,7 +212,7 @@ __device__ __forceinline__ void selective_scan_tiles(const float* u, const float
                 du[j] = skip[p] * uu[j];
                 gate[j] = 1.0f;
             }
-            if (z != nullptr) {
+            if (!CK && z != nullptr) {
                 const float zz[4] = {raw_z[p].x, raw_z[p].y, raw_z[p].z, raw_z[p].w};
 #pragma unroll
                 for (int j = 0; j < 4; ++j) gate[j] = ssm_silu(zz[j]);
@@ -214,14 +225,14 @@ __device__ __forceinline__ void selective_scan_tiles(const float* u, const float
         // B and C, transposed; steps 4 unit_quad + j share their quad,
         // hence their swizzle.
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
+        for (int i = 0; i < (CK ? 1 : 2); ++i) {
             const float v[4] = {raw_bc[i].x, raw_bc[i].y, raw_bc[i].z, raw_bc[i].w};
 #pragma unroll
             for (int j = 0; j < 4; ++j) sh.bc[bc_at[i] + j * Tiles::BC_STRIDE] = bc_live ? v[j] : 0.0f;
         }
     };
 
-    auto scan_tile = [&]() {
+    auto scan_tile = [&](const u64 tile) {
         const float* my_steps = sh.steps + lane * Tiles::STEPS_STRIDE;
         float* my_partial = sh.partial + (g * ROWS + lane) * Tiles::PARTIAL_STRIDE;
         // y in registers over YS steps, then stored: a store among the steps
@@ -239,9 +250,18 @@ __device__ __forceinline__ void selective_scan_tiles(const float* u, const float
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
                 const int step = 4 * q + j;
+                if constexpr (CK) {
+                    // A streaming store (the backward reads it back much
+                    // later), which the compiler may move past shared loads.
+                    const u64 check = (tile * T + step) / SSM_CHECK;
+                    if (step % SSM_CHECK == 0 && check < checks) {
+#pragma unroll
+                        for (int k = 0; k < 4; ++k) __stcs(my_checks + (check * STATES + k) * ROWS, h[k]);
+                    }
+                }
                 // This warp's B and C of the step: one 16-byte chunk each.
                 const float4 bb = *reinterpret_cast<const float4*>(sh.bc + Tiles::bc_at(step, 8 * g));
-                const float4 cc = *reinterpret_cast<const float4*>(sh.bc + Tiles::bc_at(step, 8 * g + 4));
+                const float4 cc = CK ? bb : *reinterpret_cast<const float4*>(sh.bc + Tiles::bc_at(step, 8 * g + 4));
                 const float bv[4] = {bb.x, bb.y, bb.z, bb.w};
                 const float cv[4] = {cc.x, cc.y, cc.z, cc.w};
                 float acc = 0.0f;
@@ -252,7 +272,7 @@ __device__ __forceinline__ void selective_scan_tiles(const float* u, const float
                 }
                 y[step] = acc;
             }
-            if ((4 * q + 4) % YS == 0) {
+            if (!CK && (4 * q + 4) % YS == 0) {
 #pragma unroll
                 for (int r = 4 * q + 4 - YS; r < 4 * q + 4; r += 4) {
                     *reinterpret_cast<float4*>(my_partial + r) = make_float4(y[r], y[r + 1], y[r + 2], y[r + 3]);
@@ -308,9 +328,10 @@ __device__ __forceinline__ void selective_scan_tiles(const float* u, const float
     if (tiles > 1) load_tile(1);
     __syncthreads();
     for (u64 i = 0; i < tiles; ++i) {
-        scan_tile();
+        scan_tile(i);
         __syncthreads();
-        if (whole(i)) {
+        if (CK) {
+        } else if (whole(i)) {
             finish(true, i * T);
         } else {
             finish(false, i * T);
@@ -319,13 +340,22 @@ __device__ __forceinline__ void selective_scan_tiles(const float* u, const float
         if (i + 2 < tiles) load_tile(i + 2);
         __syncthreads();
     }
-    if (last != nullptr) {
+    if (!CK && last != nullptr) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             const u64 n = 4 * (u64)g + k;
             if (n < state) last[(row0 + lane) * state + n] = h[k];
         }
     }
+}
+
+template <int G, int YS>
+__device__ __forceinline__ void selective_scan_tiles(const float* u, const float* delta, const float* A,
+                                                     SsmProjection B, SsmProjection C, const float* D, const float* z,
+                                                     const float* delta_bias, const float* x0, float* out, float* last,
+                                                     u64 batch, u64 dim, u64 len, u64 state, bool softplus) {
+    ssm_tiles_forward<G, YS, false>(u, delta, A, B, C, D, z, delta_bias, x0, out, last, nullptr, dim, len, state,
+                                    softplus);
 }
 
 }  // namespace scan

@@ -71,6 +71,7 @@ mod policy;
 mod rows;
 mod selective;
 mod selective_backward;
+mod selective_backward_tiles;
 mod sharded;
 mod single_pass;
 mod source;

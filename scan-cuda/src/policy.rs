@@ -651,6 +651,7 @@ pub struct Tuning {
     narrow_slots: Option<bool>,
     selective: crate::selective::SelectiveKernelChoice,
     selective_backward_whole_rows: Option<bool>,
+    selective_backward_tiles: Option<bool>,
     adversarial_seed: u32,
     host_chunk_bytes: Option<usize>,
 }
@@ -777,6 +778,22 @@ impl Tuning {
     /// [`Tuning::selective_backward_whole_rows`] as set.
     pub(crate) fn selective_backward_whole_rows_setting(self) -> Option<bool> {
         self.selective_backward_whole_rows
+    }
+
+    /// Whether the selective-scan backward runs its tile kernels (`true`:
+    /// where they apply, as the forward's tile kernel: N at most 16, B and C
+    /// varying and shared by every 32 channels) or its lane kernels
+    /// (`false`). The default takes the tiles for at least 4096 rows and N
+    /// past 8 (for measurements and tests; the gradients agree within
+    /// rounding).
+    pub fn selective_backward_tiles(mut self, tiles: bool) -> Self {
+        self.selective_backward_tiles = Some(tiles);
+        self
+    }
+
+    /// [`Tuning::selective_backward_tiles`] as set.
+    pub(crate) fn selective_backward_tiles_setting(self) -> Option<bool> {
+        self.selective_backward_tiles
     }
 
     /// The chunk size, in bytes, of scans of host slices (which travel to

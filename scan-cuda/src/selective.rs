@@ -237,9 +237,7 @@ impl TileKernel {
     /// Its shared memory (dynamic), as `SsmTiles<G>::Shared`: the steps (dt,
     /// dt u) of its rows, B and C of its states, a partial y per warp.
     fn shared_bytes(self) -> usize {
-        let (rows, steps) = (TileKernel::ROWS, TileKernel::STEPS);
-        let floats = rows * (2 * steps + 4) + steps * 2 * self.states() + self.warps as usize * rows * (steps + 4);
-        4 * floats
+        tiles_shared_bytes(self.warps)
     }
 
     fn name(self) -> String {
@@ -250,6 +248,16 @@ impl TileKernel {
     fn template(self) -> String {
         format!("selective_scan_tiles<{}, {}>", self.warps, self.y_steps)
     }
+}
+
+/// The shared memory (dynamic) of a tile kernel of `warps` warps (G), as
+/// `SsmTiles<G>::Shared`: the steps (dt, dt u) of its 32 rows, B and C of
+/// its 4 G states, a partial y per warp; the backward's checkpoint kernel
+/// has the same.
+pub(crate) fn tiles_shared_bytes(warps: u32) -> usize {
+    let (rows, steps, warps) = (TileKernel::ROWS, TileKernel::STEPS, warps as usize);
+    let floats = rows * (2 * steps + 4) + steps * 2 * 4 * warps + warps * rows * (steps + 4);
+    4 * floats
 }
 
 /// Auto takes the tile kernel for at least this many rows longer than

@@ -19,15 +19,18 @@ use crate::cuda::Cuda;
 use crate::kernels::{keyed, lookup};
 use crate::module::lock;
 use crate::selective::{DeviceProjection, DeviceSelectiveScan};
+use crate::selective_backward_tiles::BackwardTileKernels;
 use crate::source::kernel_files;
 
 /// The templates the kernels build on, then the kernels.
-const SOURCES: [(&str, &str); 5] = [
+const SOURCES: [(&str, &str); 7] = [
     ("util.cuh", include_str!("../kernels/util.cuh")),
     ("warp.cuh", include_str!("../kernels/warp.cuh")),
     ("block.cuh", include_str!("../kernels/block.cuh")),
     ("selective.cuh", include_str!("../kernels/selective.cuh")),
+    ("selective_tiles.cuh", include_str!("../kernels/selective_tiles.cuh")),
     ("selective_backward.cuh", include_str!("../kernels/selective_backward.cuh")),
+    ("selective_backward_tiles.cuh", include_str!("../kernels/selective_backward_tiles.cuh")),
 ];
 
 /// Steps per checkpoint (`SSM_RUN` in the kernels).
@@ -158,6 +161,7 @@ fn source() -> String {
              }}\n"
         ));
     }
+    code.push_str(&crate::selective_backward_tiles::source());
     code.push_str(
         "extern \"C\" __global__ void selective_backward_sum_parts(const float* in, float* out,\n\
          \x20   unsigned long long outers, unsigned long long parts, unsigned long long inner) {\n\
@@ -184,6 +188,8 @@ pub(crate) struct SelectiveBackwardKernels {
     carries: Vec<(u32, CudaFunction)>,
     grads: Vec<((u32, u32), CudaFunction)>,
     sum_parts: CudaFunction,
+    /// The tile kernels by warps: (checkpoints, gradients).
+    pub(crate) tiles: Vec<(u32, BackwardTileKernels)>,
 }
 
 /// The gradient kernel's shape for `state`, if the GPU backward takes it.
@@ -315,6 +321,9 @@ impl Cuda {
     pub fn run_selective_backward(&self, s: &DeviceSelectiveScan, dout: &DeviceBuffer<f32>) -> Result<DeviceSsmGrads> {
         s.validate()?;
         check_dout_len(s.shape, dout.len())?;
+        if let Some(warps) = self.backward_tiles_plan(s) {
+            return self.run_selective_backward_tiles(s, dout, warps);
+        }
         let SsmShape { batch, dim, len, state } = s.shape;
         let rows = batch * dim;
         let shape = supported(state)?;
@@ -454,28 +463,10 @@ impl Cuda {
         }
 
         // 3. The partial sums, in index order (zeros where there are none).
-        let sum = |parts: u64, outers: usize, count: usize, inner: usize| -> Result<DeviceBuffer<f32>> {
-            let total = outers * inner;
-            if count == 0 {
-                return self.alloc(total);
-            }
-            let mut out: DeviceBuffer<f32> = self.alloc_unwritten(total)?;
-            if total == 0 {
-                return Ok(out);
-            }
-            let (in_ptr, out_ptr) = (parts, out.device_ptr_mut(stream));
-            let (outers, count, inner) = (outers as u64, count as u64, inner as u64);
-            let mut launch = stream.launch_builder(&kernels.sum_parts);
-            launch.arg(&in_ptr).arg(&out_ptr).arg(&outers).arg(&count).arg(&inner);
-            let cfg = LaunchConfig {
-                grid_dim: (grid(total.div_ceil(SUM_THREADS as usize))?, 1, 1),
-                block_dim: (SUM_THREADS, 1, 1),
-                shared_mem_bytes: 0,
-            };
+        let sum = |parts: u64, outers: usize, count: usize, inner: usize| {
             // SAFETY: `parts` holds outers x count x inner floats (the
-            // layouts above) and `out` outers x inner.
-            unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the selective backward (sums)", e))?;
-            Ok(out)
+            // layouts above).
+            unsafe { self.sum_backward_parts(&kernels, parts, outers, count, inner) }
         };
         let per_range = batch * ranges;
         let projection = |p: &DeviceProjection, parts: u64| match p.groups {
@@ -495,8 +486,47 @@ impl Cuda {
         })
     }
 
+    /// A new buffer of outers x inner floats: out[o][e] = the sum over p <
+    /// count of parts[(o count + p) inner + e], p ascending (zeros where
+    /// count is 0), queued on the stream.
+    ///
+    /// # Safety
+    /// `parts` addresses outers x count x inner floats on this executor's
+    /// device, written (by earlier launches on its stream) before it is read.
+    pub(crate) unsafe fn sum_backward_parts(
+        &self,
+        kernels: &SelectiveBackwardKernels,
+        parts: u64,
+        outers: usize,
+        count: usize,
+        inner: usize,
+    ) -> Result<DeviceBuffer<f32>> {
+        let total = outers * inner;
+        if count == 0 {
+            return self.alloc(total);
+        }
+        let mut out: DeviceBuffer<f32> = self.alloc_unwritten(total)?;
+        if total == 0 {
+            return Ok(out);
+        }
+        let stream = self.stream();
+        let (in_ptr, out_ptr) = (parts, out.device_ptr_mut(stream));
+        let (outers, count, inner) = (outers as u64, count as u64, inner as u64);
+        let mut launch = stream.launch_builder(&kernels.sum_parts);
+        launch.arg(&in_ptr).arg(&out_ptr).arg(&outers).arg(&count).arg(&inner);
+        let cfg = LaunchConfig {
+            grid_dim: (grid(total.div_ceil(SUM_THREADS as usize))?, 1, 1),
+            block_dim: (SUM_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: `parts` holds outers x count x inner floats (the caller's
+        // promise) and `out` outers x inner.
+        unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the selective backward (sums)", e))?;
+        Ok(out)
+    }
+
     /// The backward kernels, loaded once per executor.
-    fn selective_backward_kernels(&self) -> Result<Arc<SelectiveBackwardKernels>> {
+    pub(crate) fn selective_backward_kernels(&self) -> Result<Arc<SelectiveBackwardKernels>> {
         let limit = crate::policy::shared_limit_per_block(self.capability());
         self.kernels_once(&self.selective_backward, &source(), "selective_backward", |module| {
             let grads = GRAD_SHAPES
@@ -520,6 +550,7 @@ impl Cuda {
                 })
                 .collect::<Result<_>>()?;
             Ok(SelectiveBackwardKernels {
+                tiles: crate::selective_backward_tiles::load(&module)?,
                 carries: CARRY_WIDTHS
                     .into_iter()
                     .map(|threads| Ok((threads, lookup(&module, &carries_kernel_name(threads))?)))

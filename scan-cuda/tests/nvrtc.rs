@@ -236,7 +236,12 @@ fn the_selective_scan_kernel_builds() {
 
 /// The selective scan's backward kernels, for both architectures; on sm_90
 /// (the H200) ptxas reports no spill in any of them (a spill in the
-/// gradient kernel's loop over a run's steps costs more than the loop).
+/// gradient kernel's loop over a run's steps costs more than the loop),
+/// except a few values of the tile gradient kernel under its 3-block
+/// register bound: at most 64 bytes of spill stores. (Its SASS, read on
+/// 2026-12-03: the spilled values are per-tile ones, loaded once a tile
+/// before and after the barriers, none inside the step loops; unbounded,
+/// ptxas takes 224 registers, 2 blocks per SM.)
 #[test]
 #[ignore = "needs libnvrtc"]
 fn the_selective_backward_kernels_build_without_spills() {
@@ -245,11 +250,30 @@ fn the_selective_backward_kernels_build_without_spills() {
         assert!(cubin.starts_with(b"\x7fELF"), "{arch}: not an ELF cubin");
     }
     let report = scan_cuda::ptxas_report_selective_backward("sm_90").unwrap();
-    for kernel in ["selective_backward_grads_16_1", "selective_backward_carries_128", "selective_backward_carries_32"] {
+    for kernel in [
+        "selective_backward_grads_16_1",
+        "selective_backward_carries_128",
+        "selective_backward_carries_32",
+        "selective_backward_tiles_4",
+        "selective_backward_tiles_2",
+        "selective_checkpoints_tiles_4",
+        "selective_checkpoints_tiles_2",
+    ] {
         assert!(report.contains(&format!("Function properties for {kernel}")), "{kernel}: {report}");
     }
-    let spills = scan_testing::kernels_that_spill(&report, "selective_backward");
+    let mut spills = scan_testing::kernels_that_spill(&report, "selective_backward");
+    spills.extend(scan_testing::kernels_that_spill(&report, "selective_checkpoints"));
+    spills.retain(|line| !(line.starts_with("selective_backward_tiles_") && spill_store_bytes(line) <= 64));
     assert!(spills.is_empty(), "{}", spills.join("\n"));
+}
+
+/// The spill stores of a ptxas line ("... 12 bytes spill stores, ...").
+fn spill_store_bytes(line: &str) -> u64 {
+    line.split(',')
+        .find(|part| part.contains("spill stores"))
+        .and_then(|part| part.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u64::MAX)
 }
 
 /// Needs no NVRTC: the source is assembled on the host.

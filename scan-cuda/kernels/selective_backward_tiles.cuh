@@ -1,0 +1,447 @@
+// The selective scan's backward by tiles of 32 channels, the layout of the
+// forward's tile kernel (selective_tiles.cuh): a block owns 32 consecutive
+// channels (rows) of one batch and group of B and C, and G warps; warp g
+// runs state indices 4 g .. 4 g + 3 of all 32 rows, lane r the recurrences
+// of row r, so B and C are warp-uniform shared loads. Two kernels before the
+// partial sums (scan-cuda/src/selective_backward.rs launches them):
+//
+//   1. the forward tile kernel in checkpoint mode (ssm_tiles_forward<G, 4,
+//      true>): the states before every SSM_CHECK = 8 steps, [block][check]
+//      [state][lane], and nothing else (no C, z or output);
+//   2. selective_backward_tiles, below: the row's tiles of T = 16 steps from
+//      the last to the first, the reverse carry G of each (row, state) in
+//      the lane's registers all along the row. Per tile, three phases:
+//        prepare (a (row, 4 steps) unit per thread at G = 4): dt, dt u,
+//          dy = dout silu(z) and u into `steps` (a float4 per (row, step));
+//          B and C of the tile's states into `bc`, transposed to [step]
+//          [state]; kept for the finish (in `gates`): dz's factor
+//          dout silu'(z) and softplus' derivative sigmoid(delta + bias);
+//          the lanes' checkpoints of the tile (loaded a tile ahead);
+//        scan (warp g, lane r), per sub-run of 8 steps, the last first: the
+//          states from the sub-run's checkpoint forward, a_t = exp(dt A)
+//          and a_t x_{t-1} kept in registers (one exp per (step, state)
+//          here, one in the checkpoint kernel), then backward: g_t = C_t dy_t + G, G <- a_t g_t; the
+//          sums over the warp's 4 states of g B (for du and ddt), A g
+//          a x_{t-1} (ddt) and C x (y, for dz) into `partial[kind][g]`;
+//          dA's dt g a x_{t-1} summed in the lane over the whole row; dB's
+//          g dt u and dC's dy x summed over the 32 rows by a warp reduce-
+//          scatter (9 shuffles for 8 values), into `sums`;
+//        finish (the prepare's units): du, ddelta and dz of the unit's 4
+//          steps from the G partial sums, one coalesced store each; the
+//          block's dB and dC of the tile, one partial per (batch, block)
+//          ([b][chunk][n][t], chunk = the block's 32 channels), as the
+//          gradient kernel of selective_backward.cuh writes them.
+//      At the row's start, G is dL/dx0; dA (per (row, state)), dD and
+//      d delta_bias (per row) are partials per batch.
+//   3. selective_backward_sum_parts (selective_backward.cuh) adds the
+//      partials in index order, so that every gradient is bitwise the same
+//      from run to run.
+//
+// Steps past L get dt = 0, dt u = 0, dy = 0 and B = C = 0: a = 1 and no
+// input, so G passes through them unchanged; their outputs are not stored.
+// The host checks what the forward's tile kernel needs (32 rows a block
+// share a batch and a group; B and C vary).
+
+namespace scan {
+
+template <int G>
+struct SsmBackTiles {
+    static_assert(G == 2 || G == 4, "N up to 8 or 16, four states a warp");
+    static constexpr int ROWS = 32;
+    static constexpr int T = 16;  // steps per tile
+    static constexpr int R = SSM_CHECK;  // steps per sub-run (from a checkpoint)
+    static constexpr int THREADS = 32 * G;
+    static constexpr int STATES = 4 * G;
+    static constexpr int UNITS = ROWS * T / 4 / THREADS;  // (row, 4 steps) units per thread
+    static constexpr int STEPS_STRIDE = T + 1;            // float4 per row of `steps`
+    static constexpr int BC_STRIDE = 2 * STATES;          // floats per step of `bc` and `sums`
+    static constexpr int PARTIAL_STRIDE = T + 4;          // floats per row of `partial`
+    static_assert(T % R == 0 && R % 4 == 0, "whole sub-runs of whole quads in a tile");
+    static_assert(THREADS == 2 * STATES * (T / 4), "a thread per (B or C, state, quad of steps)");
+
+    struct Shared {
+        float4 steps[ROWS * STEPS_STRIDE];
+        float bc[T * BC_STRIDE];
+        float partial[3][G * ROWS * PARTIAL_STRIDE];
+        float sums[T * BC_STRIDE];
+        // Each thread's units' dz factors and softplus derivatives, from
+        // the prepare to the finish ([kind][unit p][thread]; in registers
+        // they spilled under the 3-block bound).
+        float4 gates[2 * UNITS * THREADS];
+    };
+
+    // The float4 of step t in a row of `steps`: the quad q's steps 4 q + j
+    // at 2 q + 8 (j & 1) + (j >> 1), so that the prepare's quarter-warp (two
+    // rows, four quads, one j) and the scan's (eight rows, one step) both
+    // touch 8 distinct bank groups (the row stride, 17, is odd).
+    static __device__ __forceinline__ int step_at(int t) {
+        const int q = t >> 2, j = t & 3;
+        return 2 * q + 8 * (j & 1) + (j >> 1);
+    }
+    // The float offset in `bc` of float i (of BC_STRIDE) of `step`, as
+    // the forward's: 16-byte chunk 2 g (B of warp g's states) or 2 g + 1
+    // (C), swizzled by the step's quad.
+    static __device__ __forceinline__ int bc_at(int step, int i) {
+        return step * BC_STRIDE + 4 * ((i / 4) ^ ((step >> 2) & (BC_STRIDE / 4 - 1))) + i % 4;
+    }
+};
+
+// The warp's sums over its 32 lanes of v[0 .. 8): afterwards every lane
+// holds the sum of value lane / 4. Each of the first three stages sends
+// half the values to the partner lane and keeps the other half; the order
+// of the additions depends on the lane only, never on timing.
+__device__ __forceinline__ float ssm_warp_sums8(float (&v)[8], unsigned lane) {
+#pragma unroll
+    for (int half = 4, m = 16; half >= 1; half /= 2, m /= 2) {
+        const bool upper = (lane & (unsigned)m) != 0;
+#pragma unroll
+        for (int j = 0; j < half; ++j) {
+            const float send = upper ? v[j] : v[j + half];
+            const float keep = upper ? v[j + half] : v[j];
+            v[j] = keep + __shfl_xor_sync(0xffffffffu, send, m);
+        }
+    }
+    float s = v[0];
+    s += __shfl_xor_sync(0xffffffffu, s, 2);
+    s += __shfl_xor_sync(0xffffffffu, s, 1);
+    return s;
+}
+
+template <int G>
+__device__ __forceinline__ void selective_backward_tiles(const float* u, const float* delta, const float* A,
+                                                         SsmProjection B, SsmProjection C, const float* D,
+                                                         const float* z, const float* delta_bias, const float* dout,
+                                                         const float* checkpoints, float* dx0, float* du,
+                                                         float* ddelta, float* dz, float* part_b, float* part_c,
+                                                         float* part_a, float* part_d, float* part_bias, u64 dim,
+                                                         u64 len, u64 state, bool softplus) {
+    typedef SsmBackTiles<G> Tiles;
+    constexpr int ROWS = Tiles::ROWS, T = Tiles::T, R = Tiles::R, UNITS = Tiles::UNITS;
+    constexpr int THREADS = Tiles::THREADS, STATES = Tiles::STATES;
+    constexpr float LN2 = 0.6931471805599453f;
+    // Dynamic shared memory: the host passes sizeof(Shared).
+    extern __shared__ __align__(16) unsigned char ssm_back_tiles_shared[];
+    unsigned dynamic_bytes;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_bytes));
+    if (dynamic_bytes < sizeof(typename Tiles::Shared)) __trap();
+    typename Tiles::Shared& sh = *reinterpret_cast<typename Tiles::Shared*>(ssm_back_tiles_shared);
+
+    const u64 row0 = (u64)blockIdx.x * ROWS;
+    const u64 b = row0 / dim, d0 = row0 % dim;
+    const u64 chunks = dim / ROWS, chunk = d0 / ROWS;
+    const unsigned tid = threadIdx.x, lane = lane_id(), g = warp_id();
+    const u64 checks = (len + R - 1) / R, tiles = (len + T - 1) / T;
+
+    // The scan's: lane `lane` is row row0 + lane, states 4 g + k. a2 is A
+    // log2(e) (the partial sum of A g a x_{t-1} is taken with it, and
+    // scaled by ln 2 in the finish).
+    float a2[4], carry[4], da[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const u64 n = 4 * (u64)g + k;
+        a2[k] = n < state ? A[(d0 + lane) * state + n] * SSM_LOG2E : 0.0f;
+        carry[k] = 0.0f;
+        da[k] = 0.0f;
+    }
+    const float* my_checks = checkpoints + ((u64)blockIdx.x * checks * STATES + 4 * g) * ROWS + lane;
+
+    // The prepare's and finish's units: unit p of this thread is row (tid +
+    // p THREADS) / 4, steps 4 unit_quad .. 4 unit_quad + 3 of the tile.
+    const unsigned unit_quad = tid % 4;
+    u64 unit_at[UNITS];
+    int steps_row[UNITS], partial_at[UNITS];
+    float skip[UNITS], bias[UNITS], acc_dd[UNITS], acc_bias[UNITS];
+#pragma unroll
+    for (int p = 0; p < UNITS; ++p) {
+        const unsigned unit_row = (tid + p * THREADS) / 4;
+        unit_at[p] = (row0 + unit_row) * len;
+        steps_row[p] = unit_row * Tiles::STEPS_STRIDE;
+        partial_at[p] = unit_row * Tiles::PARTIAL_STRIDE + 4 * unit_quad;
+        const u64 d = d0 + unit_row;
+        skip[p] = D != nullptr ? D[d] : 0.0f;
+        bias[p] = delta_bias != nullptr ? delta_bias[d] : 0.0f;
+        acc_dd[p] = acc_bias[p] = 0.0f;
+    }
+    // B and C: this thread's unit is steps 4 unit_quad .. of state bc_state
+    // of B (bc_kind 0) or C (1), in and (as dB or dC) out; states past N
+    // read state 0 and are zeroed, and write nothing.
+    const unsigned bc_kind = tid / (4 * STATES), bc_state = tid / 4 % STATES;
+    const bool bc_live = bc_state < state;
+    const u64 bc_n = bc_live ? bc_state : 0;
+    // (Both rows, then one chosen: choosing between B and C themselves put
+    // them in local memory.)
+    const float* b_row = B.row(b, d0, dim, bc_n, state, len);
+    const float* c_row = C.row(b, d0, dim, bc_n, state, len);
+    const float* bc_row = bc_kind == 0 ? b_row : c_row;
+    float* bc_part = (bc_kind == 0 ? part_b : part_c) + ((b * chunks + chunk) * state + bc_n) * len;
+    const int bc_in = Tiles::bc_at(4 * unit_quad, 8 * (bc_state / 4) + 4 * bc_kind + bc_state % 4);
+    const int bc_sum = bc_kind * STATES + bc_state;
+
+    const bool aligned = len % 4 == 0 && ssm_aligned(u) && ssm_aligned(delta) && ssm_aligned(dout) &&
+                         ssm_aligned(du) && ssm_aligned(ddelta) && (z == nullptr || (ssm_aligned(z) && ssm_aligned(dz))) &&
+                         ssm_aligned(B.data) && ssm_aligned(C.data) && ssm_aligned(part_b) && ssm_aligned(part_c);
+
+    // Registers between phases: the raw inputs of the next tile (with its
+    // checkpoints), the checkpoints of the tile being scanned. (dz's factor
+    // and softplus' derivative go through shared memory, `gates`: in
+    // registers they spilled under the 3-block bound.)
+    float4 raw_u[UNITS], raw_delta[UNITS], raw_dout[UNITS], raw_z[UNITS], raw_bc;
+    float raw_checks[T / R][4], checks_now[T / R][4];
+    float4* my_gates = sh.gates + tid;  // + (kind UNITS + p) THREADS
+
+    auto load = [&](const bool FAST, const u64 tile) {
+        const u64 t = tile * T + 4 * unit_quad;
+#pragma unroll
+        for (int p = 0; p < UNITS; ++p) {
+            const u64 at = unit_at[p];
+            raw_z[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (FAST) {
+                raw_u[p] = ssm_tile_load<true>(u + at, t, len);
+                raw_delta[p] = ssm_tile_load<true>(delta + at, t, len);
+                raw_dout[p] = ssm_tile_load<true>(dout + at, t, len);
+                if (z != nullptr) raw_z[p] = ssm_tile_load<true>(z + at, t, len);
+            } else {
+                raw_u[p] = ssm_tile_load<false>(u + at, t, len);
+                raw_delta[p] = ssm_tile_load<false>(delta + at, t, len);
+                raw_dout[p] = ssm_tile_load<false>(dout + at, t, len);
+                if (z != nullptr) raw_z[p] = ssm_tile_load<false>(z + at, t, len);
+            }
+        }
+        raw_bc = FAST ? ssm_tile_load<true>(bc_row, t, len) : ssm_tile_load<false>(bc_row, t, len);
+#pragma unroll
+        for (int c = 0; c < T / R; ++c) {
+            const u64 check = tile * (T / R) + c;
+#pragma unroll
+            for (int k = 0; k < 4; ++k) raw_checks[c][k] = check < checks ? my_checks[(check * STATES + k) * ROWS] : 0.0f;
+        }
+    };
+
+    auto prepare = [&](const bool FAST, const u64 tile) {
+        const u64 t = tile * T + 4 * unit_quad;
+#pragma unroll
+        for (int p = 0; p < UNITS; ++p) {
+            const float uu[4] = {raw_u[p].x, raw_u[p].y, raw_u[p].z, raw_u[p].w};
+            const float dd[4] = {raw_delta[p].x, raw_delta[p].y, raw_delta[p].z, raw_delta[p].w};
+            const float go[4] = {raw_dout[p].x, raw_dout[p].y, raw_dout[p].z, raw_dout[p].w};
+            const float zz[4] = {raw_z[p].x, raw_z[p].y, raw_z[p].z, raw_z[p].w};
+            float fz[4], fsp[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const float x = dd[j] + bias[p];
+                float dt = softplus ? ssm_softplus(x) : x;
+                fsp[j] = softplus ? ssm_sigmoid(x) : 1.0f;
+                if (!FAST && t + j >= len) dt = 0.0f;  // past the end: the identity
+                float dy = go[j];
+                fz[j] = 0.0f;
+                if (z != nullptr) {
+                    const float sig = ssm_sigmoid(zz[j]);
+                    dy *= zz[j] * sig;
+                    fz[j] = go[j] * sig * fmaf(zz[j], 1.0f - sig, 1.0f);
+                }
+                sh.steps[steps_row[p] + Tiles::step_at(4 * unit_quad + j)] = make_float4(dt, dt * uu[j], dy, uu[j]);
+            }
+            my_gates[p * THREADS] = make_float4(fz[0], fz[1], fz[2], fz[3]);
+            my_gates[(UNITS + p) * THREADS] = make_float4(fsp[0], fsp[1], fsp[2], fsp[3]);
+        }
+        const float v[4] = {raw_bc.x, raw_bc.y, raw_bc.z, raw_bc.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) sh.bc[bc_in + j * Tiles::BC_STRIDE] = bc_live ? v[j] : 0.0f;
+        // The tile's checkpoints, loaded a tile ahead (loaded here instead,
+        // their latency cost 5%: 2.55 against 2.43 ms).
+#pragma unroll
+        for (int c = 0; c < T / R; ++c) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) checks_now[c][k] = raw_checks[c][k];
+        }
+    };
+
+    auto scan_tile = [&]() {
+        const float4* my_steps = sh.steps + lane * Tiles::STEPS_STRIDE;
+        float* my_partial[3];
+#pragma unroll
+        for (int i = 0; i < 3; ++i) my_partial[i] = sh.partial[i] + (g * ROWS + lane) * Tiles::PARTIAL_STRIDE;
+        // Unrolled, so that the compiler can start the earlier sub-run's
+        // forward during the later one's backward (H200, 8/11's shape: the
+        // backward 2.41-2.43 ms; one sub-run at a time, 2.61-2.63).
+#pragma unroll
+        for (int run = T / R - 1; run >= 0; --run) {
+            // Forward from the checkpoint: a_t and a_t x_{t-1}.
+            float av[R][4], pv[R][4], x[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) x[k] = checks_now[run][k];
+#pragma unroll
+            for (int s = 0; s < R; ++s) {
+                const int t = run * R + s;
+                const float4 st = my_steps[Tiles::step_at(t)];
+                const float4 bb = *reinterpret_cast<const float4*>(sh.bc + Tiles::bc_at(t, 8 * g));
+                const float bv[4] = {bb.x, bb.y, bb.z, bb.w};
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    av[s][k] = ssm_exp2(st.x * a2[k]);
+                    pv[s][k] = av[s][k] * x[k];
+                    x[k] = fmaf(st.y, bv[k], pv[s][k]);
+                }
+            }
+            // Backward over the sub-run.
+            float p1[4], p2[4], p3[4];
+#pragma unroll
+            for (int s = R - 1; s >= 0; --s) {
+                const int t = run * R + s;
+                const float4 st = my_steps[Tiles::step_at(t)];  // dt, dt u, dy, u
+                const float4 bb = *reinterpret_cast<const float4*>(sh.bc + Tiles::bc_at(t, 8 * g));
+                const float4 cc = *reinterpret_cast<const float4*>(sh.bc + Tiles::bc_at(t, 8 * g + 4));
+                const float bv[4] = {bb.x, bb.y, bb.z, bb.w};
+                const float cv[4] = {cc.x, cc.y, cc.z, cc.w};
+                float gb = 0.0f, gaq = 0.0f, cx = 0.0f, bc_terms[8];
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    const float gk = fmaf(cv[k], st.z, carry[k]);
+                    const float xk = fmaf(st.y, bv[k], pv[s][k]);
+                    const float q = gk * pv[s][k];  // g a x_{t-1}
+                    da[k] = fmaf(st.x, q, da[k]);
+                    gaq = fmaf(a2[k], q, gaq);
+                    gb = fmaf(gk, bv[k], gb);
+                    cx = fmaf(cv[k], xk, cx);
+                    bc_terms[k] = gk * st.y;      // dB: g dt u
+                    bc_terms[4 + k] = st.z * xk;  // dC: dy x
+                    carry[k] = av[s][k] * gk;
+                }
+                p1[s % 4] = gb;  // t % 4
+                p2[s % 4] = gaq;
+                p3[s % 4] = cx;
+                const float total = ssm_warp_sums8(bc_terms, lane);
+                if ((lane & 3u) == 0) sh.sums[t * Tiles::BC_STRIDE + (lane >> 4) * STATES + 4 * g + (lane >> 2) % 4] = total;
+                if (s % 4 == 0) {
+                    *reinterpret_cast<float4*>(my_partial[0] + t) = make_float4(p1[0], p1[1], p1[2], p1[3]);
+                    *reinterpret_cast<float4*>(my_partial[1] + t) = make_float4(p2[0], p2[1], p2[2], p2[3]);
+                    *reinterpret_cast<float4*>(my_partial[2] + t) = make_float4(p3[0], p3[1], p3[2], p3[3]);
+                }
+            }
+        }
+    };
+
+    auto finish = [&](const bool FAST, const u64 tile) {
+        const u64 t = tile * T + 4 * unit_quad;
+#pragma unroll
+        for (int p = 0; p < UNITS; ++p) {
+            float4 sum[3];
+#pragma unroll
+            for (int i = 0; i < 3; ++i) {
+                sum[i] = *reinterpret_cast<const float4*>(sh.partial[i] + partial_at[p]);
+#pragma unroll
+                for (int w = 1; w < G; ++w) {
+                    const float4 s = *reinterpret_cast<const float4*>(sh.partial[i] + w * ROWS * Tiles::PARTIAL_STRIDE +
+                                                                      partial_at[p]);
+                    sum[i].x += s.x, sum[i].y += s.y, sum[i].z += s.z, sum[i].w += s.w;
+                }
+            }
+            const float gb[4] = {sum[0].x, sum[0].y, sum[0].z, sum[0].w};
+            const float gaq[4] = {sum[1].x, sum[1].y, sum[1].z, sum[1].w};
+            const float cx[4] = {sum[2].x, sum[2].y, sum[2].z, sum[2].w};
+            const float4 kept_dz = my_gates[p * THREADS], kept_dsp = my_gates[(UNITS + p) * THREADS];
+            const float fz[4] = {kept_dz.x, kept_dz.y, kept_dz.z, kept_dz.w};
+            const float fsp[4] = {kept_dsp.x, kept_dsp.y, kept_dsp.z, kept_dsp.w};
+            float o_du[4], o_dd[4], o_dz[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const float4 st = sh.steps[steps_row[p] + Tiles::step_at(4 * unit_quad + j)];  // dt, dt u, dy, u
+                o_du[j] = fmaf(st.z, skip[p], st.x * gb[j]);
+                o_dd[j] = fmaf(LN2, gaq[j], st.w * gb[j]) * fsp[j];
+                o_dz[j] = fz[j] * fmaf(skip[p], st.w, cx[j]);
+                const bool in = FAST || t + j < len;
+                acc_dd[p] = fmaf(st.z, st.w, acc_dd[p]);  // 0 past the end (dy = u = 0)
+                acc_bias[p] += in ? o_dd[j] : 0.0f;
+            }
+            const u64 at = unit_at[p] + t;
+            if (FAST) {
+                *reinterpret_cast<float4*>(du + at) = make_float4(o_du[0], o_du[1], o_du[2], o_du[3]);
+                *reinterpret_cast<float4*>(ddelta + at) = make_float4(o_dd[0], o_dd[1], o_dd[2], o_dd[3]);
+                if (z != nullptr) *reinterpret_cast<float4*>(dz + at) = make_float4(o_dz[0], o_dz[1], o_dz[2], o_dz[3]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    if (t + j < len) {
+                        du[at + j] = o_du[j];
+                        ddelta[at + j] = o_dd[j];
+                        if (z != nullptr) dz[at + j] = o_dz[j];
+                    }
+                }
+            }
+        }
+        // The block's dB or dC of state bc_state over 4 steps.
+        if (bc_live) {
+            float v[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) v[j] = sh.sums[(4 * unit_quad + j) * Tiles::BC_STRIDE + bc_sum];
+            if (FAST) {
+                *reinterpret_cast<float4*>(bc_part + t) = make_float4(v[0], v[1], v[2], v[3]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    if (t + j < len) bc_part[t + j] = v[j];
+            }
+        }
+    };
+
+    // Tile i is whole (FAST: vector loads, no bounds) when the rows are
+    // aligned and it ends inside them.
+    auto whole = [&](u64 i) { return aligned && (i + 1) * T <= len; };
+    auto load_tile = [&](u64 i) {
+        if (whole(i)) {
+            load(true, i);
+        } else {
+            load(false, i);
+        }
+    };
+    auto prepare_tile = [&](u64 i) {
+        if (whole(i)) {
+            prepare(true, i);
+        } else {
+            prepare(false, i);
+        }
+    };
+    load_tile(tiles - 1);
+    prepare_tile(tiles - 1);
+    if (tiles > 1) load_tile(tiles - 2);
+    __syncthreads();
+    for (u64 i = tiles; i-- > 0;) {
+        scan_tile();
+        __syncthreads();
+        if (whole(i)) {
+            finish(true, i);
+        } else {
+            finish(false, i);
+        }
+        if (i > 0) prepare_tile(i - 1);
+        if (i > 1) load_tile(i - 2);
+        __syncthreads();
+    }
+
+    // Past step 0, G is dL/dx0; dA per (row, state) and dD, d delta_bias per
+    // row are this batch's partials ([b][d][n], [b][d]).
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const u64 n = 4 * (u64)g + k;
+        if (n < state) {
+            const u64 at = (row0 + lane) * state + n;
+            part_a[at] = da[k];
+            if (dx0 != nullptr) dx0[at] = carry[k];
+        }
+    }
+#pragma unroll
+    for (int p = 0; p < UNITS; ++p) {
+        float dd = acc_dd[p], dbias = acc_bias[p];
+#pragma unroll
+        for (int m = 1; m < 4; m *= 2) {
+            dd += __shfl_xor_sync(0xffffffffu, dd, m);
+            dbias += __shfl_xor_sync(0xffffffffu, dbias, m);
+        }
+        if (unit_quad == 0) {
+            const u64 row = row0 + (tid + p * THREADS) / 4;
+            part_d[row] = dd;
+            part_bias[row] = dbias;
+        }
+    }
+}
+
+}  // namespace scan

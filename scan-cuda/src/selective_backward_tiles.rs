@@ -1,0 +1,295 @@
+//! The selective scan's backward by tiles of 32 channels
+//! (kernels/selective_backward_tiles.cuh), the layout of the forward's tile
+//! kernel: the forward in checkpoint mode writes the states before every 8
+//! steps, then one kernel walks each block's rows from the last tile to the
+//! first with the reverse carry in registers, and the partial sums of
+//! selective_backward.rs add dB, dC, dA, dD and d delta_bias in a fixed
+//! order. It takes N up to 16 with B and C varying and shared by every 32
+//! channels (Mamba's layout), as the forward's tile kernel does; the lane
+//! kernels take the rest.
+
+use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
+use scan_core::selective::SsmShape;
+use scan_core::{Error, Result};
+
+use crate::blelloch::grid;
+use crate::buffer::{driver_error, DeviceBuffer};
+use crate::cuda::Cuda;
+use crate::kernels::lookup;
+use crate::module::lock;
+use crate::selective::{tiles_shared_bytes, DeviceSelectiveScan};
+use crate::selective_backward::DeviceSsmGrads;
+
+/// Warps per block (G: states 4 G, so N up to 8 or 16).
+const WARPS: [u32; 2] = [2, 4];
+/// Channels per block.
+const ROWS: usize = 32;
+/// Steps per tile of the gradient kernel.
+const STEPS: usize = 16;
+/// Steps per checkpoint (`SSM_CHECK`).
+const CHECK: usize = 8;
+/// The default takes the tile kernels from this many rows (batch x dim),
+/// with N past `MIN_STATE`, as the forward's tile kernel: with fewer rows, a
+/// block per 32 channels leaves SMs idle; the blocks of 2 warps (N up to 8)
+/// are tested but not timed.
+const MIN_ROWS: usize = 4096;
+const MIN_STATE: usize = 8;
+
+/// The gradient kernel's register bound, blocks per SM: 3 of 4 warps (168
+/// registers a thread: unbounded, ptxas took 224, two blocks per SM, and
+/// 8/11's shape has 2.9 blocks per SM to place); 4 of 2 warps (255: at 6
+/// blocks, 170, it spilled 36 bytes).
+fn gradient_blocks_per_sm(warps: u32) -> u32 {
+    if warps == 4 {
+        3
+    } else {
+        4
+    }
+}
+
+/// The two kernels of `warps` warps.
+pub(crate) struct BackwardTileKernels {
+    checkpoints: CudaFunction,
+    gradients: CudaFunction,
+}
+
+fn checkpoints_name(warps: u32) -> String {
+    format!("selective_checkpoints_tiles_{warps}")
+}
+
+fn gradients_name(warps: u32) -> String {
+    format!("selective_backward_tiles_{warps}")
+}
+
+/// The gradient kernel's shared memory, as `SsmBackTiles<G>::Shared`: a
+/// float4 per (row, step) (stride 17), B and C per step, three partial sums
+/// per (warp, row, step) (stride 20), the block's dB and dC per step, and
+/// two float4 per (row, 4 steps) unit.
+fn gradients_shared_bytes(warps: u32) -> usize {
+    let states = 4 * warps as usize;
+    // A thread's (row, 4 steps) units: two float4 each.
+    let gates = 16 * 2 * ROWS * STEPS / 4;
+    16 * ROWS * (STEPS + 1) + 4 * (2 * STEPS * 2 * states + 3 * warps as usize * ROWS * (STEPS + 4)) + gates
+}
+
+/// The kernels' instantiations.
+pub(crate) fn source() -> String {
+    let mut code = String::new();
+    for g in WARPS {
+        let (checkpoints, gradients) = (checkpoints_name(g), gradients_name(g));
+        let threads = 32 * g;
+        let per_sm = gradient_blocks_per_sm(g);
+        code.push_str(&format!(
+            "extern \"C\" __global__ void __launch_bounds__({threads}) {checkpoints}(\n\
+             \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
+             \x20   const float* delta_bias, const float* x0, float* checkpoints, unsigned long long dim,\n\
+             \x20   unsigned long long len, unsigned long long state, int softplus) {{\n\
+             \x20 const scan::SsmProjection b{{B, b_groups}};\n\
+             \x20 scan::ssm_tiles_forward<{g}, 4, true>(u, delta, A, b, b, nullptr, nullptr, delta_bias, x0, nullptr,\n\
+             \x20     nullptr, checkpoints, dim, len, state, softplus != 0);\n\
+             }}\n\
+             extern \"C\" __global__ void __launch_bounds__({threads}, {per_sm}) {gradients}(\n\
+             \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
+             \x20   const float* C, unsigned long long c_groups, const float* D, const float* z,\n\
+             \x20   const float* delta_bias, const float* dout, const float* checkpoints, float* dx0, float* du,\n\
+             \x20   float* ddelta, float* dz, float* part_b, float* part_c, float* part_a, float* part_d,\n\
+             \x20   float* part_bias, unsigned long long dim, unsigned long long len, unsigned long long state,\n\
+             \x20   int softplus) {{\n\
+             \x20 scan::selective_backward_tiles<{g}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
+             \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, dout, checkpoints, dx0, du, ddelta, dz,\n\
+             \x20     part_b, part_c, part_a, part_d, part_bias, dim, len, state, softplus != 0);\n\
+             }}\n"
+        ));
+    }
+    code
+}
+
+/// Looks the kernels up in the backward's module.
+pub(crate) fn load(module: &std::sync::Arc<CudaModule>) -> Result<Vec<(u32, BackwardTileKernels)>> {
+    WARPS
+        .into_iter()
+        .map(|g| {
+            let kernels = BackwardTileKernels {
+                checkpoints: lookup(module, &checkpoints_name(g))?,
+                gradients: lookup(module, &gradients_name(g))?,
+            };
+            Ok((g, kernels))
+        })
+        .collect()
+}
+
+/// The warps per block for N = `state`, if the tile kernels hold it.
+fn warps_for(state: usize) -> Option<u32> {
+    WARPS.into_iter().find(|&g| state >= 1 && state <= 4 * g as usize)
+}
+
+/// A sub-buffer's length rounded up to whole 16-byte vectors, so that each
+/// one the scratch holds starts aligned.
+fn vectors(floats: usize) -> usize {
+    floats.div_ceil(4) * 4
+}
+
+impl Cuda {
+    /// The warps per block of the tile backward if it runs for `s`: N at
+    /// most 16, B and C varying and shared by every 32 channels (each
+    /// block's), and the tuning's choice ([`crate::Tuning::selective_backward_tiles`];
+    /// by default at least 4096 rows and N past 8).
+    pub(crate) fn backward_tiles_plan(&self, s: &DeviceSelectiveScan) -> Option<u32> {
+        let SsmShape { batch, dim, state, .. } = s.shape;
+        let shares = |groups: Option<usize>| groups.is_some_and(|g| g > 0 && dim % g == 0 && (dim / g) % ROWS == 0);
+        let fits = dim % ROWS == 0 && shares(s.b.groups) && shares(s.c.groups);
+        let default = batch * dim >= MIN_ROWS && state > MIN_STATE;
+        let wanted = self.tuning().selective_backward_tiles_setting().unwrap_or(default);
+        warps_for(state).filter(|_| fits && wanted)
+    }
+
+    /// [`Cuda::run_selective_backward`] by tiles (see the module's doc):
+    /// `warps` from [`Cuda::backward_tiles_plan`]. Scratch, kept on the
+    /// executor as the lane kernels' is: the checkpoints, rows x ceil(L / 8)
+    /// x 4 G floats, and the partials of dB and dC, batch x dim / 32 x N x L
+    /// floats each (dim / 32 copies of B's size).
+    pub(crate) fn run_selective_backward_tiles(
+        &self,
+        s: &DeviceSelectiveScan,
+        dout: &DeviceBuffer<f32>,
+        warps: u32,
+    ) -> Result<DeviceSsmGrads> {
+        let SsmShape { batch, dim, len, state } = s.shape;
+        let rows = batch * dim;
+        let states = 4 * warps as usize;
+        let chunks = dim / ROWS;
+        let kernels = self.selective_backward_kernels()?;
+        let tile =
+            kernels.tiles.iter().find_map(|(g, k)| (*g == warps).then_some(k)).ok_or_else(|| {
+                Error::Other(format!("internal: no selective backward tile kernels of {warps} warps"))
+            })?;
+        let (b_groups, c_groups) = match (s.b.groups, s.c.groups) {
+            (Some(b), Some(c)) => (b, c),
+            _ => return Err(Error::Other("internal: the tile backward takes varying B and C only".into())),
+        };
+        let scratch_lens = [
+            rows * len.div_ceil(CHECK) * states,
+            batch * chunks * state * len,
+            batch * chunks * state * len,
+            rows * state,
+            rows,
+            rows,
+        ]
+        .map(vectors);
+        let total: usize = scratch_lens.iter().sum();
+        let mut scratch = lock(&self.selective_scratch);
+        if !scratch.as_ref().is_some_and(|b| b.len() >= total) {
+            *scratch = None;
+            *scratch = Some(self.alloc_unwritten::<f32>(total.max(1))?);
+        }
+        let stream = self.stream();
+        let base = scratch
+            .as_mut()
+            .ok_or_else(|| Error::Other("internal: no backward scratch".into()))?
+            .device_ptr_mut(stream);
+        let mut offset = 0;
+        let [checks, pb, pc, pa, pd, pbias] = scratch_lens.map(|n| {
+            let at = base + 4 * offset as u64;
+            offset += n;
+            at
+        });
+        let (has_d, has_z) = (s.d.is_some(), s.z.is_some());
+        let (has_bias, has_x0) = (s.delta_bias.is_some(), s.initial_state.is_some());
+        let mut dx0: DeviceBuffer<f32> = self.alloc(if has_x0 { rows * state } else { 0 })?;
+        let mut du: DeviceBuffer<f32> = self.alloc_unwritten(rows * len)?;
+        let mut ddelta: DeviceBuffer<f32> = self.alloc_unwritten(rows * len)?;
+        let mut dz: DeviceBuffer<f32> = self.alloc_unwritten(if has_z { rows * len } else { 0 })?;
+
+        if rows > 0 && len > 0 {
+            let ptr = |x: &DeviceBuffer<f32>| x.device_ptr(stream);
+            let opt = |x: &Option<DeviceBuffer<f32>>| x.as_ref().map_or(0, ptr);
+            let (u, delta, a, b, c) = (ptr(&s.u), ptr(&s.delta), ptr(&s.a), ptr(&s.b.data), ptr(&s.c.data));
+            let (d, z, bias, x0, dout) = (opt(&s.d), opt(&s.z), opt(&s.delta_bias), opt(&s.initial_state), ptr(dout));
+            let (b_groups, c_groups) = (b_groups as u64, c_groups as u64);
+            let softplus = i32::from(s.delta_softplus);
+            let (dim64, len64, state64) = (dim as u64, len as u64, state as u64);
+            let dx0_ptr = if has_x0 { dx0.device_ptr_mut(stream) } else { 0 };
+            let (du_ptr, ddelta_ptr) = (du.device_ptr_mut(stream), ddelta.device_ptr_mut(stream));
+            let dz_ptr = if has_z { dz.device_ptr_mut(stream) } else { 0 };
+            let blocks = grid(rows / ROWS)?;
+
+            // 1. The checkpoints.
+            let mut launch = stream.launch_builder(&tile.checkpoints);
+            launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&bias).arg(&x0).arg(&checks);
+            launch.arg(&dim64).arg(&len64).arg(&state64).arg(&softplus);
+            let shared = tiles_shared_bytes(warps) as u32;
+            let cfg =
+                LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (32 * warps, 1, 1), shared_mem_bytes: shared };
+            // SAFETY: every pointer addresses a live device buffer of the
+            // length the shape gives (checked by `validate`) or is 0 for an
+            // absent option; `checks` holds rows x ceil(L / 8) x 4 G floats;
+            // a block reads its 32 rows (one batch and group: checked by
+            // the plan) and writes its own checkpoints. Shared memory: the
+            // forward tile kernel's (under 48 KiB).
+            unsafe { launch.launch(cfg) }
+                .map_err(|e| driver_error("launch of the selective backward (checkpoints)", e))?;
+
+            // 2. The gradients and partials.
+            let mut launch = stream.launch_builder(&tile.gradients);
+            launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&c).arg(&c_groups);
+            launch.arg(&d).arg(&z).arg(&bias).arg(&dout).arg(&checks).arg(&dx0_ptr);
+            launch.arg(&du_ptr).arg(&ddelta_ptr).arg(&dz_ptr).arg(&pb).arg(&pc).arg(&pa).arg(&pd).arg(&pbias);
+            launch.arg(&dim64).arg(&len64).arg(&state64).arg(&softplus);
+            let shared = gradients_shared_bytes(warps) as u32;
+            let cfg =
+                LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (32 * warps, 1, 1), shared_mem_bytes: shared };
+            // SAFETY: as above; the partials hold batch x dim / 32 x N x L
+            // floats each (dB, dC), rows x N (dA) and rows (dD, d
+            // delta_bias); dx0 rows x N when the initial state is given.
+            // Shared memory: `gradients_shared_bytes` (under 48 KiB).
+            unsafe { launch.launch(cfg) }
+                .map_err(|e| driver_error("launch of the selective backward (tile gradients)", e))?;
+        }
+
+        // 3. The partial sums: dB and dC over each group's blocks, the rest
+        // over the batch.
+        // SAFETY (each call): the partials' layouts above, written by the
+        // gradient kernel before these launches on the same stream.
+        let sum = |parts: u64, outers: usize, count: usize, inner: usize| unsafe {
+            self.sum_backward_parts(&kernels, parts, outers, count, inner)
+        };
+        let parts = if rows > 0 && len > 0 { batch } else { 0 };
+        Ok(DeviceSsmGrads {
+            db: sum(pb, batch * b_groups, if parts > 0 { chunks / b_groups } else { 0 }, state * len)?,
+            dc: sum(pc, batch * c_groups, if parts > 0 { chunks / c_groups } else { 0 }, state * len)?,
+            da: sum(pa, 1, parts, dim * state)?,
+            dd: if has_d { Some(sum(pd, 1, parts, dim)?) } else { None },
+            ddelta_bias: if has_bias { Some(sum(pbias, 1, parts, dim)?) } else { None },
+            dz: has_z.then_some(dz),
+            dinitial_state: has_x0.then_some(dx0),
+            du,
+            ddelta,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gradient_blocks_fit_in_the_default_shared_memory() {
+        // G = 4: 32 x 17 float4 steps, 16 x 32 B and C, 3 x 4 x 32 x 20
+        // partial sums, 16 x 32 block sums, 2 x 128 float4 gates.
+        assert_eq!(gradients_shared_bytes(4), 16 * 32 * 17 + 4 * (512 + 7680 + 512) + 16 * 256);
+        for g in WARPS {
+            assert!(gradients_shared_bytes(g) <= 48 * 1024, "G = {g}");
+            assert!(tiles_shared_bytes(g) <= 48 * 1024, "G = {g}");
+        }
+    }
+
+    #[test]
+    fn every_state_size_up_to_16_has_tile_kernels() {
+        assert_eq!(warps_for(0), None);
+        assert_eq!(warps_for(1), Some(2));
+        assert_eq!(warps_for(8), Some(2));
+        assert_eq!(warps_for(9), Some(4));
+        assert_eq!(warps_for(16), Some(4));
+        assert_eq!(warps_for(17), None);
+    }
+}
