@@ -14,7 +14,9 @@
 //! selective scan of issue 8/11's benchmark (batch 8, dim 1536, L 4096, N 16,
 //! B and C varying, D, z, delta_bias, softplus; log2 n is ignored) three
 //! times, `selective-backward` that and then its backward pass three times
-//! (a third argument `whole` or `ranges` picks the gradient blocks' form).
+//! (a third argument `tiles`, `whole` or `ranges` picks the kernels: the tile
+//! kernels, the default at this shape, or the lane kernels with gradient
+//! blocks over whole rows or ranges of 256 steps).
 
 use scan::cuda::{Algorithm, Cuda, Tuning};
 use scan::maps::{bf16, Recurrence, WidenNarrow};
@@ -52,10 +54,12 @@ fn main() -> scan::Result<()> {
     match case {
         "selective" => selective(&cuda, false),
         "selective-backward" => {
-            // A third argument picks the gradient blocks' form.
+            // A third argument picks the kernels.
+            let lanes = Tuning::default().selective_backward_tiles(false);
             let form = match args.get(2).map(String::as_str) {
-                Some("whole") => Tuning::default().selective_backward_whole_rows(true),
-                Some("ranges") => Tuning::default().selective_backward_whole_rows(false),
+                Some("tiles") => Tuning::default().selective_backward_tiles(true),
+                Some("whole") => lanes.selective_backward_whole_rows(true),
+                Some("ranges") => lanes.selective_backward_whole_rows(false),
                 _ => Tuning::default(),
             };
             selective(&Cuda::new()?.with_tuning(form), true)

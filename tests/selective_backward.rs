@@ -305,7 +305,9 @@ fn the_gpu_tile_backward_matches_the_reference() {
             cases.push((1, 32, len, state, 1));
         }
     }
-    cases.extend([(2, 64, 300, 16, 2), (2, 96, 129, 16, 3), (1, 32, 1 << 17, 16, 1), (2, 64, 4097, 5, 1)]);
+    // Groups of two blocks each (the partials' sum over a group's blocks).
+    cases.extend([(2, 64, 300, 16, 2), (2, 96, 129, 16, 3), (2, 128, 100, 16, 2)]);
+    cases.extend([(1, 32, 1 << 17, 16, 1), (2, 64, 4097, 5, 1)]);
     // Declined: 48 channels, groups of 16 channels, N = 17.
     cases.extend([(1, 48, 40, 16, 1), (1, 64, 40, 16, 4), (1, 32, 40, 17, 1)]);
     if std::env::var_os("SCAN_TEST_SHORT_ROWS").is_some() {
@@ -332,14 +334,18 @@ fn the_gpu_tile_backward_matches_the_reference() {
 
 /// Groups of B and C that differ (B in 2 groups, C in 3, dim 6: a block's
 /// channels share both, so blocks hold one channel each), and a long row
-/// (L = 2^17, as the 8/11 tests; B in 2 groups, C in 1); both forms of the
-/// gradient blocks.
+/// (L = 2^17, as the 8/11 tests; B in 2 groups, C in 1), and dim 64 with B
+/// in 2 groups of 32 and C in 1 (the tile kernels' blocks, whose dB and dC
+/// partials then sum over different counts); both forms of the lane
+/// kernels' gradient blocks and the tile kernels (which decline the first
+/// two shapes: the lane kernels run them again).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_takes_different_groupings_of_b_and_c_and_long_rows() {
-    let forms = both_forms();
+    let [whole, ranges] = both_forms();
+    let forms = [whole, ranges, ("tiles", tiles())];
     let mut rng = Rng::fresh("selective backward gpu groups");
-    for (dim, len, c_groups) in [(6, 300, 3), (2, 1 << 17, 1)] {
+    for (dim, len, c_groups) in [(6, 300, 3), (2, 1 << 17, 1), (64, 100, 1)] {
         let (batch, state) = (2, 16);
         let shape = SsmShape { batch, dim, len, state };
         let o = owned(&mut rng, shape, 2, 15);

@@ -98,7 +98,7 @@ constexpr int SSM_CHECK = 8;
 // selective_backward_tiles.cuh): no output; instead the states before every
 // SSM_CHECK steps go to `checkpoints`, [block][check][state 4 g + k][lane]
 // (rows x ceil(L / SSM_CHECK) x 4 G floats; states past N stay 0), and C,
-// D, z and y are never read or made.
+// z and y are never read or made (the host passes no D, z or output).
 template <int G, int YS, bool CK>
 __device__ __forceinline__ void ssm_tiles_forward(const float* u, const float* delta, const float* A, SsmProjection B,
                                                   SsmProjection C, const float* D, const float* z,

@@ -1,12 +1,15 @@
-//! The selective scan's backward pass on the GPU
-//! (kernels/selective_backward.cuh): three kernels, every sum in an order
+//! The selective scan's backward pass on the GPU, every sum in an order
 //! fixed by the shapes, so that the gradients are bitwise the same from run
-//! to run. The forward states are recomputed, never stored: the carries
-//! kernel keeps one state (and, when the gradient blocks split rows into
-//! ranges, one reverse carry) per 16 steps of each (row, state index), 1/16
-//! of the (batch, dim, L, N) tensor.
+//! to run. The forward states are recomputed, never stored whole. Two
+//! paths: the tile kernels (selective_backward_tiles.rs, the default for
+//! Mamba's layout with N 9 to 16 and at least 4096 rows: checkpoints every
+//! 8 steps, then one gradient kernel), and here the lane kernels
+//! (kernels/selective_backward.cuh, every other shape up to N = 64): three
+//! kernels, the carries kernel keeping one state (and, when the gradient
+//! blocks split rows into ranges, one reverse carry) per 16 steps of each
+//! (row, state index), 1/16 of the (batch, dim, L, N) tensor.
 
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard};
 
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
 use scan_core::selective::backward::{check_dout, check_dout_len, SsmGrads};
@@ -182,6 +185,9 @@ pub fn ptxas_report_selective_backward(arch: &str) -> Result<String> {
     crate::nvrtc::ptxas_report(&source(), "selective_backward", arch)
 }
 
+/// The executor's backward scratch, held while a call queues its launches.
+pub(crate) type ScratchGuard<'a> = MutexGuard<'a, Option<DeviceBuffer<f32>>>;
+
 /// The loaded kernels (the module must outlive the functions).
 pub(crate) struct SelectiveBackwardKernels {
     _module: Arc<CudaModule>,
@@ -303,16 +309,22 @@ impl Cuda {
 
     /// The backward pass of the selective scan `s` (its arguments; `out`
     /// and the last state are not read) for `dout` = dL/d`out` on the
-    /// device: three kernels queued on the stream, then the partial sums
-    /// (see [`Cuda::selective_scan_backward`]). Scratch, kept on the
-    /// executor after the first call and grown when a call needs more: the
-    /// checkpoints, batch x dim x ceil(L / 16) x N floats (twice that
-    /// when the gradient blocks split rows into ranges of 256 steps, for
-    /// fewer channels than fill the GPU), and the partials, for a varying B
-    /// or C batch x N x L floats per chunk of channels (a chunk is 512 / S
-    /// channels sharing a group, S = N rounded up to a power of two, at most
-    /// 32: 32 at N = 16, so dim / 32 copies of B's size), else batch x ranges
-    /// x dim x N floats.
+    /// device: two or three kernels queued on the stream, then the partial
+    /// sums (see [`Cuda::selective_scan_backward`]). Scratch, kept on the
+    /// executor after the first call and grown (never shrunk) when a call
+    /// needs more:
+    /// - the tile kernels ([`Tuning::selective_backward_tiles`](crate::Tuning::selective_backward_tiles)):
+    ///   checkpoints of batch x dim x ceil(L / 8) x 16 floats (x 8 for N up
+    ///   to 8), and the partials of dB and dC, batch x N x L floats per 32
+    ///   channels each (dim / 32 copies of one group's B); about 0.6 GB at
+    ///   8 x 1536 x 4096 with N = 16;
+    /// - the lane kernels: checkpoints of batch x dim x ceil(L / 16) x N
+    ///   floats (twice that when the gradient blocks split rows into ranges
+    ///   of 256 steps, for fewer channels than fill the GPU), and the
+    ///   partials, for a varying B or C batch x N x L floats per chunk of
+    ///   channels (a chunk is 512 / S channels sharing a group, S = N rounded
+    ///   up to a power of two, at most 32: 32 at N = 16), else batch x
+    ///   ranges x dim x N floats.
     ///
     /// Errors: the argument checks of [`Cuda::run_selective`];
     /// [`Error::WrongShape`] naming `dout` when it is not shaped like
@@ -364,13 +376,9 @@ impl Cuda {
         };
         let (has_d, has_z) = (s.d.is_some(), s.z.is_some());
         let (has_bias, has_x0) = (s.delta_bias.is_some(), s.initial_state.is_some());
-        // Scratch, kept on the executor and grown as needed (allocating
-        // these 0.3-0.5 GB per call cost more than a millisecond on the
-        // H200): the checkpoints xs, the reverse carries gs (ranges only),
-        // then the partials, each written before it is read. Held until the
-        // call's launches are queued; a later call's launches follow them on
-        // the executor's one stream, and a grown buffer frees the old one in
-        // stream order.
+        // Scratch (`backward_scratch`): the checkpoints xs, the reverse
+        // carries gs (ranges only), then the partials, each written before
+        // it is read.
         let scratch_lens = [
             rows * runs * state,
             if whole { 0 } else { rows * runs * state },
@@ -380,23 +388,8 @@ impl Cuda {
             batch * ranges * dim,
             batch * ranges * dim,
         ];
-        let total: usize = scratch_lens.iter().sum();
-        let mut scratch = lock(&self.selective_scratch);
-        if !scratch.as_ref().is_some_and(|b| b.len() >= total) {
-            *scratch = None;
-            *scratch = Some(self.alloc_unwritten::<f32>(total.max(1))?);
-        }
+        let (_scratch, [xs_ptr, gs_ptr, pb, pc, pa, pd, pbias]) = self.backward_scratch(scratch_lens)?;
         let stream = self.stream();
-        let base = scratch
-            .as_mut()
-            .ok_or_else(|| Error::Other("internal: no backward scratch".into()))?
-            .device_ptr_mut(stream);
-        let mut offset = 0;
-        let [xs_ptr, gs_ptr, pb, pc, pa, pd, pbias] = scratch_lens.map(|n| {
-            let at = base + 4 * offset as u64;
-            offset += n;
-            at
-        });
         let gs_ptr = if whole { 0 } else { gs_ptr };
         // Zero-filled: with no step (L = 0) the kernels write nothing.
         let mut dx0: DeviceBuffer<f32> = self.alloc(if has_x0 { rows * state } else { 0 })?;
@@ -484,6 +477,37 @@ impl Cuda {
             du,
             ddelta,
         })
+    }
+
+    /// The executor's backward scratch, grown (never shrunk) to hold `lens`
+    /// floats one part after another, each part starting on a 16-byte
+    /// boundary, and the parts' device addresses. Allocating these 0.3-0.8
+    /// GB per call cost more than a millisecond on the H200. The guard holds
+    /// the scratch until the call's launches are queued: a later call's
+    /// launches follow them on the executor's one stream, and a grown buffer
+    /// frees the old one in stream order.
+    pub(crate) fn backward_scratch<const K: usize>(
+        &self,
+        lens: [usize; K],
+    ) -> Result<(ScratchGuard<'_>, [u64; K])> {
+        let lens = lens.map(|n| n.div_ceil(4) * 4);
+        let total: usize = lens.iter().sum();
+        let mut scratch = lock(&self.selective_scratch);
+        if !scratch.as_ref().is_some_and(|b| b.len() >= total) {
+            *scratch = None;
+            *scratch = Some(self.alloc_unwritten::<f32>(total.max(1))?);
+        }
+        let base = scratch
+            .as_mut()
+            .ok_or_else(|| Error::Other("internal: no backward scratch".into()))?
+            .device_ptr_mut(self.stream());
+        let mut offset = 0;
+        let parts = lens.map(|n| {
+            let at = base + 4 * offset as u64;
+            offset += n;
+            at
+        });
+        Ok((scratch, parts))
     }
 
     /// A new buffer of outers x inner floats: out[o][e] = the sum over p <

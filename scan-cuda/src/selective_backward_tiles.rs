@@ -16,7 +16,6 @@ use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
 use crate::kernels::lookup;
-use crate::module::lock;
 use crate::selective::{tiles_shared_bytes, DeviceSelectiveScan};
 use crate::selective_backward::DeviceSsmGrads;
 
@@ -29,9 +28,10 @@ const STEPS: usize = 16;
 /// Steps per checkpoint (`SSM_CHECK`).
 const CHECK: usize = 8;
 /// The default takes the tile kernels from this many rows (batch x dim),
-/// with N past `MIN_STATE`, as the forward's tile kernel: with fewer rows, a
-/// block per 32 channels leaves SMs idle; the blocks of 2 warps (N up to 8)
-/// are tested but not timed.
+/// with N past `MIN_STATE`, as the forward's tile kernel (which also wants
+/// rows longer than 192 steps; the backward takes any length, though it was
+/// timed at L = 4096 only): with fewer rows, a block per 32 channels leaves
+/// SMs idle; the blocks of 2 warps (N up to 8) are tested but not timed.
 const MIN_ROWS: usize = 4096;
 const MIN_STATE: usize = 8;
 
@@ -123,12 +123,6 @@ fn warps_for(state: usize) -> Option<u32> {
     WARPS.into_iter().find(|&g| state >= 1 && state <= 4 * g as usize)
 }
 
-/// A sub-buffer's length rounded up to whole 16-byte vectors, so that each
-/// one the scratch holds starts aligned.
-fn vectors(floats: usize) -> usize {
-    floats.div_ceil(4) * 4
-}
-
 impl Cuda {
     /// The warps per block of the tile backward if it runs for `s`: N at
     /// most 16, B and C varying and shared by every 32 channels (each
@@ -147,7 +141,7 @@ impl Cuda {
     /// `warps` from [`Cuda::backward_tiles_plan`]. Scratch, kept on the
     /// executor as the lane kernels' is: the checkpoints, rows x ceil(L / 8)
     /// x 4 G floats, and the partials of dB and dC, batch x dim / 32 x N x L
-    /// floats each (dim / 32 copies of B's size).
+    /// floats each (dim / 32 / groups copies of B's size).
     pub(crate) fn run_selective_backward_tiles(
         &self,
         s: &DeviceSelectiveScan,
@@ -167,6 +161,7 @@ impl Cuda {
             (Some(b), Some(c)) => (b, c),
             _ => return Err(Error::Other("internal: the tile backward takes varying B and C only".into())),
         };
+        // The checkpoints, the partials of dB, dC, dA, dD and d delta_bias.
         let scratch_lens = [
             rows * len.div_ceil(CHECK) * states,
             batch * chunks * state * len,
@@ -174,25 +169,9 @@ impl Cuda {
             rows * state,
             rows,
             rows,
-        ]
-        .map(vectors);
-        let total: usize = scratch_lens.iter().sum();
-        let mut scratch = lock(&self.selective_scratch);
-        if !scratch.as_ref().is_some_and(|b| b.len() >= total) {
-            *scratch = None;
-            *scratch = Some(self.alloc_unwritten::<f32>(total.max(1))?);
-        }
+        ];
+        let (_scratch, [checks, pb, pc, pa, pd, pbias]) = self.backward_scratch(scratch_lens)?;
         let stream = self.stream();
-        let base = scratch
-            .as_mut()
-            .ok_or_else(|| Error::Other("internal: no backward scratch".into()))?
-            .device_ptr_mut(stream);
-        let mut offset = 0;
-        let [checks, pb, pc, pa, pd, pbias] = scratch_lens.map(|n| {
-            let at = base + 4 * offset as u64;
-            offset += n;
-            at
-        });
         let (has_d, has_z) = (s.d.is_some(), s.z.is_some());
         let (has_bias, has_x0) = (s.delta_bias.is_some(), s.initial_state.is_some());
         let mut dx0: DeviceBuffer<f32> = self.alloc(if has_x0 { rows * state } else { 0 })?;
