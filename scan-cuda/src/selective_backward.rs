@@ -486,10 +486,7 @@ impl Cuda {
     /// the scratch until the call's launches are queued: a later call's
     /// launches follow them on the executor's one stream, and a grown buffer
     /// frees the old one in stream order.
-    pub(crate) fn backward_scratch<const K: usize>(
-        &self,
-        lens: [usize; K],
-    ) -> Result<(ScratchGuard<'_>, [u64; K])> {
+    pub(crate) fn backward_scratch<const K: usize>(&self, lens: [usize; K]) -> Result<(ScratchGuard<'_>, [u64; K])> {
         let lens = lens.map(|n| n.div_ceil(4) * 4);
         let total: usize = lens.iter().sum();
         let mut scratch = lock(&self.selective_scratch);
