@@ -81,9 +81,7 @@ struct SsmBackTiles {
     // The float offset in `bc` of float i (of BC_STRIDE) of `step`, as
     // the forward's: 16-byte chunk 2 g (B of warp g's states) or 2 g + 1
     // (C), swizzled by the step's quad.
-    static __device__ __forceinline__ int bc_at(int step, int i) {
-        return step * BC_STRIDE + 4 * ((i / 4) ^ ((step >> 2) & (BC_STRIDE / 4 - 1))) + i % 4;
-    }
+    static __device__ __forceinline__ int bc_at(int step, int i) { return ssm_bc_at<BC_STRIDE>(step, i); }
 };
 
 // The warp's sums over its 32 lanes of v[0 .. 8): afterwards every lane
@@ -119,12 +117,7 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
     constexpr int ROWS = Tiles::ROWS, T = Tiles::T, R = Tiles::R, UNITS = Tiles::UNITS;
     constexpr int THREADS = Tiles::THREADS, STATES = Tiles::STATES;
     constexpr float LN2 = 0.6931471805599453f;
-    // Dynamic shared memory: the host passes sizeof(Shared).
-    extern __shared__ __align__(16) unsigned char ssm_back_tiles_shared[];
-    unsigned dynamic_bytes;
-    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_bytes));
-    if (dynamic_bytes < sizeof(typename Tiles::Shared)) __trap();
-    typename Tiles::Shared& sh = *reinterpret_cast<typename Tiles::Shared*>(ssm_back_tiles_shared);
+    typename Tiles::Shared& sh = ssm_dynamic_shared<typename Tiles::Shared>();
 
     const u64 row0 = (u64)blockIdx.x * ROWS;
     const u64 b = row0 / dim, d0 = row0 % dim;

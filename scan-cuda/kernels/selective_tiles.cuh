@@ -51,6 +51,25 @@
 
 namespace scan {
 
+// The float offset in a tile's `bc` ([step][BC_STRIDE floats]: B of warp
+// g's 4 states in 16-byte chunk 2 g, C in 2 g + 1) of float i of `step`, its
+// chunk swizzled by the step's quad.
+template <int BC_STRIDE>
+__device__ __forceinline__ int ssm_bc_at(int step, int i) {
+    return step * BC_STRIDE + 4 * ((i / 4) ^ ((step >> 2) & (BC_STRIDE / 4 - 1))) + i % 4;
+}
+
+// The block's dynamic shared memory as a `Shared`; traps if the launch gave
+// less (the host passes sizeof(Shared); a smaller launch must not corrupt).
+template <typename Shared>
+__device__ __forceinline__ Shared& ssm_dynamic_shared() {
+    extern __shared__ __align__(16) unsigned char ssm_dynamic[];
+    unsigned dynamic_bytes;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_bytes));
+    if (dynamic_bytes < sizeof(Shared)) __trap();
+    return *reinterpret_cast<Shared*>(ssm_dynamic);
+}
+
 template <int G>
 struct SsmTiles {
     static_assert(G == 2 || G == 4, "N up to 8 or 16, four states a warp");
@@ -73,9 +92,7 @@ struct SsmTiles {
     static __device__ __forceinline__ int steps_chunk(int k) { return 4 * (k ^ ((k >> 3) & 1)); }
     // The float offset in `bc` of float i (of BC_STRIDE) of `step`: its
     // 16-byte chunk swizzled by the step's quad.
-    static __device__ __forceinline__ int bc_at(int step, int i) {
-        return step * BC_STRIDE + 4 * ((i / 4) ^ ((step >> 2) & (BC_STRIDE / 4 - 1))) + i % 4;
-    }
+    static __device__ __forceinline__ int bc_at(int step, int i) { return ssm_bc_at<BC_STRIDE>(step, i); }
 };
 
 // 4 floats at p + t (t < len checked per float when !FAST; zeros past it).
@@ -114,11 +131,7 @@ __device__ __forceinline__ void ssm_tiles_forward(const float* u, const float* d
     // Dynamic shared memory (the host opts in past 48 KiB where a shape
     // needs it); the host passes sizeof(Shared), which a smaller launch
     // must not corrupt.
-    extern __shared__ __align__(16) unsigned char ssm_tiles_shared[];
-    unsigned dynamic_bytes;
-    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_bytes));
-    if (dynamic_bytes < sizeof(typename Tiles::Shared)) __trap();
-    typename Tiles::Shared& sh = *reinterpret_cast<typename Tiles::Shared*>(ssm_tiles_shared);
+    typename Tiles::Shared& sh = ssm_dynamic_shared<typename Tiles::Shared>();
 
     const u64 row0 = (u64)blockIdx.x * ROWS;
     const u64 b = row0 / dim, d0 = row0 % dim;
@@ -330,11 +343,12 @@ __device__ __forceinline__ void ssm_tiles_forward(const float* u, const float* d
     for (u64 i = 0; i < tiles; ++i) {
         scan_tile(i);
         __syncthreads();
-        if (CK) {
-        } else if (whole(i)) {
-            finish(true, i * T);
-        } else {
-            finish(false, i * T);
+        if constexpr (!CK) {
+            if (whole(i)) {
+                finish(true, i * T);
+            } else {
+                finish(false, i * T);
+            }
         }
         if (i + 1 < tiles) prepare_tile(i + 1);
         if (i + 2 < tiles) load_tile(i + 2);

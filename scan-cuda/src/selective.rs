@@ -250,6 +250,15 @@ impl TileKernel {
     }
 }
 
+/// Whether every run of `k` consecutive channels of `s` shares a batch and a
+/// group of B and C (both varying): the K channels of a chunked block, the
+/// two rows of a lane pair, the 32 of a tile block (forward and backward).
+pub(crate) fn runs_share(s: &DeviceSelectiveScan, k: usize) -> bool {
+    let dim = s.shape.dim;
+    let shares = |groups: Option<usize>| groups.is_some_and(|g| (dim / g) % k == 0);
+    k > 0 && dim % k == 0 && shares(s.b.groups) && shares(s.c.groups)
+}
+
 /// The shared memory (dynamic) of a tile kernel of `warps` warps (G), as
 /// `SsmTiles<G>::Shared`: the steps (dt, dt u) of its 32 rows, B and C of
 /// its 4 G states, a partial y per warp; the backward's checkpoint kernel
@@ -721,13 +730,7 @@ impl Cuda {
         };
         let lanes = LaneShape::for_state(state).and_then(lane_kernel);
         let single = Plan::Chunked(Chunked { shape: CHUNKED_SHAPES[0], vary_b, vary_c });
-        // Whether every run of k consecutive channels shares a batch and a
-        // group of B and C (both varying): the K channels of a chunked
-        // block, the two rows of a lane pair.
-        let runs_share = |k: usize| {
-            let shares = |groups: Option<usize>| groups.is_some_and(|g| (dim / g) % k == 0);
-            k > 0 && dim % k == 0 && shares(s.b.groups) && shares(s.c.groups)
-        };
+        let runs_share = |k: usize| runs_share(s, k);
         // The tile kernel: B and C vary and each block's 32 channels share them.
         let tiles = TileKernel::for_state(state).filter(|_| runs_share(TileKernel::ROWS)).map(Plan::Tiles);
         let tile_shape = |g: u32, b: u32, y: u32| {

@@ -16,7 +16,7 @@ use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
 use crate::kernels::lookup;
-use crate::selective::{tiles_shared_bytes, DeviceSelectiveScan};
+use crate::selective::{runs_share, tiles_shared_bytes, DeviceSelectiveScan};
 use crate::selective_backward::DeviceSsmGrads;
 
 /// Warps per block (G: states 4 G, so N up to 8 or 16).
@@ -130,8 +130,7 @@ impl Cuda {
     /// by default at least 4096 rows and N past 8).
     pub(crate) fn backward_tiles_plan(&self, s: &DeviceSelectiveScan) -> Option<u32> {
         let SsmShape { batch, dim, state, .. } = s.shape;
-        let shares = |groups: Option<usize>| groups.is_some_and(|g| g > 0 && dim % g == 0 && (dim / g) % ROWS == 0);
-        let fits = dim % ROWS == 0 && shares(s.b.groups) && shares(s.c.groups);
+        let fits = runs_share(s, ROWS);
         let default = batch * dim >= MIN_ROWS && state > MIN_STATE;
         let wanted = self.tuning().selective_backward_tiles_setting().unwrap_or(default);
         warps_for(state).filter(|_| fits && wanted)
