@@ -392,6 +392,82 @@ fn the_gpu_backward_is_bitwise_the_same_from_run_to_run() {
     }
 }
 
+/// The training forward (`run_selective_saving`) writes the output and the
+/// last state of the forward's tile kernel bit for bit, and the backward
+/// from its saved states (`run_selective_backward_saved`) the gradients of
+/// `run_selective_backward` bit for bit: on the tile path (N 4, 9 and 16;
+/// L around the 8-step checkpoints and the 32-step tiles of the forward,
+/// and a row of 4097 steps; groups of B and C over two blocks; every option
+/// with B and C varying, within mamba_ssm's tolerances of the f64
+/// reference too), and off it (a fixed B or C: nothing saved, the same
+/// gradients). Saved states of another scan are an error naming `saved`.
+/// `SCAN_TEST_SHORT_ROWS=1` drops the long row (for compute-sanitizer).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_training_forward_saves_the_states_the_backward_would_compute() {
+    let tuning = scan::cuda::Tuning::default()
+        .selective_backward_tiles(true)
+        .selective_kernel(scan::cuda::SelectiveKernelChoice::Tiles);
+    let cuda = gpu().with_tuning(tuning);
+    let mut rng = Rng::fresh("selective backward gpu saved");
+    let mut cases = Vec::new();
+    for len in [1, 7, 8, 9, 31, 32, 33, 100] {
+        cases.push((1, 32, len, 16, 1));
+    }
+    cases.extend([(1, 32, 40, 4, 1), (1, 64, 65, 9, 1), (2, 128, 100, 16, 2), (1, 32, 4097, 16, 1)]);
+    if std::env::var_os("SCAN_TEST_SHORT_ROWS").is_some() {
+        cases.retain(|&(_, _, len, _, _)| len <= 300);
+    }
+    let mut failures = Vec::new();
+    let mut saved_some = 0;
+    for (batch, dim, len, state, groups) in cases {
+        for options in [0u32, 1, 2, 4, 8, 15, 16, 32] {
+            let shape = SsmShape { batch, dim, len, state };
+            let o = owned(&mut rng, shape, groups, options);
+            let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
+            let a = args(&o, options).return_last_state(true);
+            let case = format!("{shape:?}, groups {groups}, options {options:#b}");
+            let mut s = cuda.upload_selective(&a).unwrap();
+            let saved = cuda.run_selective_saving(&mut s).unwrap_or_else(|e| panic!("{case}: {e}"));
+            let got = s.download().unwrap();
+            let mut plain = cuda.upload_selective(&a).unwrap();
+            cuda.run_selective(&mut plain).unwrap();
+            let want = plain.download().unwrap();
+            if got != want {
+                let differ = got.out.iter().zip(&want.out).filter(|(g, w)| g != w).count();
+                failures.push(format!("{case}: forward: {differ} outputs differ from run_selective's"));
+            }
+            let (reference_out, _) = reference(&a).unwrap();
+            let reference_out: Vec<f32> = reference_out.iter().map(|&y| y as f32).collect();
+            if let Err(e) = within_mamba_tolerance(&got.out, &reference_out) {
+                failures.push(format!("{case}: forward against the reference: out{e}"));
+            }
+            let varying = options & 48 == 0;
+            if saved.holds_states() != varying {
+                failures.push(format!("{case}: states saved: {}, want {varying}", saved.holds_states()));
+            }
+            saved_some += usize::from(saved.holds_states());
+            let dout = cuda.upload(&w).unwrap();
+            let want = cuda.run_selective_backward(&s, &dout).unwrap().download().unwrap();
+            let got = cuda.run_selective_backward_saved(&s, &dout, &saved).unwrap().download().unwrap();
+            if got != want {
+                failures.push(format!("{case}: the gradients from the saved states differ"));
+            }
+            if let Err(e) = grads_close(&got, &reference_backward(&a, &w).unwrap()) {
+                failures.push(format!("{case}: against the reference: {e}"));
+            }
+            // The states of this forward with another scan's arguments.
+            let other = cuda.upload_selective(&a).unwrap();
+            match cuda.run_selective_backward_saved(&other, &dout, &saved) {
+                Err(Error::WrongShape { argument, .. }) if argument == "saved" => {}
+                r => failures.push(format!("{case}: saved states of another scan: {:?}", r.map(drop))),
+            }
+        }
+    }
+    assert!(saved_some > 0, "no case saved states");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
 /// N past the GPU kernels' 64 is an error naming the limit from `Cuda`, and
 /// `Device` runs the CPU's backward for it; a wrong `dout` is an error on
 /// the GPU too.

@@ -110,6 +110,16 @@ fn outside_tolerance(got: &[f32], want: &[f32]) -> usize {
     got.iter().zip(want).filter(|(g, w)| !scan_testing::within_mamba_tolerance(f64::from(**g), f64::from(**w))).count()
 }
 
+/// The output of the forward's tile kernel (the one the training forward
+/// extends) for `on_device`'s arguments, written to `on_device.out`.
+fn tile_forward_out(on_device: &mut DeviceSelectiveScan) -> Result<Vec<f32>, String> {
+    let e = |e: scan::Error| format!("selective scan (tiles): {e}");
+    let tuning = scan_cuda::Tuning::default().selective_kernel(scan_cuda::SelectiveKernelChoice::Tiles);
+    let tiles = Cuda::new().map_err(e)?.with_tuning(tuning);
+    tiles.run_selective(on_device).map_err(e)?;
+    on_device.out.download().map_err(e)
+}
+
 /// The backward's rows of the note (checked once against the CPU's f64
 /// backward, then timed), or a line saying why it did not run: the GPU
 /// backward takes N up to [`SELECTIVE_BACKWARD_MAX_STATE`], and the forward's
@@ -117,7 +127,7 @@ fn outside_tolerance(got: &[f32], want: &[f32]) -> usize {
 fn backward(
     cuda: &Cuda,
     args: &SelectiveScan<'_>,
-    on_device: &DeviceSelectiveScan,
+    on_device: &mut DeviceSelectiveScan,
     rng: &mut Rng,
     reps: usize,
     scan_ms: f64,
@@ -168,12 +178,43 @@ fn backward(
             ms / scan_ms
         ));
     }
+    // A training step: the forward that saves the states for the backward
+    // (where it runs by tiles), then the backward from them; both timed
+    // with what they allocate (the saved states; the gradients).
+    let saved = cuda.run_selective_saving(on_device).map_err(e)?;
+    let saved_out = on_device.download().map_err(e)?;
+    let same_out = saved_out.out == tile_forward_out(on_device)?;
+    let from_saved = cuda.run_selective_backward_saved(on_device, &dout, &saved).map_err(e)?.download().map_err(e)?;
+    let same_grads = from_saved == grads;
+    let (mut saving_ms, mut from_saved_ms) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        saving_ms.push(cuda.time(|| cuda.run_selective_saving(on_device).map(drop)).map_err(e)?.1);
+        from_saved_ms
+            .push(cuda.time(|| cuda.run_selective_backward_saved(on_device, &dout, &saved).map(drop)).map_err(e)?.1);
+    }
+    let (saving_ms, from_saved_ms) = (f64::from(median(saving_ms)), f64::from(median(from_saved_ms)));
+    let yes = |b: bool| if b { "yes" } else { "NO" };
+    let training = format!(
+        "| training forward (run_selective_saving: {} MB of states saved, allocated each call) | {saving_ms:.3} |
+         | ... / forward | {:.2} |
+         | GPU backward from the saved states (run_selective_backward_saved; gradients bitwise those of          run_selective_backward: {}; out bitwise the tile forward's: {}) | {from_saved_ms:.3} |
+         | ... / forward | {:.2} |
+         | training step (saving forward + backward from it) / (forward + backward) | {:.2} |
+",
+        saved.bytes() / 1_000_000,
+        saving_ms / scan_ms,
+        yes(same_grads),
+        yes(same_out),
+        from_saved_ms / scan_ms,
+        (saving_ms + from_saved_ms) / (scan_ms + backward_ms),
+    );
     let backward_bytes = 4 * (7 * batch * dim * len + 4 * batch * state * len);
     let backward_floor_ms = backward_bytes as f64 / copy_rate * 1e3;
     Ok(format!(
         "| GPU backward (one run_selective_backward, its outputs allocated, median of {reps}) | {backward_ms:.3} |\n\
          | backward / forward (bar: at most 3) | {:.2} |\n\
          {forms}\
+         {training}\
          | backward memory floor: {:.1} MB of u, delta, z, dout, B, C in, du, ddelta, dz, dB, dC out | {backward_floor_ms:.3} |\n\n\
          Backward against the CPU's f64 backward (mamba_ssm's f32 tolerances): {}.\n",
         backward_ms / scan_ms,
@@ -229,7 +270,7 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     let floor_ms = floor_bytes as f64 / copy_rate * 1e3;
     let kernels = other_kernels(&args, &want.out, reps, floor_ms)?;
 
-    let backward = backward(cuda, &args, &on_device, &mut rng, reps, scan_ms, copy_rate)?;
+    let backward = backward(cuda, &args, &mut on_device, &mut rng, reps, scan_ms, copy_rate)?;
     let attribute = |a| cuda.context().attribute(a).map_err(|x| format!("device attribute: {x}"));
     let sms = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as f64;
     let khz = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as f64;

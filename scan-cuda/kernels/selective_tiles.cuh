@@ -111,12 +111,15 @@ __device__ __forceinline__ float4 ssm_tile_load(const float* p, u64 t, u64 len) 
 // Steps between two checkpoints of the states (CK below).
 constexpr int SSM_CHECK = 8;
 
-// The forward by tiles. CK (the backward's first kernel,
-// selective_backward_tiles.cuh): no output; instead the states before every
-// SSM_CHECK steps go to `checkpoints`, [block][check][state 4 g + k][lane]
-// (rows x ceil(L / SSM_CHECK) x 4 G floats; states past N stay 0), and C,
-// z and y are never read or made (the host passes no D, z or output).
-template <int G, int YS, bool CK>
+// The forward by tiles. OUT: the output (and the last state, if asked).
+// CK: the states before every SSM_CHECK steps go to `checkpoints`, [block]
+// [check][state 4 g + k][lane] (rows x ceil(L / SSM_CHECK) x 4 G floats;
+// states past N stay 0) for the backward (selective_backward_tiles.cuh).
+// Without OUT (the backward's own checkpoint kernel) C, z and y are never
+// read or made (the host passes no D, z or output); with both, the
+// training forward saves its checkpoints as it goes, and the backward
+// skips that kernel.
+template <int G, int YS, bool OUT, bool CK>
 __device__ __forceinline__ void ssm_tiles_forward(const float* u, const float* delta, const float* A, SsmProjection B,
                                                   SsmProjection C, const float* D, const float* z,
                                                   const float* delta_bias, const float* x0, float* out, float* last,
@@ -195,15 +198,15 @@ __device__ __forceinline__ void ssm_tiles_forward(const float* u, const float* d
             if (FAST) {
                 raw_u[p] = ssm_tile_load<true>(u + at, t, len);
                 raw_delta[p] = ssm_tile_load<true>(delta + at, t, len);
-                if (!CK && z != nullptr) raw_z[p] = ssm_tile_load<true>(z + at, t, len);
+                if (OUT && z != nullptr) raw_z[p] = ssm_tile_load<true>(z + at, t, len);
             } else {
                 raw_u[p] = ssm_tile_load<false>(u + at, t, len);
                 raw_delta[p] = ssm_tile_load<false>(delta + at, t, len);
-                if (!CK && z != nullptr) raw_z[p] = ssm_tile_load<false>(z + at, t, len);
+                if (OUT && z != nullptr) raw_z[p] = ssm_tile_load<false>(z + at, t, len);
             }
         }
 #pragma unroll
-        for (int i = 0; i < (CK ? 1 : 2); ++i) {
+        for (int i = 0; i < (OUT ? 2 : 1); ++i) {
             raw_bc[i] = FAST ? ssm_tile_load<true>(bc_rows[i], t, len) : ssm_tile_load<false>(bc_rows[i], t, len);
         }
     };
@@ -225,7 +228,7 @@ __device__ __forceinline__ void ssm_tiles_forward(const float* u, const float* d
                 du[j] = skip[p] * uu[j];
                 gate[j] = 1.0f;
             }
-            if (!CK && z != nullptr) {
+            if (OUT && z != nullptr) {
                 const float zz[4] = {raw_z[p].x, raw_z[p].y, raw_z[p].z, raw_z[p].w};
 #pragma unroll
                 for (int j = 0; j < 4; ++j) gate[j] = ssm_silu(zz[j]);
@@ -238,7 +241,7 @@ __device__ __forceinline__ void ssm_tiles_forward(const float* u, const float* d
         // B and C, transposed; steps 4 unit_quad + j share their quad,
         // hence their swizzle.
 #pragma unroll
-        for (int i = 0; i < (CK ? 1 : 2); ++i) {
+        for (int i = 0; i < (OUT ? 2 : 1); ++i) {
             const float v[4] = {raw_bc[i].x, raw_bc[i].y, raw_bc[i].z, raw_bc[i].w};
 #pragma unroll
             for (int j = 0; j < 4; ++j) sh.bc[bc_at[i] + j * Tiles::BC_STRIDE] = bc_live ? v[j] : 0.0f;
@@ -274,7 +277,7 @@ __device__ __forceinline__ void ssm_tiles_forward(const float* u, const float* d
                 }
                 // This warp's B and C of the step: one 16-byte chunk each.
                 const float4 bb = *reinterpret_cast<const float4*>(sh.bc + Tiles::bc_at(step, 8 * g));
-                const float4 cc = CK ? bb : *reinterpret_cast<const float4*>(sh.bc + Tiles::bc_at(step, 8 * g + 4));
+                const float4 cc = !OUT ? bb : *reinterpret_cast<const float4*>(sh.bc + Tiles::bc_at(step, 8 * g + 4));
                 const float bv[4] = {bb.x, bb.y, bb.z, bb.w};
                 const float cv[4] = {cc.x, cc.y, cc.z, cc.w};
                 float acc = 0.0f;
@@ -285,7 +288,7 @@ __device__ __forceinline__ void ssm_tiles_forward(const float* u, const float* d
                 }
                 y[step] = acc;
             }
-            if (!CK && (4 * q + 4) % YS == 0) {
+            if (OUT && (4 * q + 4) % YS == 0) {
 #pragma unroll
                 for (int r = 4 * q + 4 - YS; r < 4 * q + 4; r += 4) {
                     *reinterpret_cast<float4*>(my_partial + r) = make_float4(y[r], y[r + 1], y[r + 2], y[r + 3]);
@@ -343,7 +346,7 @@ __device__ __forceinline__ void ssm_tiles_forward(const float* u, const float* d
     for (u64 i = 0; i < tiles; ++i) {
         scan_tile(i);
         __syncthreads();
-        if constexpr (!CK) {
+        if constexpr (OUT) {
             if (whole(i)) {
                 finish(true, i * T);
             } else {
@@ -354,7 +357,7 @@ __device__ __forceinline__ void ssm_tiles_forward(const float* u, const float* d
         if (i + 2 < tiles) load_tile(i + 2);
         __syncthreads();
     }
-    if (!CK && last != nullptr) {
+    if (OUT && last != nullptr) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             const u64 n = 4 * (u64)g + k;
@@ -368,7 +371,7 @@ __device__ __forceinline__ void selective_scan_tiles(const float* u, const float
                                                      SsmProjection B, SsmProjection C, const float* D, const float* z,
                                                      const float* delta_bias, const float* x0, float* out, float* last,
                                                      u64 batch, u64 dim, u64 len, u64 state, bool softplus) {
-    ssm_tiles_forward<G, YS, false>(u, delta, A, B, C, D, z, delta_bias, x0, out, last, nullptr, dim, len, state,
+    ssm_tiles_forward<G, YS, true, false>(u, delta, A, B, C, D, z, delta_bias, x0, out, last, nullptr, dim, len, state,
                                     softplus);
 }
 

@@ -72,6 +72,7 @@ mod rows;
 mod selective;
 mod selective_backward;
 mod selective_backward_tiles;
+mod selective_saved;
 mod sharded;
 mod single_pass;
 mod source;
@@ -99,6 +100,7 @@ pub use selective::{compile_selective_for_arch, DeviceProjection, DeviceSelectiv
 pub use selective_backward::{
     compile_selective_backward_for_arch, ptxas_report_selective_backward, DeviceSsmGrads, SELECTIVE_BACKWARD_MAX_STATE,
 };
+pub use selective_saved::SelectiveSaved;
 pub use sharded::{compile_shard_for_arch, ptxas_report_shard, NcclRank, ShardGroup};
 
 /// The cudarc this crate is built with, for scanning your own `CudaSlice`s.

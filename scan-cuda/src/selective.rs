@@ -287,6 +287,13 @@ const TILE_KERNEL_MIN_STATE: usize = 8;
 /// dim 1536, L 4096 against 0.413-0.427 for 4 steps unbounded, and 0.240
 /// against 0.263 at 4096 rows: more loads in flight where warps are few).
 const TILE_DEFAULTS: [TileKernel; 2] = [TileKernel::new(2, None, 4), TileKernel::new(4, Some(3), 16)];
+/// The register bound (blocks per SM) and the steps of y kept in registers
+/// of the default tile kernel of `warps` warps, which the training forward
+/// (selective_backward_tiles.rs) copies.
+pub(crate) fn tile_default_shape(warps: u32) -> Option<(Option<u32>, u32)> {
+    TILE_DEFAULTS.into_iter().find(|k| k.warps == warps).map(|k| (k.min_blocks, k.y_steps))
+}
+
 /// Other tile kernels of N = 16, for timing ([`SelectiveKernelChoice::TileShape`]).
 const TILE_OTHERS: [TileKernel; 2] = [TileKernel::new(4, None, 4), TileKernel::new(4, Some(3), 8)];
 

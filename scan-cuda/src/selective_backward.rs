@@ -334,7 +334,7 @@ impl Cuda {
         s.validate()?;
         check_dout_len(s.shape, dout.len())?;
         if let Some(warps) = self.backward_tiles_plan(s) {
-            return self.run_selective_backward_tiles(s, dout, warps);
+            return self.run_selective_backward_tiles(s, dout, warps, None);
         }
         let SsmShape { batch, dim, len, state } = s.shape;
         let rows = batch * dim;

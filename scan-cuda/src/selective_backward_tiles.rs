@@ -16,7 +16,7 @@ use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
 use crate::kernels::lookup;
-use crate::selective::{runs_share, tiles_shared_bytes, DeviceSelectiveScan};
+use crate::selective::{runs_share, tile_default_shape, tiles_shared_bytes, DeviceSelectiveScan};
 use crate::selective_backward::DeviceSsmGrads;
 
 /// Warps per block (G: states 4 G, so N up to 8 or 16).
@@ -47,10 +47,12 @@ fn gradient_blocks_per_sm(warps: u32) -> u32 {
     }
 }
 
-/// The two kernels of `warps` warps.
+/// The kernels of `warps` warps: the backward's two, and the training
+/// forward (the forward's tile kernel that also saves the checkpoints).
 pub(crate) struct BackwardTileKernels {
     checkpoints: CudaFunction,
     gradients: CudaFunction,
+    saving: CudaFunction,
 }
 
 fn checkpoints_name(warps: u32) -> String {
@@ -59,6 +61,10 @@ fn checkpoints_name(warps: u32) -> String {
 
 fn gradients_name(warps: u32) -> String {
     format!("selective_backward_tiles_{warps}")
+}
+
+fn saving_name(warps: u32) -> String {
+    format!("selective_forward_saving_tiles_{warps}")
 }
 
 /// The gradient kernel's shared memory, as `SsmBackTiles<G>::Shared`: a
@@ -76,16 +82,31 @@ fn gradients_shared_bytes(warps: u32) -> usize {
 pub(crate) fn source() -> String {
     let mut code = String::new();
     for g in WARPS {
-        let (checkpoints, gradients) = (checkpoints_name(g), gradients_name(g));
+        let (checkpoints, gradients, saving) = (checkpoints_name(g), gradients_name(g), saving_name(g));
         let threads = 32 * g;
         let per_sm = gradient_blocks_per_sm(g);
+        // The training forward: the forward's default tile kernel of G warps
+        // (its register bound and y steps), saving the checkpoints as well.
+        let (bound, y_steps) = tile_default_shape(g).unwrap_or((None, 4));
+        let saving_bounds = bound.map_or(threads.to_string(), |b| format!("{threads}, {b}"));
+        code.push_str(&format!(
+            "extern \"C\" __global__ void __launch_bounds__({saving_bounds}) {saving}(\n\
+             \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
+             \x20   const float* C, unsigned long long c_groups, const float* D, const float* z, const float* delta_bias,\n\
+             \x20   const float* x0, float* out, float* last, float* checkpoints, unsigned long long dim,\n\
+             \x20   unsigned long long len, unsigned long long state, int softplus) {{\n\
+             \x20 scan::ssm_tiles_forward<{g}, {y_steps}, true, true>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
+             \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, x0, out, last, checkpoints, dim, len, state,\n\
+             \x20     softplus != 0);\n\
+             }}\n"
+        ));
         code.push_str(&format!(
             "extern \"C\" __global__ void __launch_bounds__({threads}) {checkpoints}(\n\
              \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
              \x20   const float* delta_bias, const float* x0, float* checkpoints, unsigned long long dim,\n\
              \x20   unsigned long long len, unsigned long long state, int softplus) {{\n\
              \x20 const scan::SsmProjection b{{B, b_groups}};\n\
-             \x20 scan::ssm_tiles_forward<{g}, 4, true>(u, delta, A, b, b, nullptr, nullptr, delta_bias, x0, nullptr,\n\
+             \x20 scan::ssm_tiles_forward<{g}, 4, false, true>(u, delta, A, b, b, nullptr, nullptr, delta_bias, x0, nullptr,\n\
              \x20     nullptr, checkpoints, dim, len, state, softplus != 0);\n\
              }}\n\
              extern \"C\" __global__ void __launch_bounds__({threads}, {per_sm}) {gradients}(\n\
@@ -112,10 +133,16 @@ pub(crate) fn load(module: &std::sync::Arc<CudaModule>) -> Result<Vec<(u32, Back
             let kernels = BackwardTileKernels {
                 checkpoints: lookup(module, &checkpoints_name(g))?,
                 gradients: lookup(module, &gradients_name(g))?,
+                saving: lookup(module, &saving_name(g))?,
             };
             Ok((g, kernels))
         })
         .collect()
+}
+
+/// The checkpoints' floats: rows x ceil(L / 8) x 4 G.
+pub(crate) fn checkpoints_len(shape: SsmShape, warps: u32) -> usize {
+    shape.batch * shape.dim * shape.len.div_ceil(CHECK) * 4 * warps as usize
 }
 
 /// The warps per block for N = `state`, if the tile kernels hold it.
@@ -136,20 +163,78 @@ impl Cuda {
         warps_for(state).filter(|_| fits && wanted)
     }
 
+    /// The training forward of `s` by tiles of `warps` warps (from
+    /// [`Cuda::backward_tiles_plan`]): the output and the last state as
+    /// [`Cuda::run_selective`] writes them, and the checkpoints of the
+    /// backward's first kernel into `checkpoints` (of `checkpoints_len`).
+    pub(crate) fn run_selective_forward_saving(
+        &self,
+        s: &mut DeviceSelectiveScan,
+        warps: u32,
+        checkpoints: &mut DeviceBuffer<f32>,
+    ) -> Result<()> {
+        let SsmShape { batch, dim, len, state } = s.shape;
+        let rows = batch * dim;
+        Error::check_lengths(checkpoints_len(s.shape, warps), checkpoints.len())?;
+        if rows == 0 || len == 0 {
+            // Nothing to save; the forward writes the last state (the
+            // initial one, or zeros).
+            return self.run_selective(s);
+        }
+        let kernels = self.selective_backward_kernels()?;
+        let tile =
+            kernels.tiles.iter().find_map(|(g, k)| (*g == warps).then_some(k)).ok_or_else(|| {
+                Error::Other(format!("internal: no selective backward tile kernels of {warps} warps"))
+            })?;
+        let (b_groups, c_groups) = match (s.b.groups, s.c.groups) {
+            (Some(b), Some(c)) => (b as u64, c as u64),
+            _ => return Err(Error::Other("internal: the training forward takes varying B and C only".into())),
+        };
+        let stream = self.stream();
+        let ptr = |x: &DeviceBuffer<f32>| x.device_ptr(stream);
+        let opt = |x: &Option<DeviceBuffer<f32>>| x.as_ref().map_or(0, ptr);
+        let (u, delta, a, b, c) = (ptr(&s.u), ptr(&s.delta), ptr(&s.a), ptr(&s.b.data), ptr(&s.c.data));
+        let (d, z, bias, x0) = (opt(&s.d), opt(&s.z), opt(&s.delta_bias), opt(&s.initial_state));
+        let out = s.out.device_ptr_mut(stream);
+        let last = s.last_state.as_mut().map_or(0, |l| l.device_ptr_mut(stream));
+        let checks = checkpoints.device_ptr_mut(stream);
+        let softplus = i32::from(s.delta_softplus);
+        let (dim64, len64, state64) = (dim as u64, len as u64, state as u64);
+        let mut launch = stream.launch_builder(&tile.saving);
+        launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&c).arg(&c_groups);
+        launch.arg(&d).arg(&z).arg(&bias).arg(&x0).arg(&out).arg(&last).arg(&checks);
+        launch.arg(&dim64).arg(&len64).arg(&state64).arg(&softplus);
+        let cfg = LaunchConfig {
+            grid_dim: (grid(rows / ROWS)?, 1, 1),
+            block_dim: (32 * warps, 1, 1),
+            shared_mem_bytes: tiles_shared_bytes(warps) as u32,
+        };
+        // SAFETY: every pointer addresses a live device buffer whose length
+        // `validate` (the caller's) checked against the shape, or is 0 for an
+        // absent option; `checkpoints` holds rows x ceil(L / 8) x 4 G floats
+        // (checked above); a block reads its 32 rows (one batch and group:
+        // checked by the plan) and writes their outputs, last states and
+        // checkpoints. Shared memory: the forward tile kernel's (under 48
+        // KiB).
+        unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the training forward", e))?;
+        Ok(())
+    }
+
     /// [`Cuda::run_selective_backward`] by tiles (see the module's doc):
-    /// `warps` from [`Cuda::backward_tiles_plan`]. Scratch, kept on the
-    /// executor as the lane kernels' is: the checkpoints, rows x ceil(L / 8)
-    /// x 4 G floats, and the partials of dB and dC, batch x dim / 32 x N x L
+    /// `warps` from [`Cuda::backward_tiles_plan`]; `saved`, the checkpoints
+    /// of [`Cuda::run_selective_saving`], replaces the first kernel. Scratch,
+    /// kept on the executor as the lane kernels' is: the checkpoints (unless
+    /// saved), rows x ceil(L / 8) x 4 G floats, and the partials of dB and dC, batch x dim / 32 x N x L
     /// floats each (dim / 32 / groups copies of B's size).
     pub(crate) fn run_selective_backward_tiles(
         &self,
         s: &DeviceSelectiveScan,
         dout: &DeviceBuffer<f32>,
         warps: u32,
+        saved: Option<&DeviceBuffer<f32>>,
     ) -> Result<DeviceSsmGrads> {
         let SsmShape { batch, dim, len, state } = s.shape;
         let rows = batch * dim;
-        let states = 4 * warps as usize;
         let chunks = dim / ROWS;
         let kernels = self.selective_backward_kernels()?;
         let tile =
@@ -161,8 +246,12 @@ impl Cuda {
             _ => return Err(Error::Other("internal: the tile backward takes varying B and C only".into())),
         };
         // The checkpoints, the partials of dB, dC, dA, dD and d delta_bias.
+        let checkpoint_len = checkpoints_len(s.shape, warps);
+        if let Some(saved) = saved {
+            Error::check_lengths(checkpoint_len, saved.len())?;
+        }
         let scratch_lens = [
-            rows * len.div_ceil(CHECK) * states,
+            if saved.is_some() { 0 } else { checkpoint_len },
             batch * chunks * state * len,
             batch * chunks * state * len,
             rows * state,
@@ -191,21 +280,24 @@ impl Cuda {
             let dz_ptr = if has_z { dz.device_ptr_mut(stream) } else { 0 };
             let blocks = grid(rows / ROWS)?;
 
-            // 1. The checkpoints.
-            let mut launch = stream.launch_builder(&tile.checkpoints);
-            launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&bias).arg(&x0).arg(&checks);
-            launch.arg(&dim64).arg(&len64).arg(&state64).arg(&softplus);
-            let shared = tiles_shared_bytes(warps) as u32;
-            let cfg =
-                LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (32 * warps, 1, 1), shared_mem_bytes: shared };
-            // SAFETY: every pointer addresses a live device buffer of the
-            // length the shape gives (checked by `validate`) or is 0 for an
-            // absent option; `checks` holds rows x ceil(L / 8) x 4 G floats;
-            // a block reads its 32 rows (one batch and group: checked by
-            // the plan) and writes its own checkpoints. Shared memory: the
-            // forward tile kernel's (under 48 KiB).
-            unsafe { launch.launch(cfg) }
-                .map_err(|e| driver_error("launch of the selective backward (checkpoints)", e))?;
+            // 1. The checkpoints, unless the training forward saved them.
+            let checks = saved.map_or(checks, |c| c.device_ptr(stream));
+            if saved.is_none() {
+                let mut launch = stream.launch_builder(&tile.checkpoints);
+                launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&bias).arg(&x0).arg(&checks);
+                launch.arg(&dim64).arg(&len64).arg(&state64).arg(&softplus);
+                let shared = tiles_shared_bytes(warps) as u32;
+                let cfg =
+                    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (32 * warps, 1, 1), shared_mem_bytes: shared };
+                // SAFETY: every pointer addresses a live device buffer of the
+                // length the shape gives (checked by `validate`) or is 0 for
+                // an absent option; `checks` holds rows x ceil(L / 8) x 4 G
+                // floats; a block reads its 32 rows (one batch and group:
+                // checked by the plan) and writes its own checkpoints. Shared
+                // memory: the forward tile kernel's (under 48 KiB).
+                unsafe { launch.launch(cfg) }
+                    .map_err(|e| driver_error("launch of the selective backward (checkpoints)", e))?;
+            }
 
             // 2. The gradients and partials.
             let mut launch = stream.launch_builder(&tile.gradients);
