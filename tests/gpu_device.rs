@@ -114,3 +114,48 @@ fn a_cpu_only_operator_sent_to_the_gpu_is_a_clear_error() {
     let sums = device.scan::<scan::ops::Add<u32>>(&[1, 2, 3], ScanSpec::inclusive()).unwrap();
     assert_eq!(sums, [1, 3, 6]);
 }
+
+/// Opening CUDA keeps freed memory in the device's pool (a quarter of the
+/// device's memory by default), so a large buffer freed and allocated again
+/// is not mapped anew; with nothing retained the pool gives it back at the
+/// next synchronisation; what it keeps never makes an allocation fail.
+/// (Other tests of this binary allocate far less than used here.)
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_pool_keeps_freed_memory_for_the_next_allocations() {
+    let cuda = scan::Cuda::new().expect("a CUDA GPU");
+    let total = cuda.context().total_mem().unwrap() as u64;
+    let kept = cuda.retained_memory().unwrap().expect("a stream-ordered allocator");
+    assert!(kept >= total / 4, "kept {kept} of {total} bytes");
+    let bytes: u64 = 256 << 20;
+    let settled = |cuda: &scan::Cuda| {
+        cuda.stream().synchronize().unwrap();
+        cuda.pool_reserved_memory().unwrap().unwrap()
+    };
+    drop(cuda.alloc::<f32>(bytes as usize / 4).unwrap());
+    let reserved = settled(&cuda);
+    assert!(reserved >= bytes, "freed {bytes} bytes, the pool keeps {reserved}");
+
+    cuda.set_retained_memory(0).unwrap();
+    assert_eq!(cuda.retained_memory().unwrap(), Some(0));
+    drop(cuda.alloc::<f32>(bytes as usize / 4).unwrap());
+    let reserved = settled(&cuda);
+    assert!(reserved < bytes, "nothing retained, yet the pool keeps {reserved} bytes");
+
+    // What the pool keeps is not free to cuMemGetInfo: an allocation that
+    // fits only with it is still made (the pool gives its memory back
+    // first), not refused as too large.
+    cuda.set_retained_memory(total).unwrap();
+    let (free, _) = cuda.context().mem_get_info().unwrap();
+    let big = free / 10 * 6 / 4;
+    drop(cuda.alloc::<f32>(big).unwrap());
+    let reserved = settled(&cuda);
+    assert!(reserved >= 4 * big as u64, "the pool keeps {reserved} bytes of {}", 4 * big);
+    let (free_now, _) = cuda.context().mem_get_info().unwrap();
+    assert!(free_now < 4 * big, "{free_now} bytes free, {} kept", 4 * big);
+    let again = cuda.alloc::<f32>(big).unwrap_or_else(|e| panic!("{} bytes again: {e}", 4 * big));
+    assert_eq!(again.len(), big);
+    drop(again);
+    cuda.set_retained_memory(kept).unwrap();
+    assert_eq!(cuda.retained_memory().unwrap(), Some(kept));
+}

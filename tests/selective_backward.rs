@@ -420,6 +420,8 @@ fn the_training_forward_saves_the_states_the_backward_would_compute() {
     }
     let mut failures = Vec::new();
     let mut saved_some = 0;
+    // One set of saved states for every case, as a training loop keeps it.
+    let mut reused = None;
     for (batch, dim, len, state, groups) in cases {
         for options in [0u32, 1, 2, 4, 8, 15, 16, 32] {
             let shape = SsmShape { batch, dim, len, state };
@@ -455,6 +457,20 @@ fn the_training_forward_saves_the_states_the_backward_would_compute() {
             }
             if let Err(e) = grads_close(&got, &reference_backward(&a, &w).unwrap()) {
                 failures.push(format!("{case}: against the reference: {e}"));
+            }
+            // The same forward into the states saved for the case before
+            // (the same buffer when the size is the same).
+            let mut again = cuda.upload_selective(&a).unwrap();
+            let into = match reused.as_mut() {
+                Some(r) => cuda.run_selective_saving_into(&mut again, r).map(|()| r),
+                None => cuda.run_selective_saving(&mut again).map(|r| reused.insert(r)),
+            };
+            let into = into.unwrap_or_else(|e| panic!("{case}: saving into earlier states: {e}"));
+            if into.bytes() != saved.bytes() || again.download().unwrap() != s.download().unwrap() {
+                failures.push(format!("{case}: the forward into earlier states differs"));
+            }
+            if cuda.run_selective_backward_saved(&again, &dout, into).unwrap().download().unwrap() != want {
+                failures.push(format!("{case}: the gradients from states saved into earlier ones differ"));
             }
             // The states of this forward with another scan's arguments.
             let other = cuda.upload_selective(&a).unwrap();

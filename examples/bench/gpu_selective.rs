@@ -158,6 +158,13 @@ fn backward(
         Ok(f64::from(median(ms)))
     };
     let backward_ms = time(cuda)?;
+    // The same with the device's pool keeping no freed memory (the driver's
+    // default; scan-cuda/src/pool.rs): the outputs mapped anew each call.
+    let kept = cuda.retained_memory().map_err(e)?;
+    cuda.set_retained_memory(0).map_err(e)?;
+    let unretained_ms = time(cuda);
+    cuda.set_retained_memory(kept.unwrap_or(0)).map_err(e)?;
+    let unretained_ms = unretained_ms?;
     // The tile kernels where they apply, and both forms of the lane
     // kernels' gradient blocks (whole rows, G carried along them; ranges of
     // 256 steps, G from the carries kernel's reverse scan), each checked
@@ -186,38 +193,45 @@ fn backward(
     let same_out = saved_out.out == tile_forward_out(on_device)?;
     let from_saved = cuda.run_selective_backward_saved(on_device, &dout, &saved).map_err(e)?.download().map_err(e)?;
     let same_grads = from_saved == grads;
-    let (mut saving_ms, mut from_saved_ms) = (Vec::new(), Vec::new());
+    let mut reused = cuda.run_selective_saving(on_device).map_err(e)?;
+    let (mut saving_ms, mut into_ms, mut from_saved_ms) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..reps {
         saving_ms.push(cuda.time(|| cuda.run_selective_saving(on_device).map(drop)).map_err(e)?.1);
+        into_ms.push(cuda.time(|| cuda.run_selective_saving_into(on_device, &mut reused)).map_err(e)?.1);
         from_saved_ms
             .push(cuda.time(|| cuda.run_selective_backward_saved(on_device, &dout, &saved).map(drop)).map_err(e)?.1);
     }
-    let (saving_ms, from_saved_ms) = (f64::from(median(saving_ms)), f64::from(median(from_saved_ms)));
+    let [saving_ms, into_ms, from_saved_ms] = [saving_ms, into_ms, from_saved_ms].map(|t| f64::from(median(t)));
     let yes = |b: bool| if b { "yes" } else { "NO" };
     let training = format!(
-        "| training forward (run_selective_saving: {} MB of states saved, allocated each call) | {saving_ms:.3} |
-         | ... / forward | {:.2} |
-         | GPU backward from the saved states (run_selective_backward_saved; gradients bitwise those of          run_selective_backward: {}; out bitwise the tile forward's: {}) | {from_saved_ms:.3} |
-         | ... / forward | {:.2} |
-         | training step (saving forward + backward from it) / (forward + backward) | {:.2} |
-",
+        "| training forward (run_selective_saving: {} MB of states saved, allocated each call) | {saving_ms:.3} |\n\
+         | ... / forward | {:.2} |\n\
+         | training forward into the states of the step before (run_selective_saving_into, no allocation) | {into_ms:.3} |\n\
+         | ... / forward | {:.2} |\n\
+         | GPU backward from the saved states (run_selective_backward_saved; gradients bitwise those of \
+         run_selective_backward: {}; out bitwise the tile forward's: {}) | {from_saved_ms:.3} |\n\
+         | ... / forward | {:.2} |\n\
+         | training step (forward into saved states + backward from them) / (forward + backward) | {:.2} |\n",
         saved.bytes() / 1_000_000,
         saving_ms / scan_ms,
+        into_ms / scan_ms,
         yes(same_grads),
         yes(same_out),
         from_saved_ms / scan_ms,
-        (saving_ms + from_saved_ms) / (scan_ms + backward_ms),
+        (into_ms + from_saved_ms) / (scan_ms + backward_ms),
     );
     let backward_bytes = 4 * (7 * batch * dim * len + 4 * batch * state * len);
     let backward_floor_ms = backward_bytes as f64 / copy_rate * 1e3;
     Ok(format!(
         "| GPU backward (one run_selective_backward, its outputs allocated, median of {reps}) | {backward_ms:.3} |\n\
          | backward / forward (bar: at most 3) | {:.2} |\n\
+         | GPU backward, the pool keeping no freed memory (retained {} MB by default here) | {unretained_ms:.3} |\n\
          {forms}\
          {training}\
          | backward memory floor: {:.1} MB of u, delta, z, dout, B, C in, du, ddelta, dz, dB, dC out | {backward_floor_ms:.3} |\n\n\
          Backward against the CPU's f64 backward (mamba_ssm's f32 tolerances): {}.\n",
         backward_ms / scan_ms,
+        kept.unwrap_or(0) / 1_000_000,
         backward_bytes as f64 / 1e6,
         outside.join("; "),
     ))

@@ -6,8 +6,11 @@
 // partial sums (scan-cuda/src/selective_backward_tiles.rs launches them):
 //
 //   1. the forward tile kernel in checkpoint mode (ssm_tiles_forward<G, 4,
-//      true>): the states before every SSM_CHECK = 8 steps, [block][check]
-//      [state][lane], and nothing else (no C, z or output);
+//      false, true>): the states before every SSM_CHECK = 8 steps, [block]
+//      [check][state][lane], and nothing else (no C, z or output); the
+//      training forward (selective_forward_saving_tiles, OUT and CK both
+//      on) writes the same checkpoints beside the output, and then this
+//      launch is skipped;
 //   2. selective_backward_tiles, below: the row's tiles of T = 16 steps from
 //      the last to the first, the reverse carry G of each (row, state) in
 //      the lane's registers all along the row. Per tile, three phases:

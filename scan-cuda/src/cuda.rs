@@ -220,6 +220,11 @@ impl Cuda {
             Ok(Err(reason)) => return Err(unavailable(format!("{reason}; use the CPU backend instead"))),
             Err(_) => return Err(unavailable("the CUDA driver library is incomplete or too old (cudarc panicked)")),
         };
+        // Freed memory kept for the next allocations (pool.rs). Not fatal:
+        // without it allocations are slower, not wrong.
+        if let Ok(total) = ctx.total_mem() {
+            let _ = crate::pool::retain_at_least(&ctx, crate::pool::default_retained(total));
+        }
         let stream = ctx.default_stream();
         Ok(Cuda {
             ctx,
@@ -518,7 +523,15 @@ impl Cuda {
         let bytes = len.checked_mul(size).ok_or_else(|| Error::TooLarge {
             what: format!("{len} items of {size} bytes overflow the address space"),
         })?;
-        let (free, _total) = self.ctx.mem_get_info().map_err(|e| driver_error("cuMemGetInfo", e))?;
+        let free_bytes = || self.ctx.mem_get_info().map(|(free, _)| free).map_err(|e| driver_error("cuMemGetInfo", e));
+        let mut free = free_bytes()?;
+        if bytes > free {
+            // What the pool keeps (pool.rs) is not counted free: release it
+            // (after the queued frees) and look again.
+            self.stream.synchronize().map_err(|e| driver_error("synchronising", e))?;
+            crate::pool::release_unused(&self.ctx)?;
+            free = free_bytes()?;
+        }
         if bytes > free {
             return Err(Error::TooLarge {
                 what: format!(

@@ -68,6 +68,7 @@ mod nccl;
 mod nvrtc;
 mod pinned;
 mod policy;
+mod pool;
 mod rows;
 mod selective;
 mod selective_backward;

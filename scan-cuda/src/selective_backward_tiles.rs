@@ -8,7 +8,7 @@
 //! channels (Mamba's layout), as the forward's tile kernel does; the lane
 //! kernels take the rest.
 
-use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
 use scan_core::selective::SsmShape;
 use scan_core::{Error, Result};
 
@@ -17,7 +17,7 @@ use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
 use crate::kernels::lookup;
 use crate::selective::{runs_share, tile_default_shape, tiles_shared_bytes, DeviceSelectiveScan};
-use crate::selective_backward::DeviceSsmGrads;
+use crate::selective_backward::{DeviceSsmGrads, SelectiveBackwardKernels};
 
 /// Warps per block (G: states 4 G, so N up to 8 or 16).
 const WARPS: [u32; 2] = [2, 4];
@@ -150,6 +150,65 @@ fn warps_for(state: usize) -> Option<u32> {
     WARPS.into_iter().find(|&g| state >= 1 && state <= 4 * g as usize)
 }
 
+/// The kernels of `warps` warps in the loaded module.
+fn tile_kernels(kernels: &SelectiveBackwardKernels, warps: u32) -> Result<&BackwardTileKernels> {
+    kernels
+        .tiles
+        .iter()
+        .find_map(|(g, k)| (*g == warps).then_some(k))
+        .ok_or_else(|| Error::Other(format!("internal: no selective backward tile kernels of {warps} warps")))
+}
+
+/// The inputs' device addresses (0 for an absent option) and the sizes, as
+/// every tile kernel takes them: the training forward, the checkpoints and
+/// the gradients.
+#[derive(Clone, Copy)]
+struct TileArgs {
+    u: u64,
+    delta: u64,
+    a: u64,
+    b: u64,
+    b_groups: u64,
+    c: u64,
+    c_groups: u64,
+    d: u64,
+    z: u64,
+    bias: u64,
+    x0: u64,
+    dim64: u64,
+    len64: u64,
+    state64: u64,
+    softplus: i32,
+}
+
+impl TileArgs {
+    fn new(s: &DeviceSelectiveScan, stream: &CudaStream) -> Result<Self> {
+        let (Some(b_groups), Some(c_groups)) = (s.b.groups, s.c.groups) else {
+            return Err(Error::Other("internal: the tile kernels take varying B and C only".into()));
+        };
+        let ptr = |x: &DeviceBuffer<f32>| x.device_ptr(stream);
+        let opt = |x: &Option<DeviceBuffer<f32>>| x.as_ref().map_or(0, ptr);
+        let SsmShape { dim, len, state, .. } = s.shape;
+        Ok(TileArgs {
+            u: ptr(&s.u),
+            delta: ptr(&s.delta),
+            a: ptr(&s.a),
+            b: ptr(&s.b.data),
+            b_groups: b_groups as u64,
+            c: ptr(&s.c.data),
+            c_groups: c_groups as u64,
+            d: opt(&s.d),
+            z: opt(&s.z),
+            bias: opt(&s.delta_bias),
+            x0: opt(&s.initial_state),
+            dim64: dim as u64,
+            len64: len as u64,
+            state64: state as u64,
+            softplus: i32::from(s.delta_softplus),
+        })
+    }
+}
+
 impl Cuda {
     /// The warps per block of the tile backward if it runs for `s`: N at
     /// most 16, B and C varying and shared by every 32 channels (each
@@ -173,7 +232,7 @@ impl Cuda {
         warps: u32,
         checkpoints: &mut DeviceBuffer<f32>,
     ) -> Result<()> {
-        let SsmShape { batch, dim, len, state } = s.shape;
+        let SsmShape { batch, dim, len, .. } = s.shape;
         let rows = batch * dim;
         Error::check_lengths(checkpoints_len(s.shape, warps), checkpoints.len())?;
         if rows == 0 || len == 0 {
@@ -182,24 +241,13 @@ impl Cuda {
             return self.run_selective(s);
         }
         let kernels = self.selective_backward_kernels()?;
-        let tile =
-            kernels.tiles.iter().find_map(|(g, k)| (*g == warps).then_some(k)).ok_or_else(|| {
-                Error::Other(format!("internal: no selective backward tile kernels of {warps} warps"))
-            })?;
-        let (b_groups, c_groups) = match (s.b.groups, s.c.groups) {
-            (Some(b), Some(c)) => (b as u64, c as u64),
-            _ => return Err(Error::Other("internal: the training forward takes varying B and C only".into())),
-        };
+        let tile = tile_kernels(&kernels, warps)?;
         let stream = self.stream();
-        let ptr = |x: &DeviceBuffer<f32>| x.device_ptr(stream);
-        let opt = |x: &Option<DeviceBuffer<f32>>| x.as_ref().map_or(0, ptr);
-        let (u, delta, a, b, c) = (ptr(&s.u), ptr(&s.delta), ptr(&s.a), ptr(&s.b.data), ptr(&s.c.data));
-        let (d, z, bias, x0) = (opt(&s.d), opt(&s.z), opt(&s.delta_bias), opt(&s.initial_state));
+        let TileArgs { u, delta, a, b, b_groups, c, c_groups, d, z, bias, x0, dim64, len64, state64, softplus } =
+            TileArgs::new(s, stream)?;
         let out = s.out.device_ptr_mut(stream);
         let last = s.last_state.as_mut().map_or(0, |l| l.device_ptr_mut(stream));
         let checks = checkpoints.device_ptr_mut(stream);
-        let softplus = i32::from(s.delta_softplus);
-        let (dim64, len64, state64) = (dim as u64, len as u64, state as u64);
         let mut launch = stream.launch_builder(&tile.saving);
         launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&c).arg(&c_groups);
         launch.arg(&d).arg(&z).arg(&bias).arg(&x0).arg(&out).arg(&last).arg(&checks);
@@ -237,14 +285,9 @@ impl Cuda {
         let rows = batch * dim;
         let chunks = dim / ROWS;
         let kernels = self.selective_backward_kernels()?;
-        let tile =
-            kernels.tiles.iter().find_map(|(g, k)| (*g == warps).then_some(k)).ok_or_else(|| {
-                Error::Other(format!("internal: no selective backward tile kernels of {warps} warps"))
-            })?;
-        let (b_groups, c_groups) = match (s.b.groups, s.c.groups) {
-            (Some(b), Some(c)) => (b, c),
-            _ => return Err(Error::Other("internal: the tile backward takes varying B and C only".into())),
-        };
+        let tile = tile_kernels(&kernels, warps)?;
+        let args = TileArgs::new(s, self.stream())?;
+        let (b_groups, c_groups) = (args.b_groups as usize, args.c_groups as usize);
         // The checkpoints, the partials of dB, dC, dA, dD and d delta_bias.
         let checkpoint_len = checkpoints_len(s.shape, warps);
         if let Some(saved) = saved {
@@ -268,13 +311,9 @@ impl Cuda {
         let mut dz: DeviceBuffer<f32> = self.alloc_unwritten(if has_z { rows * len } else { 0 })?;
 
         if rows > 0 && len > 0 {
-            let ptr = |x: &DeviceBuffer<f32>| x.device_ptr(stream);
-            let opt = |x: &Option<DeviceBuffer<f32>>| x.as_ref().map_or(0, ptr);
-            let (u, delta, a, b, c) = (ptr(&s.u), ptr(&s.delta), ptr(&s.a), ptr(&s.b.data), ptr(&s.c.data));
-            let (d, z, bias, x0, dout) = (opt(&s.d), opt(&s.z), opt(&s.delta_bias), opt(&s.initial_state), ptr(dout));
-            let (b_groups, c_groups) = (b_groups as u64, c_groups as u64);
-            let softplus = i32::from(s.delta_softplus);
-            let (dim64, len64, state64) = (dim as u64, len as u64, state as u64);
+            let TileArgs { u, delta, a, b, b_groups, c, c_groups, d, z, bias, x0, dim64, len64, state64, softplus } =
+                args;
+            let dout = dout.device_ptr(stream);
             let dx0_ptr = if has_x0 { dx0.device_ptr_mut(stream) } else { 0 };
             let (du_ptr, ddelta_ptr) = (du.device_ptr_mut(stream), ddelta.device_ptr_mut(stream));
             let dz_ptr = if has_z { dz.device_ptr_mut(stream) } else { 0 };

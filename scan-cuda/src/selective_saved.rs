@@ -104,18 +104,61 @@ impl Cuda {
     /// ```
     pub fn run_selective_saving(&self, s: &mut DeviceSelectiveScan) -> Result<SelectiveSaved> {
         s.validate()?;
+        let mut saved = SelectiveSaved { checkpoints: None, warps: 0, from: self.origin(s) };
+        self.run_selective_saving_into(s, &mut saved)?;
+        Ok(saved)
+    }
+
+    /// [`Cuda::run_selective_saving`] into the memory of earlier saved
+    /// states, as a training loop calls it step after step: the states of
+    /// `s` replace what `saved` held, in the same device buffer when the
+    /// size is the same (no allocation), else in a new one. Afterwards
+    /// `saved` belongs to `s` only.
+    ///
+    /// Errors: those of [`Cuda::run_selective_saving`]. After an error,
+    /// `saved` holds no states (the backward then recomputes them).
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// # use scan_core::selective::{Projection, SelectiveScan, SsmShape};
+    /// # let cuda = scan_cuda::Cuda::new()?;
+    /// # let shape = SsmShape { batch: 1, dim: 32, len: 64, state: 16 };
+    /// # let (u, delta, a) = (vec![1.0; 32 * 64], vec![0.5; 32 * 64], vec![-1.0; 32 * 16]);
+    /// # let bc = vec![0.25; 16 * 64];
+    /// # let varying = Projection::Varying { data: &bc, groups: 1 };
+    /// # let args = SelectiveScan::new(shape, &u, &delta, &a, varying, varying);
+    /// let mut s = cuda.upload_selective(&args)?;
+    /// let dout = cuda.upload(&vec![1.0; 32 * 64])?;
+    /// let mut saved = cuda.run_selective_saving(&mut s)?;
+    /// for _step in 0..3 {
+    ///     // ... new inputs into `s` ...
+    ///     cuda.run_selective_saving_into(&mut s, &mut saved)?;
+    ///     let grads = cuda.run_selective_backward_saved(&s, &dout, &saved)?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn run_selective_saving_into(&self, s: &mut DeviceSelectiveScan, saved: &mut SelectiveSaved) -> Result<()> {
+        s.validate()?;
+        // Taken out until the forward has written them, so that an error
+        // leaves no stale states behind.
+        let kept = saved.checkpoints.take();
         let from = self.origin(s);
         match self.backward_tiles_plan(s) {
             Some(warps) => {
-                let mut checkpoints = self.alloc_unwritten(checkpoints_len(s.shape, warps))?;
+                let len = checkpoints_len(s.shape, warps);
+                let mut checkpoints = match kept {
+                    Some(c) if c.len() == len => c,
+                    _ => self.alloc_unwritten(len)?,
+                };
                 self.run_selective_forward_saving(s, warps, &mut checkpoints)?;
-                Ok(SelectiveSaved { checkpoints: Some(checkpoints), warps, from })
+                *saved = SelectiveSaved { checkpoints: Some(checkpoints), warps, from };
             }
             None => {
                 self.run_selective(s)?;
-                Ok(SelectiveSaved { checkpoints: None, warps: 0, from })
+                *saved = SelectiveSaved { checkpoints: None, warps: 0, from };
             }
         }
+        Ok(())
     }
 
     /// [`Cuda::run_selective_backward`] with what
