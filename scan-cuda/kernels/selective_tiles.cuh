@@ -375,4 +375,23 @@ __device__ __forceinline__ void selective_scan_tiles(const float* u, const float
                                     softplus);
 }
 
+// The same, the k-th block of each SM (block / SMs, mod 3, as blocks are
+// handed out in waves of one per SM) starting k STAGGER_NS nanoseconds late,
+// so that the three blocks an SM holds at 8/11's shape are in different
+// phases of their tiles (an experiment: the blocks start together and have
+// the same work, so their prepare phases, light on the exponential pipe,
+// may coincide).
+template <int G, int YS, int STAGGER_NS>
+__device__ __forceinline__ void selective_scan_tiles_staggered(const float* u, const float* delta, const float* A,
+                                                               SsmProjection B, SsmProjection C, const float* D,
+                                                               const float* z, const float* delta_bias, const float* x0,
+                                                               float* out, float* last, u64 batch, u64 dim, u64 len,
+                                                               u64 state, bool softplus) {
+    unsigned sms;
+    asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
+    const unsigned phase = blockIdx.x / sms % 3;
+    for (unsigned k = 0; k < phase; ++k) __nanosleep(STAGGER_NS);
+    selective_scan_tiles<G, YS>(u, delta, A, B, C, D, z, delta_bias, x0, out, last, batch, dim, len, state, softplus);
+}
+
 }  // namespace scan
