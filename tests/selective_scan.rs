@@ -229,18 +229,17 @@ fn the_gpu_tile_kernel_matches_the_reference() {
 }
 
 /// The tile kernel's other compiled shapes (with and without a register
-/// bound, outputs kept over 4, 8 or 16 steps; the specialised-warp
-/// kernel's, `ws:BxY`; the staggered one's, `st:NS`), forced, on shapes
-/// around their tiles (N = 16, and N below it), and one long row.
-/// `SCAN_TEST_TILE_SHAPES=4x0x4,ws:3x16,...` runs only those named (as
-/// `SCAN_CUDA_SELECTIVE_KERNEL=tiles:...`, `tiles-ws:...` and `tiles-st:...`
-/// name them), for compute-sanitizer; `SCAN_TEST_SHORT_ROWS=1` drops the
-/// long row (for racecheck).
+/// bound, outputs kept over 4, 8 or 16 steps), forced, on shapes around
+/// their tiles (N = 16, and N below it), and one long row; each shape the
+/// tile kernels take must run the kernel asked for (a fallback would pass
+/// without testing it). `SCAN_TEST_TILE_SHAPES=4x0x4,...` runs only those
+/// named (as `SCAN_CUDA_SELECTIVE_KERNEL=tiles:...` names them), for
+/// compute-sanitizer; `SCAN_TEST_SHORT_ROWS=1` drops the long row (for
+/// racecheck).
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_tile_kernel_shapes_match_the_reference() {
-    let named = std::env::var("SCAN_TEST_TILE_SHAPES")
-        .unwrap_or_else(|_| "4x0x4,4x3x8,4x3x16,ws:3x8,ws:3x16,st:700".to_string());
+    let named = std::env::var("SCAN_TEST_TILE_SHAPES").unwrap_or_else(|_| "4x0x4,4x3x8,4x3x16".to_string());
     let mut rng = Rng::fresh("selective scan tile shapes");
     let shapes = [
         (1, 32, 1, 16, 1),
@@ -253,18 +252,13 @@ fn the_gpu_tile_kernel_shapes_match_the_reference() {
     ];
     let shapes = if std::env::var_os("SCAN_TEST_SHORT_ROWS").is_some() { &shapes[..6] } else { &shapes[..] };
     for name in named.split(',').filter(|n| !n.is_empty()) {
-        let full = match (name.strip_prefix("ws:"), name.strip_prefix("st:")) {
-            (Some(shape), _) => format!("tiles-ws:{shape}"),
-            (_, Some(ns)) => format!("tiles-st:{ns}"),
-            _ => format!("tiles:{name}"),
-        };
-        let choice = SelectiveKernelChoice::parse(&full)
-            .unwrap_or_else(|| panic!("SCAN_TEST_TILE_SHAPES: {name:?} is not GxBxY, ws:BxY or st:NS"));
+        let choice = SelectiveKernelChoice::parse(&format!("tiles:{name}"))
+            .unwrap_or_else(|| panic!("SCAN_TEST_TILE_SHAPES: {name:?} is not GxBxY"));
         tile_kernel_shapes(&mut rng, shapes, (-0.5, -0.01), choice);
     }
 }
 
-/// The tile kernel (forced, and the specialised one) on long rows, with a state that barely decays:
+/// The tile kernel (forced) on long rows, with a state that barely decays:
 /// every tile's result depends on the states carried into it. (Apart from
 /// the shapes above so that compute-sanitizer can run those alone.)
 #[test]
@@ -272,9 +266,7 @@ fn the_gpu_tile_kernel_shapes_match_the_reference() {
 fn the_gpu_tile_kernel_carries_long_rows() {
     let mut rng = Rng::fresh("selective scan tiles, long rows");
     let shapes = [(2, 128, 4096, 16, 2), (1, 32, 4097, 9, 1), (1, 32, 1 << 15, 16, 1)];
-    for choice in [SelectiveKernelChoice::Tiles, SelectiveKernelChoice::SpecializedTileShape(3, 16)] {
-        tile_kernel_shapes(&mut rng, &shapes, (-0.05, -0.001), choice);
-    }
+    tile_kernel_shapes(&mut rng, &shapes, (-0.05, -0.001), SelectiveKernelChoice::Tiles);
 }
 
 /// Each (batch, dim, L, N, groups) shape on a tile kernel (`choice`,
@@ -297,19 +289,15 @@ fn tile_kernel_shapes(
             SelectiveKernelChoice::TileShape(g, b, y) if 4 * g as usize >= state => {
                 Some(format!("selective_scan_tiles_{g}_{y}{}", if b > 0 { format!("_{b}") } else { String::new() }))
             }
-            SelectiveKernelChoice::SpecializedTileShape(b, y) => {
-                Some(format!("selective_scan_tiles_specialized_4_{y}_{b}"))
-            }
-            SelectiveKernelChoice::StaggeredTiles(ns) => Some(format!("selective_scan_tiles_staggered{ns}_4_16_3")),
+            SelectiveKernelChoice::Tiles => Some("selective_scan_tiles_".to_string()),
             _ => None,
         };
         if let (true, Some(wanted)) = (takes, wanted) {
             let on_device = cuda.upload_selective(&inputs.args(0)).unwrap();
-            assert_eq!(
-                cuda.selective_kernel_name(&on_device),
-                wanted,
-                "{choice:?} on {batch} x {dim} x {len}, N {state}"
-            );
+            let name = cuda.selective_kernel_name(&on_device);
+            // The tile shape asked for exactly; `Tiles`, any tile kernel.
+            let ok = if choice == SelectiveKernelChoice::Tiles { name.starts_with(&wanted) } else { name == wanted };
+            assert!(ok, "{choice:?} on {batch} x {dim} x {len}, N {state}: runs {name}, not {wanted}");
         }
         for options in [0u32, 1, 2, 4, 8, 16, 32, 15, 63] {
             check(&run, &format!("{choice:?} forced, options {options:#b}"), &inputs.args(options));

@@ -47,7 +47,18 @@
 // 0.41), two buffers of each array and one barrier a tile (no faster, and
 // it spills under the 3-block register bound), and a quarter or half of
 // the exponentials on the FMA pipe by a polynomial (the MIO queue emptied,
-// but the extra instructions cost more: 0.48 and 0.59 ms).
+// but the extra instructions cost more: 0.48 and 0.59 ms). Eighteenth
+// session (commit 4ea1ecf holds both): specialised warps (4 scanning warps
+// running phase 2 only, 4 producer warps running phases 1 and 3 for the
+// tiles before and after, two sets of buffers handed over by named
+// barriers; 6 warps a scheduler, 80 registers) 0.416-0.430 ms against
+// 0.385-0.395 in the same calls: shared-memory wavefronts +15% (the kept
+// D u and gates), ncu 496-499 us against 482; and blocks started 0.7 or
+// 1.5 us apart per SM slot (so that the three blocks of an SM are in
+// different phases), no change. ncu of this kernel (H200, 8/11's shape):
+// the exponential pipe 69-71% busy on the SMs holding three blocks, shared
+// memory 58% of its wavefronts, issue 58%, 2.6 warps a scheduler; the
+// stalls per issue: wait 0.80, short scoreboard 0.78, MIO throttle 0.62.
 
 namespace scan {
 
@@ -373,25 +384,6 @@ __device__ __forceinline__ void selective_scan_tiles(const float* u, const float
                                                      u64 batch, u64 dim, u64 len, u64 state, bool softplus) {
     ssm_tiles_forward<G, YS, true, false>(u, delta, A, B, C, D, z, delta_bias, x0, out, last, nullptr, dim, len, state,
                                     softplus);
-}
-
-// The same, the k-th block of each SM (block / SMs, mod 3, as blocks are
-// handed out in waves of one per SM) starting k STAGGER_NS nanoseconds late,
-// so that the three blocks an SM holds at 8/11's shape are in different
-// phases of their tiles (an experiment: the blocks start together and have
-// the same work, so their prepare phases, light on the exponential pipe,
-// may coincide).
-template <int G, int YS, int STAGGER_NS>
-__device__ __forceinline__ void selective_scan_tiles_staggered(const float* u, const float* delta, const float* A,
-                                                               SsmProjection B, SsmProjection C, const float* D,
-                                                               const float* z, const float* delta_bias, const float* x0,
-                                                               float* out, float* last, u64 batch, u64 dim, u64 len,
-                                                               u64 state, bool softplus) {
-    unsigned sms;
-    asm("mov.u32 %0, %%nsmid;" : "=r"(sms));
-    const unsigned phase = blockIdx.x / sms % 3;
-    for (unsigned k = 0; k < phase; ++k) __nanosleep(STAGGER_NS);
-    selective_scan_tiles<G, YS>(u, delta, A, B, C, D, z, delta_bias, x0, out, last, batch, dim, len, state, softplus);
 }
 
 }  // namespace scan

@@ -30,13 +30,12 @@ use crate::source::kernel_files;
 const THREADS: u32 = 128;
 
 /// The templates the kernel builds on, then the kernel.
-const SOURCES: [(&str, &str); 6] = [
+const SOURCES: [(&str, &str); 5] = [
     ("util.cuh", include_str!("../kernels/util.cuh")),
     ("warp.cuh", include_str!("../kernels/warp.cuh")),
     ("block.cuh", include_str!("../kernels/block.cuh")),
     ("selective.cuh", include_str!("../kernels/selective.cuh")),
     ("selective_tiles.cuh", include_str!("../kernels/selective_tiles.cuh")),
-    ("selective_tiles_specialized.cuh", include_str!("../kernels/selective_tiles_specialized.cuh")),
 ];
 
 /// Warps per block of the lane-group kernel.
@@ -201,28 +200,12 @@ const CHANNEL_PAIRS_MIN_ROWS: usize = 2048;
 /// group, warp g runs states 4 g .. 4 g + 3 of all 32, so B and C are the
 /// same across each warp; `min_blocks`, a register bound (blocks per SM),
 /// if any; `y_steps` (YS), the steps whose outputs a lane keeps in
-/// registers before storing them (4, 8, 16 or 32); `kind`, the plain
-/// kernel or a variant timed against it.
+/// registers before storing them (4, 8, 16 or 32).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct TileKernel {
     warps: u32,
     min_blocks: Option<u32>,
     y_steps: u32,
-    kind: TileKind,
-}
-
-/// The tile kernel's variants.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum TileKind {
-    /// Every warp runs every phase of a tile in turn.
-    Plain,
-    /// The phases split between 4 scanning and 4 producer warps
-    /// (kernels/selective_tiles_specialized.cuh; `warps` 4 only).
-    Specialized,
-    /// The plain kernel, the k-th block of each SM (block / SMs, mod 3)
-    /// starting k times this many nanoseconds late, so that the blocks
-    /// sharing an SM are in different phases of their tiles.
-    Staggered(u32),
 }
 
 impl TileKernel {
@@ -231,26 +214,8 @@ impl TileKernel {
     /// Steps per tile.
     const STEPS: usize = 32;
 
-    /// Producer warps of a specialised kernel.
-    const PRODUCERS: u32 = 4;
-
     const fn new(warps: u32, min_blocks: Option<u32>, y_steps: u32) -> TileKernel {
-        TileKernel { warps, min_blocks, y_steps, kind: TileKind::Plain }
-    }
-
-    /// A specialised kernel (4 scanning warps, 4 producers).
-    const fn specialized(min_blocks: Option<u32>, y_steps: u32) -> TileKernel {
-        TileKernel { warps: 4, min_blocks, y_steps, kind: TileKind::Specialized }
-    }
-
-    /// N = 16's default shape, its blocks staggered by `ns`.
-    const fn staggered(ns: u32) -> TileKernel {
-        TileKernel { warps: 4, min_blocks: Some(3), y_steps: 16, kind: TileKind::Staggered(ns) }
-    }
-
-    /// Threads per block.
-    fn threads(self) -> u32 {
-        32 * (self.warps + if self.kind == TileKind::Specialized { TileKernel::PRODUCERS } else { 0 })
+        TileKernel { warps, min_blocks, y_steps }
     }
 
     /// Every tile kernel the module holds: the defaults, and other shapes of
@@ -272,30 +237,16 @@ impl TileKernel {
     /// Its shared memory (dynamic), as `SsmTiles<G>::Shared`: the steps (dt,
     /// dt u) of its rows, B and C of its states, a partial y per warp.
     fn shared_bytes(self) -> usize {
-        match self.kind {
-            TileKind::Specialized => specialized_tiles_shared_bytes(),
-            TileKind::Plain | TileKind::Staggered(_) => tiles_shared_bytes(self.warps),
-        }
+        tiles_shared_bytes(self.warps)
     }
 
     fn name(self) -> String {
         let bound = self.min_blocks.map_or(String::new(), |b| format!("_{b}"));
-        let kind = match self.kind {
-            TileKind::Plain => String::new(),
-            TileKind::Specialized => "specialized_".to_string(),
-            TileKind::Staggered(ns) => format!("staggered{ns}_"),
-        };
-        format!("selective_scan_tiles_{kind}{}_{}{bound}", self.warps, self.y_steps)
+        format!("selective_scan_tiles_{}_{}{bound}", self.warps, self.y_steps)
     }
 
     fn template(self) -> String {
-        match self.kind {
-            TileKind::Plain => format!("selective_scan_tiles<{}, {}>", self.warps, self.y_steps),
-            TileKind::Specialized => format!("selective_scan_tiles_specialized<{}>", self.y_steps),
-            TileKind::Staggered(ns) => {
-                format!("selective_scan_tiles_staggered<{}, {}, {ns}>", self.warps, self.y_steps)
-            }
-        }
+        format!("selective_scan_tiles<{}, {}>", self.warps, self.y_steps)
     }
 }
 
@@ -316,15 +267,6 @@ pub(crate) fn tiles_shared_bytes(warps: u32) -> usize {
     let (rows, steps, warps) = (TileKernel::ROWS, TileKernel::STEPS, warps as usize);
     let floats = rows * (2 * steps + 4) + steps * 2 * 4 * warps + warps * rows * (steps + 4);
     4 * floats
-}
-
-/// The shared memory (dynamic) of the specialised tile kernel, as
-/// `SsmTilesSpecialized::Shared`: two sets of the steps, B and C, the
-/// partial y of 4 warps, D u and the gates (74752 bytes).
-fn specialized_tiles_shared_bytes() -> usize {
-    let (rows, steps) = (TileKernel::ROWS, TileKernel::STEPS);
-    let set = rows * (2 * steps + 4) + steps * 2 * 16 + 4 * rows * steps + 2 * rows * steps;
-    4 * 2 * set
 }
 
 /// Auto takes the tile kernel for at least this many rows longer than
@@ -353,14 +295,7 @@ pub(crate) fn tile_default_shape(warps: u32) -> Option<(Option<u32>, u32)> {
 }
 
 /// Other tile kernels of N = 16, for timing ([`SelectiveKernelChoice::TileShape`]).
-const TILE_OTHERS: [TileKernel; 6] = [
-    TileKernel::new(4, None, 4),
-    TileKernel::new(4, Some(3), 8),
-    TileKernel::specialized(Some(3), 8),
-    TileKernel::specialized(Some(3), 16),
-    TileKernel::staggered(700),
-    TileKernel::staggered(1500),
-];
+const TILE_OTHERS: [TileKernel; 2] = [TileKernel::new(4, None, 4), TileKernel::new(4, Some(3), 8)];
 
 /// A chunked kernel: its shape, and whether B and whether C vary (each of
 /// the four forms is compiled for K = 1).
@@ -393,7 +328,7 @@ impl Chunked {
 }
 
 /// Which GPU selective-scan kernel runs ([`Tuning::selective_kernel`](crate::Tuning::selective_kernel);
-/// the environment variable `SCAN_CUDA_SELECTIVE_KERNEL=auto|block|lanes|lanes2|channels2|channels4|warp2|tiles|lanes:SxPxT|tiles:GxBxY|tiles-ws:BxY`
+/// the environment variable `SCAN_CUDA_SELECTIVE_KERNEL=auto|block|lanes|lanes2|channels2|channels4|warp2|tiles|lanes:SxPxT|tiles:GxBxY`
 /// does the same for programs that do not set it; see
 /// [`SelectiveKernelChoice::parse`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -437,15 +372,6 @@ pub enum SelectiveKernelChoice {
     /// outputs kept in registers. A shape that is not compiled, or that
     /// holds fewer states than N, falls back to `Tiles`.
     TileShape(u32, u32, u32),
-    /// The tile kernel with specialised warps (4 scanning the recurrences,
-    /// 4 loading, preparing and storing; N at most 16), of one compiled
-    /// shape: blocks per SM of its register bound (0: none) and steps of
-    /// outputs kept in registers. A shape that is not compiled falls back
-    /// to `Tiles`.
-    SpecializedTileShape(u32, u32),
-    /// N = 16's default tile kernel with the blocks sharing an SM started
-    /// this many nanoseconds apart (a compiled delay; else `Tiles`).
-    StaggeredTiles(u32),
 }
 
 impl SelectiveKernelChoice {
@@ -455,16 +381,14 @@ impl SelectiveKernelChoice {
 
     /// A choice by the name `SCAN_CUDA_SELECTIVE_KERNEL` takes: `auto`,
     /// `block`, `lanes`, `lanes2`, `channels2`, `channels4`, `warp2`, `tiles`, `lanes:SxPxT`
-    /// for [`SelectiveKernelChoice::LaneShape`], `tiles:GxBxY` for
-    /// [`SelectiveKernelChoice::TileShape`], or `tiles-ws:BxY` for
-    /// [`SelectiveKernelChoice::SpecializedTileShape`].
+    /// for [`SelectiveKernelChoice::LaneShape`], or `tiles:GxBxY` for
+    /// [`SelectiveKernelChoice::TileShape`].
     ///
     /// ```
     /// use scan_cuda::SelectiveKernelChoice;
     /// assert_eq!(SelectiveKernelChoice::parse("warp2"), Some(SelectiveKernelChoice::ChannelsPerWarp(2)));
     /// assert_eq!(SelectiveKernelChoice::parse("lanes:4x4x8"), Some(SelectiveKernelChoice::LaneShape(4, 4, 8)));
     /// assert_eq!(SelectiveKernelChoice::parse("tiles:4x3x16"), Some(SelectiveKernelChoice::TileShape(4, 3, 16)));
-    /// assert_eq!(SelectiveKernelChoice::parse("tiles-ws:3x16"), Some(SelectiveKernelChoice::SpecializedTileShape(3, 16)));
     /// assert_eq!(SelectiveKernelChoice::parse("fast"), None);
     /// ```
     pub fn parse(name: &str) -> Option<SelectiveKernelChoice> {
@@ -480,13 +404,6 @@ impl SelectiveKernelChoice {
             other if other.starts_with("tiles:") => {
                 let [warps, bound, y_steps] = three_numbers(&other["tiles:".len()..])?;
                 SelectiveKernelChoice::TileShape(warps, bound, y_steps)
-            }
-            other if other.starts_with("tiles-st:") => {
-                SelectiveKernelChoice::StaggeredTiles(other["tiles-st:".len()..].parse().ok()?)
-            }
-            other if other.starts_with("tiles-ws:") => {
-                let (bound, y_steps) = other["tiles-ws:".len()..].split_once('x')?;
-                SelectiveKernelChoice::SpecializedTileShape(bound.parse().ok()?, y_steps.parse().ok()?)
             }
             other => {
                 let shape = LaneShape::parse(other.strip_prefix("lanes:")?)?;
@@ -597,7 +514,7 @@ fn source() -> String {
         code.push_str(&kernel_wrapper(&kernel.name(), 32 * LANE_WARPS, None, &kernel.template()));
     }
     for kernel in TileKernel::all() {
-        code.push_str(&kernel_wrapper(&kernel.name(), kernel.threads(), kernel.min_blocks, &kernel.template()));
+        code.push_str(&kernel_wrapper(&kernel.name(), 32 * kernel.warps, kernel.min_blocks, &kernel.template()));
     }
     code
 }
@@ -779,7 +696,7 @@ impl Cuda {
                     });
                 }
                 let blocks = rows / TileKernel::ROWS;
-                let block = (chosen.threads(), 1, 1);
+                let block = (32 * chosen.warps, 1, 1);
                 let shared_mem_bytes = bytes as u32;
                 (function, LaunchConfig { grid_dim: (grid(blocks)?, 1, 1), block_dim: block, shared_mem_bytes })
             }
@@ -855,13 +772,11 @@ impl Cuda {
         let runs_share = |k: usize| runs_share(s, k);
         // The tile kernel: B and C vary and each block's 32 channels share them.
         let tiles = TileKernel::for_state(state).filter(|_| runs_share(TileKernel::ROWS)).map(Plan::Tiles);
-        let compiled_tiles = |kernel: TileKernel| {
+        let tile_shape = |g: u32, b: u32, y: u32| {
+            let kernel = TileKernel::new(g, (b > 0).then_some(b), y);
             let compiled = TileKernel::all().any(|k| k == kernel);
             (compiled && state <= kernel.states() && runs_share(TileKernel::ROWS)).then_some(Plan::Tiles(kernel))
         };
-        let tile_shape = |g: u32, b: u32, y: u32| compiled_tiles(TileKernel::new(g, (b > 0).then_some(b), y));
-        let specialized_shape = |b: u32, y: u32| compiled_tiles(TileKernel::specialized((b > 0).then_some(b), y));
-        let staggered = |ns: u32| compiled_tiles(TileKernel::staggered(ns));
         let shared = |k: u32, threads: u32| {
             let shape = CHUNKED_SHAPES.into_iter().find(|c| c.k == k && c.threads == threads);
             shape
@@ -900,8 +815,6 @@ impl Cuda {
             SelectiveKernelChoice::ChannelsPerWarp(k) => shared(k, 32).unwrap_or(single),
             SelectiveKernelChoice::Tiles => tiles.unwrap_or_else(auto),
             SelectiveKernelChoice::TileShape(g, b, y) => tile_shape(g, b, y).or(tiles).unwrap_or_else(auto),
-            SelectiveKernelChoice::SpecializedTileShape(b, y) => specialized_shape(b, y).or(tiles).unwrap_or_else(auto),
-            SelectiveKernelChoice::StaggeredTiles(ns) => staggered(ns).or(tiles).unwrap_or_else(auto),
         }
     }
 
