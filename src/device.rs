@@ -10,7 +10,7 @@ use scan_core::selective::backward::SsmGrads;
 use scan_core::selective::{SelectiveScan, SsmInput, SsmOutput};
 use scan_core::{CudaOp, CudaSource, Error, Result, Scan, ScanOp, ScanSpec};
 use scan_cpu::Cpu;
-use scan_cuda::{Cuda, HostInputs};
+use scan_cuda::{Cuda, DeviceSelectiveScan, HostInputs, SelectiveSaved};
 
 /// Where scans run, chosen once; [`Display`](std::fmt::Display) says which
 /// and why.
@@ -38,6 +38,24 @@ pub struct Device {
 enum Backend {
     Cuda(Box<Cuda>),
     Cpu(Cpu),
+}
+
+/// What [`Device::selective_scan_for_training`] keeps for
+/// [`Device::selective_scan_backward_saved`]: the arguments (borrowed), and
+/// on a GPU their device copy and the states the forward saved (see
+/// `scan::cuda::SelectiveSaved`; about twice `u`'s size at 16 states).
+#[derive(Debug)]
+pub struct SavedForward<'a> {
+    args: SelectiveScan<'a>,
+    on_device: Option<Box<(DeviceSelectiveScan, SelectiveSaved)>>,
+}
+
+impl SavedForward<'_> {
+    /// Whether the GPU saved states that the backward will reuse (false on
+    /// the CPU, and where the backward recomputes them anyway).
+    pub fn holds_states(&self) -> bool {
+        self.on_device.as_ref().is_some_and(|kept| kept.1.holds_states())
+    }
 }
 
 impl Device {
@@ -315,6 +333,67 @@ impl Device {
             }
             Backend::Cuda(_) => Cpu::new().selective_scan_backward(args, dout),
             Backend::Cpu(cpu) => cpu.selective_scan_backward(args, dout),
+        }
+    }
+
+    /// The forward of a training step: [`Device::selective_scan`]'s output,
+    /// and what [`Device::selective_scan_backward_saved`] needs to follow
+    /// it. On a GPU (state size N up to
+    /// `scan::cuda::SELECTIVE_BACKWARD_MAX_STATE`) that is the arguments
+    /// already on the device and the states the forward saved as it ran
+    /// (`Cuda::run_selective_saving`), so that the backward uploads only
+    /// `dout` and recomputes no states where they were saved; the output is
+    /// then the one `Cuda::run_selective_saving` documents (the forward's
+    /// tile kernel, where the backward runs by tiles). On the CPU, or past
+    /// that N, it keeps the arguments only, and the backward is
+    /// [`Device::selective_scan_backward`]'s.
+    ///
+    /// The saved forward borrows `args`' arrays, so they cannot change
+    /// before the backward.
+    ///
+    /// ```
+    /// use scan::selective::{Projection, SelectiveScan, SsmShape};
+    /// # fn main() -> scan::Result<()> {
+    /// let device = scan::Device::cpu();
+    /// let shape = SsmShape { batch: 1, dim: 1, len: 1, state: 1 };
+    /// let one = Projection::Fixed(&[1.0]);
+    /// let args = SelectiveScan::new(shape, &[2.0], &[0.5], &[-1.0], one, one);
+    /// let (forward, saved) = device.selective_scan_for_training(&args)?;
+    /// assert_eq!(forward.out, [1.0]); // C dt B u = 0.5 x 2
+    /// let grads = device.selective_scan_backward_saved(&saved, &[1.0])?;
+    /// assert_eq!(grads.du, [0.5]);
+    /// # Ok(()) }
+    /// ```
+    pub fn selective_scan_for_training<'a>(&self, args: &SelectiveScan<'a>) -> Result<(SsmOutput, SavedForward<'a>)> {
+        let kept = match &self.backend {
+            Backend::Cuda(cuda) if args.shape.state <= scan_cuda::SELECTIVE_BACKWARD_MAX_STATE => {
+                let mut inputs = cuda.upload_selective(args)?;
+                let saved = cuda.run_selective_saving(&mut inputs)?;
+                let out = inputs.download()?;
+                return Ok((out, SavedForward { args: *args, on_device: Some(Box::new((inputs, saved))) }));
+            }
+            _ => SavedForward { args: *args, on_device: None },
+        };
+        Ok((self.selective_scan(args)?, kept))
+    }
+
+    /// The backward of a training step after
+    /// [`Device::selective_scan_for_training`], on this device: the same
+    /// gradients as [`Device::selective_scan_backward`] of the same
+    /// arguments (on a GPU bit for bit: the saved states are the ones the
+    /// backward would compute). Errors: [`Error::WrongShape`](crate::Error::WrongShape)
+    /// for `dout`; on a GPU, [`Error::WrongShape`](crate::Error::WrongShape)
+    /// naming `saved` when it was saved by another executor (a `Device` of
+    /// its own).
+    pub fn selective_scan_backward_saved(&self, saved: &SavedForward<'_>, dout: &[f32]) -> Result<SsmGrads> {
+        match (&self.backend, &saved.on_device) {
+            (Backend::Cuda(cuda), Some(kept)) => {
+                let (inputs, states) = &**kept;
+                // (The backward checks dout's length against the shape.)
+                let dout = cuda.upload(dout)?;
+                cuda.run_selective_backward_saved(inputs, &dout, states)?.download()
+            }
+            _ => self.selective_scan_backward(&saved.args, dout),
         }
     }
 

@@ -135,7 +135,7 @@ pub use scan_cuda as cuda;
 pub use scan_cuda::{CompileStats, Cuda, DeviceBuffer};
 
 mod device;
-pub use device::Device;
+pub use device::{Device, SavedForward};
 pub use scan_core::{CudaFloat, CudaScalar, CudaType};
 // The facade's `scan_op`/`scan_item` generate code that names `::scan::__core`,
 // so a user crate needs only `scan` as a dependency.

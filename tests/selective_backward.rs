@@ -503,3 +503,57 @@ fn large_states_go_to_the_cpu_and_bad_calls_are_errors_on_the_gpu() {
     let err = cuda.selective_scan_backward(&args(&o, 0), &[0.0; 5]).unwrap_err();
     assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == "dout"), "{err}");
 }
+
+/// `Device`'s training pair on the CPU: the forward is `selective_scan`'s,
+/// nothing is saved, and the backward is `selective_scan_backward`'s, bit
+/// for bit, for every option; a wrong `dout` is an error naming it.
+#[test]
+fn the_devices_training_pair_on_the_cpu_is_its_forward_and_backward() {
+    let device = scan::Device::cpu();
+    let mut rng = Rng::fresh("selective training pair cpu");
+    let shape = SsmShape { batch: 2, dim: 3, len: 17, state: 4 };
+    for options in [0u32, 15, 16, 32, 63] {
+        let o = owned(&mut rng, shape, 1, options);
+        let w = rng.vec(2 * 3 * 17, |r| r.range_f64(-1.0, 1.0) as f32);
+        let a = args(&o, options);
+        let (out, saved) = device.selective_scan_for_training(&a).unwrap();
+        assert_eq!(out, device.selective_scan(&a).unwrap(), "options {options:#b}");
+        assert!(!saved.holds_states());
+        let grads = device.selective_scan_backward_saved(&saved, &w).unwrap();
+        assert_eq!(grads, device.selective_scan_backward(&a, &w).unwrap(), "options {options:#b}");
+        let err = device.selective_scan_backward_saved(&saved, &w[1..]).unwrap_err();
+        assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == "dout"), "{err}");
+    }
+}
+
+/// `Device`'s training pair on the GPU: where the backward runs by tiles
+/// (4096 channels, N = 16, L 200) the forward saves states, its output is
+/// `selective_scan`'s and the gradients are `selective_scan_backward`'s, bit
+/// for bit; where it runs by lanes (N = 4) nothing is saved and the same
+/// holds; past the GPU backward's N (65) the backward is the CPU's; a wrong
+/// `dout` is an error naming it.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_devices_training_pair_on_the_gpu_reuses_the_saved_states() {
+    let device = scan::Device::cuda().expect("a CUDA GPU");
+    let mut rng = Rng::fresh("selective training pair gpu");
+    // (batch, dim, L, N, options, states saved)
+    // (L past 192 so that the forward's Auto choice is the tile kernel too.)
+    let cases = [(2, 2048, 200, 16, 7u32, true), (1, 64, 33, 4, 15, false), (1, 2, 20, 65, 15, false)];
+    for (batch, dim, len, state, options, saves) in cases {
+        let shape = SsmShape { batch, dim, len, state };
+        let o = owned(&mut rng, shape, 1, options);
+        let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
+        let a = args(&o, options);
+        let (out, saved) = device.selective_scan_for_training(&a).unwrap();
+        assert_eq!(saved.holds_states(), saves, "{shape:?}");
+        assert_eq!(out, device.selective_scan(&a).unwrap(), "{shape:?}");
+        let grads = device.selective_scan_backward_saved(&saved, &w).unwrap();
+        assert_eq!(grads, device.selective_scan_backward(&a, &w).unwrap(), "{shape:?}");
+        if state > scan::cuda::SELECTIVE_BACKWARD_MAX_STATE {
+            assert_eq!(grads, Cpu::new().selective_scan_backward(&a, &w).unwrap(), "{shape:?}");
+        }
+        let err = device.selective_scan_backward_saved(&saved, &w[1..]).unwrap_err();
+        assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == "dout"), "{shape:?}: {err}");
+    }
+}
