@@ -12,7 +12,8 @@
 #   bash scan-cuda/gpu-check.sh fused      # fused maps: bench --gpu-fused-only (the recurrence from a[], b[] to h[];
 #                                          # bf16 sums in f32), peers --half-only (torch.cumsum on bf16);
 #                                          # SCAN_BENCH_FUSED_SWEEP=1 adds tile shapes at 2^28 (=bf16: the bf16
-#                                          # sums' alone; the whole sweep takes minutes, its f64 checks on the host)
+#                                          # sums' alone, =recurrence: the recurrence's; the whole sweep takes minutes,
+#                                          # its f64 checks on the host)
 #   bash scan-cuda/gpu-check.sh selective  # the selective scan: bench --gpu-selective-only, peers --selective-only
 #   bash scan-cuda/gpu-check.sh scans      # 5/11's table only: examples/bench --gpu-scans-only, the peers, the plot
 #   bash scan-cuda/gpu-check.sh sharded    # scans across ranks: test gpu_sharded, examples/sharded (processes, bench)

@@ -77,7 +77,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
             rows.extend(crate::gpu_fused::run(cuda, log, args.reps)?);
         }
         if let Ok(sweep) = std::env::var("SCAN_BENCH_FUSED_SWEEP") {
-            rows.extend(crate::gpu_fused::sweep(28, args.reps, sweep == "bf16")?);
+            rows.extend(crate::gpu_fused::sweep(28, args.reps, Some(sweep.as_str()))?);
         }
         let about = format!("GPU: {cuda}: fused maps only, single-pass, one call between two CUDA events");
         return Ok(Report { about, rows, notes });

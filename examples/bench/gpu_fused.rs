@@ -59,13 +59,14 @@ pub fn run(cuda: &Cuda, log: u32, reps: usize) -> Result<Vec<Row>, String> {
 
 /// Tile shapes for the fused kernels at 2^`log` (`SCAN_BENCH_FUSED_SWEEP=1`
 /// with `--gpu-fused-only`; `=bf16`: the bf16 sums' shapes alone, free and
-/// deterministic look-back): (threads, items
+/// deterministic look-back; `=recurrence`: the recurrence's alone): (threads, items
 /// per thread, blocks per SM, stages) for the recurrence (8-byte items) and
 /// for the bf16 sums (4-byte items). A shape that does not fit (or fails) is
 /// reported on stderr and skipped: the other shapes still run.
-pub fn sweep(log: u32, reps: usize, bf16_only: bool) -> Result<Vec<Row>, String> {
+pub fn sweep(log: u32, reps: usize, only: Option<&str>) -> Result<Vec<Row>, String> {
     type Shape = (u32, u32, u32, u32);
-    let recurrence: [Shape; 5] = [(256, 16, 2, 2), (256, 16, 1, 4), (128, 16, 4, 2), (256, 8, 2, 3), (256, 8, 3, 2)];
+    let recurrence: [Shape; 6] =
+        [(256, 16, 2, 2), (256, 16, 1, 4), (128, 16, 4, 2), (256, 8, 2, 3), (256, 8, 3, 2), (256, 16, 2, 3)];
     // 64-item runs: a bf16 sum moves half the bytes of an f32 one per item,
     // so a tile's fixed costs (look-back, barriers) weigh twice as much per
     // byte; longer runs halve them again.
@@ -90,8 +91,12 @@ pub fn sweep(log: u32, reps: usize, bf16_only: bool) -> Result<Vec<Row>, String>
     ];
     // The deterministic look-back (groups of 32 x lookback tiles), which
     // runs plain f32 sums at 0.92 of copy with 16-item runs in 3 stages.
-    let deterministic: [(Shape, u32, bool); 8] = [
+    let deterministic: [(Shape, u32, bool); 12] = [
         ((256, 16, 2, 2), 4, true),
+        ((256, 16, 2, 2), 2, true),
+        ((256, 16, 2, 2), 3, true),
+        ((256, 16, 2, 3), 2, true),
+        ((256, 16, 2, 3), 4, true),
         ((256, 16, 3, 3), 4, false),
         ((256, 16, 3, 3), 6, false),
         ((256, 16, 4, 3), 4, false),
@@ -106,7 +111,11 @@ pub fn sweep(log: u32, reps: usize, bf16_only: bool) -> Result<Vec<Row>, String>
         .map(|shape| (shape, None, true))
         .chain(sums.into_iter().map(|shape| (shape, None, false)))
         .chain(deterministic.into_iter().map(|(shape, lookback, recurrence)| (shape, Some(lookback), recurrence)))
-        .filter(|&(_, _, recurrence)| !(bf16_only && recurrence));
+        .filter(|&(_, _, recurrence)| match only {
+            Some("bf16") => !recurrence,
+            Some("recurrence") => recurrence,
+            _ => true,
+        });
     let mut rows = Vec::new();
     for ((threads, items, blocks, stages), lookback, recurrence) in cases {
         let mut tuning =

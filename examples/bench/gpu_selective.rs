@@ -291,11 +291,12 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     let exps = (batch * dim * len * state) as f64;
     let exp_ms = exps / (sms * 16.0 * khz * 1e3) * 1e3;
     let name = format!("selective scan {batch} x {dim} x {len}, N {state}, D + z + softplus");
+    let kernel = cuda.selective_kernel_name(&on_device);
     let gbps = floor_bytes as f64 / (scan_ms * 1e-3) / 1e9;
     let note = format!(
         "\n#### Selective scan, {batch} x {dim} x {len}, N {state}, B/C varying, D, z, delta_bias + softplus (f32)\n\n\
          | measure | ms |\n|---|---:|\n\
-         | GPU selective scan (one run_selective, median of {reps}) | {scan_ms:.3} |\n\
+         | GPU selective scan (one run_selective, kernel {kernel}, median of {reps}) | {scan_ms:.3} |\n\
          | memory floor: {:.1} MB of u, delta, z, B, C in + out, at the same-run copy rate ({:.0} GB/s) | {floor_ms:.3} |\n\
          | exp bound: {exps:.3e} exps at 16 per SM per clock ({sms} SMs, {:.0} MHz) | {exp_ms:.3} |\n\
          | time / floor | {:.2} |\n\
