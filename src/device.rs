@@ -3,13 +3,14 @@
 use std::any::TypeId;
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use scan_core::maps::CudaMaps;
 use scan_core::selective::backward::SsmGrads;
 use scan_core::selective::{SelectiveScan, SsmInput, SsmOutput};
 use scan_core::{CudaOp, CudaSource, Error, Result, Scan, ScanOp, ScanSpec};
 use scan_cpu::Cpu;
+use scan_cuda::cudarc::driver::CudaContext;
 use scan_cuda::{Cuda, DeviceSelectiveScan, HostInputs, SelectiveSaved};
 
 /// Where scans run, chosen once; [`Display`](std::fmt::Display) says which
@@ -47,14 +48,23 @@ enum Backend {
 #[derive(Debug)]
 pub struct SavedForward<'a> {
     args: SelectiveScan<'a>,
-    on_device: Option<Box<(DeviceSelectiveScan, SelectiveSaved)>>,
+    on_device: Option<Box<OnDevice>>,
+}
+
+/// A saved forward's device side: the arguments' copy, the saved states,
+/// and the CUDA context they live in.
+#[derive(Debug)]
+struct OnDevice {
+    inputs: DeviceSelectiveScan,
+    saved: SelectiveSaved,
+    context: Arc<CudaContext>,
 }
 
 impl SavedForward<'_> {
     /// Whether the GPU saved states that the backward will reuse (false on
     /// the CPU, and where the backward recomputes them anyway).
     pub fn holds_states(&self) -> bool {
-        self.on_device.as_ref().is_some_and(|kept| kept.1.holds_states())
+        self.on_device.as_ref().is_some_and(|kept| kept.saved.holds_states())
     }
 }
 
@@ -365,33 +375,33 @@ impl Device {
     /// # Ok(()) }
     /// ```
     pub fn selective_scan_for_training<'a>(&self, args: &SelectiveScan<'a>) -> Result<(SsmOutput, SavedForward<'a>)> {
-        let kept = match &self.backend {
-            Backend::Cuda(cuda) if args.shape.state <= scan_cuda::SELECTIVE_BACKWARD_MAX_STATE => {
+        if let Backend::Cuda(cuda) = &self.backend {
+            if args.shape.state <= scan_cuda::SELECTIVE_BACKWARD_MAX_STATE {
                 let mut inputs = cuda.upload_selective(args)?;
                 let saved = cuda.run_selective_saving(&mut inputs)?;
                 let out = inputs.download()?;
-                return Ok((out, SavedForward { args: *args, on_device: Some(Box::new((inputs, saved))) }));
+                let on_device = OnDevice { inputs, saved, context: cuda.context().clone() };
+                return Ok((out, SavedForward { args: *args, on_device: Some(Box::new(on_device)) }));
             }
-            _ => SavedForward { args: *args, on_device: None },
-        };
-        Ok((self.selective_scan(args)?, kept))
+        }
+        Ok((self.selective_scan(args)?, SavedForward { args: *args, on_device: None }))
     }
 
     /// The backward of a training step after
     /// [`Device::selective_scan_for_training`], on this device: the same
     /// gradients as [`Device::selective_scan_backward`] of the same
     /// arguments (on a GPU bit for bit: the saved states are the ones the
-    /// backward would compute). Errors: [`Error::WrongShape`](crate::Error::WrongShape)
-    /// for `dout`; on a GPU, [`Error::WrongShape`](crate::Error::WrongShape)
-    /// naming `saved` when it was saved by another executor (a `Device` of
-    /// its own).
+    /// backward would compute). A `saved` from another device works too:
+    /// the backward then starts from the arguments it borrows. Errors:
+    /// [`Error::WrongShape`](crate::Error::WrongShape) for `dout`, and those
+    /// of the backward on this device.
     pub fn selective_scan_backward_saved(&self, saved: &SavedForward<'_>, dout: &[f32]) -> Result<SsmGrads> {
         match (&self.backend, &saved.on_device) {
-            (Backend::Cuda(cuda), Some(kept)) => {
-                let (inputs, states) = &**kept;
+            // Device memory of this executor's context only.
+            (Backend::Cuda(cuda), Some(kept)) if Arc::ptr_eq(&kept.context, cuda.context()) => {
                 // (The backward checks dout's length against the shape.)
                 let dout = cuda.upload(dout)?;
-                cuda.run_selective_backward_saved(inputs, &dout, states)?.download()
+                cuda.run_selective_backward_saved(&kept.inputs, &dout, &kept.saved)?.download()
             }
             _ => self.selective_scan_backward(&saved.args, dout),
         }

@@ -530,8 +530,9 @@ fn the_devices_training_pair_on_the_cpu_is_its_forward_and_backward() {
 /// (4096 channels, N = 16, L 200) the forward saves states, its output is
 /// `selective_scan`'s and the gradients are `selective_scan_backward`'s, bit
 /// for bit; where it runs by lanes (N = 4) nothing is saved and the same
-/// holds; past the GPU backward's N (65) the backward is the CPU's; a wrong
-/// `dout` is an error naming it.
+/// holds; past the GPU backward's N (65) the backward is the CPU's; another
+/// executor and the CPU take the saved forward too (from its arguments); a
+/// wrong `dout` is an error naming it.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_devices_training_pair_on_the_gpu_reuses_the_saved_states() {
@@ -553,6 +554,12 @@ fn the_devices_training_pair_on_the_gpu_reuses_the_saved_states() {
         if state > scan::cuda::SELECTIVE_BACKWARD_MAX_STATE {
             assert_eq!(grads, Cpu::new().selective_scan_backward(&a, &w).unwrap(), "{shape:?}");
         }
+        // Another executor (its own context) and the CPU start from the
+        // arguments instead of this executor's device memory.
+        let other = scan::Device::cuda().expect("a CUDA GPU");
+        assert_eq!(other.selective_scan_backward_saved(&saved, &w).unwrap(), grads, "{shape:?}, another executor");
+        let cpu = scan::Device::cpu().selective_scan_backward_saved(&saved, &w).unwrap();
+        assert_eq!(cpu, Cpu::new().selective_scan_backward(&a, &w).unwrap(), "{shape:?}, the CPU");
         let err = device.selective_scan_backward_saved(&saved, &w[1..]).unwrap_err();
         assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == "dout"), "{shape:?}: {err}");
     }
