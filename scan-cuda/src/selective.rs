@@ -866,7 +866,7 @@ impl Cuda {
 /// The kernel keyed `key` in `list` and the dynamic shared memory it was
 /// opted in to (`what` names the family in the internal error of a kernel
 /// missing from the module).
-fn with_limit<'a, K: PartialEq>(
+pub(crate) fn with_limit<'a, K: PartialEq>(
     list: &'a [(K, CudaFunction, usize)],
     key: &K,
     what: &str,
@@ -885,7 +885,7 @@ fn with_limit<'a, K: PartialEq>(
 /// `shared_limit_per_block` is wrong) keeps that cap, so that only the
 /// launches that need more fail, with a clear error (`block_launch`), not
 /// the load.
-fn opt_in_dynamic_shared(function: &CudaFunction, limit: usize) -> Result<usize> {
+pub(crate) fn opt_in_dynamic_shared(function: &CudaFunction, limit: usize) -> Result<usize> {
     use cudarc::driver::sys::CUfunction_attribute as Attribute;
     let fixed = function
         .get_attribute(Attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)

@@ -21,7 +21,7 @@ use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
 use crate::kernels::{keyed, lookup};
 use crate::module::lock;
-use crate::selective::{DeviceProjection, DeviceSelectiveScan};
+use crate::selective::{opt_in_dynamic_shared, with_limit, DeviceProjection, DeviceSelectiveScan};
 use crate::selective_backward_tiles::BackwardTileKernels;
 use crate::source::kernel_files;
 
@@ -192,7 +192,9 @@ pub(crate) type ScratchGuard<'a> = MutexGuard<'a, Option<DeviceBuffer<f32>>>;
 pub(crate) struct SelectiveBackwardKernels {
     _module: Arc<CudaModule>,
     carries: Vec<(u32, CudaFunction)>,
-    grads: Vec<((u32, u32), CudaFunction)>,
+    /// The gradient kernels by shape, with the dynamic shared memory each
+    /// was opted in to.
+    grads: Vec<((u32, u32), CudaFunction, usize)>,
     sum_parts: CudaFunction,
     /// The tile kernels by warps: (checkpoints, gradients).
     pub(crate) tiles: Vec<(u32, BackwardTileKernels)>,
@@ -347,9 +349,8 @@ impl Cuda {
         let channels = slots * GRAD_CHANNELS_PER_THREAD as usize;
         let chunks = if rows == 0 { 0 } else { dim / span * span.div_ceil(channels) };
         let kernels = self.selective_backward_kernels()?;
-        let function = keyed(&kernels.grads, &shape, "a selective backward gradient")?;
+        let (function, limit) = with_limit(&kernels.grads, &shape, "a selective backward gradient")?;
         let shared = grad_shared_bytes(shape, state);
-        let limit = crate::policy::shared_limit_per_block(self.capability());
         if shared > limit {
             return Err(Error::TooLarge {
                 what: format!("N = {state} needs {shared} bytes of shared memory per block; this GPU has {limit}"),
@@ -550,24 +551,16 @@ impl Cuda {
     pub(crate) fn selective_backward_kernels(&self) -> Result<Arc<SelectiveBackwardKernels>> {
         let limit = crate::policy::shared_limit_per_block(self.capability());
         self.kernels_once(&self.selective_backward, &source(), "selective_backward", |module| {
+            // Opted in once, at load, so that launches never change the
+            // functions' attributes (two threads launching with different N
+            // would race); a GPU that refuses keeps 48 KiB, and only the
+            // launches that need more fail (`Error::TooLarge`), not the load.
             let grads = GRAD_SHAPES
                 .into_iter()
                 .map(|shape| {
                     let function = lookup(&module, &grads_kernel_name(shape))?;
-                    // Once, for the largest state this kernel takes, so that
-                    // launches never change the function's attributes (two
-                    // threads launching with different N would race).
-                    let largest = (shape.0 * shape.1) as usize;
-                    let bytes = grad_shared_bytes(shape, largest.min(SELECTIVE_BACKWARD_MAX_STATE));
-                    if bytes > 48 * 1024 && bytes <= limit {
-                        function
-                            .set_attribute(
-                                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                bytes as i32,
-                            )
-                            .map_err(|e| driver_error("opting in to shared memory", e))?;
-                    }
-                    Ok((shape, function))
+                    let dynamic = opt_in_dynamic_shared(&function, limit)?;
+                    Ok((shape, function, dynamic))
                 })
                 .collect::<Result<_>>()?;
             Ok(SelectiveBackwardKernels {
