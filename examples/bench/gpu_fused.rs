@@ -188,35 +188,67 @@ fn bf16_sums(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row
         return Err(format!("{name}: the scan changed its input"));
     }
     drop(x);
-    let (copy, gbps) = against_copy(cuda, 4 * n, reps, || scan(&mut y)).map_err(err(&name))?;
-    let row = |method: String, gbps: f64| Row {
+    let rates = against_copy(cuda, 4 * n, reps, || scan(&mut y)).map_err(err(&name))?;
+    let row = |method: String, gbps: f64, copy: f64| Row {
         case: name.clone(),
         method,
         gbps,
         vs_copy: gbps / copy,
         vs_sequential: f64::NAN,
     };
-    Ok(vec![row("GPU device copy".to_string(), copy), row(format!("{method} (max relative error {worst:.2e})"), gbps)])
+    Ok(vec![
+        row("GPU device copy".to_string(), rates.copy, rates.copy),
+        row(format!("{method} (max relative error {worst:.2e})"), rates.scan, rates.copy),
+        row(
+            format!("{method}, back to back ({CALLS} calls per two events; the copy too)"),
+            rates.scan_back_to_back,
+            rates.copy_back_to_back,
+        ),
+    ])
+}
+
+/// Calls between two events in the back-to-back measure.
+const CALLS: usize = 10;
+
+/// GB/s of a copy and a scan, each timed one call between two events and
+/// back to back.
+struct Rates {
+    copy: f64,
+    scan: f64,
+    copy_back_to_back: f64,
+    scan_back_to_back: f64,
 }
 
 /// GB/s of a copy of `bytes` (read and written: bytes / 2 each way) and of
 /// `scan` counting the same bytes, each the median of `reps` calls between
-/// two events, copy and scan interleaved.
+/// two events, copy and scan interleaved; then the same back to back
+/// ([`CALLS`] calls between two events, per call: the host's work for a call
+/// overlaps the previous call's kernel).
 fn against_copy(
     cuda: &Cuda,
     bytes: usize,
     reps: usize,
     mut scan: impl FnMut() -> scan::Result<()>,
-) -> scan::Result<(f64, f64)> {
+) -> scan::Result<Rates> {
     let src: DeviceBuffer<u8> = cuda.alloc(bytes / 2)?;
     let mut dst: DeviceBuffer<u8> = cuda.alloc(bytes / 2)?;
     let (mut copy_ms, mut scan_ms) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    let (mut copies_ms, mut scans_ms) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
     for _ in 0..reps {
         copy_ms.push(cuda.time(|| dst.copy_from(&src))?.1);
         scan_ms.push(cuda.time(&mut scan)?.1);
     }
+    for _ in 0..reps {
+        copies_ms.push(cuda.time(|| (0..CALLS).try_for_each(|_| dst.copy_from(&src)))?.1 / CALLS as f32);
+        scans_ms.push(cuda.time(|| (0..CALLS).try_for_each(|_| scan()))?.1 / CALLS as f32);
+    }
     let gbps = |ms: Vec<f32>| bytes as f64 / f64::from(median(ms)) / 1e6;
-    Ok((gbps(copy_ms), gbps(scan_ms)))
+    Ok(Rates {
+        copy: gbps(copy_ms),
+        scan: gbps(scan_ms),
+        copy_back_to_back: gbps(copies_ms),
+        scan_back_to_back: gbps(scans_ms),
+    })
 }
 
 fn one(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row>, String> {
@@ -240,13 +272,21 @@ fn one(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row>, Str
         return Err(format!("{name}: the fused scan changed an input"));
     }
     drop((a, b));
-    let (copy, fused) = against_copy(cuda, 12 * n, reps, || scan(&mut h)).map_err(err(&name))?;
-    let row = |method: &str, gbps: f64| Row {
+    let rates = against_copy(cuda, 12 * n, reps, || scan(&mut h)).map_err(err(&name))?;
+    let row = |method: String, gbps: f64, copy: f64| Row {
         case: name.clone(),
-        method: method.to_string(),
+        method,
         gbps,
         vs_copy: gbps / copy,
         vs_sequential: f64::NAN,
     };
-    Ok(vec![row("GPU device copy", copy), row(method, fused)])
+    Ok(vec![
+        row("GPU device copy".to_string(), rates.copy, rates.copy),
+        row(method.to_string(), rates.scan, rates.copy),
+        row(
+            format!("{method}, back to back ({CALLS} calls per two events; the copy too)"),
+            rates.scan_back_to_back,
+            rates.copy_back_to_back,
+        ),
+    ])
 }

@@ -174,7 +174,7 @@ impl Cuda {
 
     /// The compaction kernels, loaded once per executor.
     fn compact_kernels(&self) -> Result<Arc<CompactKernels>> {
-        self.kernels_once(&self.compact, &source(), "compact", |module| {
+        self.kernels_once(&self.compact, source, "compact", |module| {
             let count = lookup(&module, COUNT)?;
             let scatter = WORDS
                 .iter()

@@ -765,12 +765,15 @@ impl Cuda {
     }
 
     /// The kernels `slot` holds, or, the first time, the module compiled
-    /// from `code` (through [`Cuda::load_cached`]) with its functions looked
-    /// up by `functions`; kept in `slot` for the executor's later calls.
+    /// from the source `code` returns (through [`Cuda::load_cached`]) with
+    /// its functions looked up by `functions`; kept in `slot` for the
+    /// executor's later calls. `code` runs only then: building a module's
+    /// source took 10 us (the selective scan's), a cost every call paid
+    /// while it was built before the look-up.
     pub(crate) fn kernels_once<K>(
         &self,
         slot: &Mutex<Option<Arc<K>>>,
-        code: &str,
+        code: impl FnOnce() -> String,
         name: &str,
         functions: impl Fn(Arc<cudarc::driver::CudaModule>) -> Result<K>,
     ) -> Result<Arc<K>> {
@@ -778,7 +781,7 @@ impl Cuda {
         if let Some(k) = slot.as_ref() {
             return Ok(k.clone());
         }
-        let kernels = self.load_cached(code, name, Instant::now(), |cubin| {
+        let kernels = self.load_cached(&code(), name, Instant::now(), |cubin| {
             let module = self
                 .context()
                 .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))

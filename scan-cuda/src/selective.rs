@@ -845,7 +845,7 @@ impl Cuda {
 
     /// The selective-scan kernel, loaded once per executor.
     fn selective_kernel(&self) -> Result<Arc<SelectiveKernel>> {
-        self.kernels_once(&self.selective, &source(), "selective_scan", |module| {
+        self.kernels_once(&self.selective, source, "selective_scan", |module| {
             let limit = crate::policy::shared_limit_per_block(self.capability());
             // Each kernel with the dynamic shared memory it is opted in to.
             let opted_in = |name: String| -> Result<(CudaFunction, usize)> {

@@ -550,7 +550,7 @@ impl Cuda {
     /// The backward kernels, loaded once per executor.
     pub(crate) fn selective_backward_kernels(&self) -> Result<Arc<SelectiveBackwardKernels>> {
         let limit = crate::policy::shared_limit_per_block(self.capability());
-        self.kernels_once(&self.selective_backward, &source(), "selective_backward", |module| {
+        self.kernels_once(&self.selective_backward, source, "selective_backward", |module| {
             // Opted in once, at load, so that launches never change the
             // functions' attributes (two threads launching with different N
             // would race); a GPU that refuses keeps 48 KiB, and only the
