@@ -11,7 +11,8 @@
 //! `add-f32`, `linrec-f32`, `linrec-f64` and `matmul-f64` (4-, 8-, 16- and
 //! 32-byte items) are the scan modules (single-pass and Blelloch kernels,
 //! default policy) of those built-in operators; `bf16-sums` the fused-maps
-//! module of bf16 sums accumulated in f32 (`WidenNarrow<bf16>`).
+//! module of bf16 sums accumulated in f32 (`WidenNarrow<bf16>`), and
+//! `linrec-fused` the f32 recurrence's from a[] and b[] to h[] (`Recurrence`).
 //!
 //! (`nvdisasm` and `cuobjdump` come in the `nvidia-cuda-nvdisasm` and
 //! `nvidia-cuda-cuobjdump` Python wheels; DEVELOPERS.md says how to count
@@ -24,7 +25,7 @@ use scan_core::ops;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [module, arch, out] = args.as_slice() else {
-        eprintln!("usage: cubin selective|selective-backward|compact|add-f32|linrec-f32|linrec-f64|matmul-f64|bf16-sums ARCH OUT (ARCH e.g. sm_90)");
+        eprintln!("usage: cubin selective|selective-backward|compact|add-f32|linrec-f32|linrec-f64|matmul-f64|bf16-sums|linrec-fused ARCH OUT (ARCH e.g. sm_90)");
         return ExitCode::from(2);
     };
     let cubin = match module.as_str() {
@@ -39,6 +40,11 @@ fn main() -> ExitCode {
             ops::Add<f32>,
             scan_core::maps::WidenNarrow<scan_core::maps::bf16>,
             scan_cuda::DeviceBuffer<scan_core::maps::bf16>,
+        >(arch, scan_cuda::Tuning::default()),
+        "linrec-fused" => scan_cuda::compile_mapped_with::<
+            ops::LinearRecurrence<f32>,
+            scan_core::maps::Recurrence,
+            (scan_cuda::DeviceBuffer<f32>, scan_cuda::DeviceBuffer<f32>),
         >(arch, scan_cuda::Tuning::default()),
         other => {
             eprintln!("unknown module {other:?}: see the usage");
