@@ -189,22 +189,7 @@ fn bf16_sums(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row
     }
     drop(x);
     let rates = against_copy(cuda, 4 * n, reps, || scan(&mut y)).map_err(err(&name))?;
-    let row = |method: String, gbps: f64, copy: f64| Row {
-        case: name.clone(),
-        method,
-        gbps,
-        vs_copy: gbps / copy,
-        vs_sequential: f64::NAN,
-    };
-    Ok(vec![
-        row("GPU device copy".to_string(), rates.copy, rates.copy),
-        row(format!("{method} (max relative error {worst:.2e})"), rates.scan, rates.copy),
-        row(
-            format!("{method}, back to back ({CALLS} calls per two events; the copy too)"),
-            rates.scan_back_to_back,
-            rates.copy_back_to_back,
-        ),
-    ])
+    Ok(rates.rows(&name, method, &format!(" (max relative error {worst:.2e})")))
 }
 
 /// Calls between two events in the back-to-back measure.
@@ -217,6 +202,29 @@ struct Rates {
     scan: f64,
     copy_back_to_back: f64,
     scan_back_to_back: f64,
+}
+
+impl Rates {
+    /// The copy's row, the scan's one-call row (`detail` appended to its
+    /// method) and its back-to-back row, each against its own copy rate.
+    fn rows(&self, case: &str, method: &str, detail: &str) -> Vec<Row> {
+        let row = |method: String, gbps: f64, copy: f64| Row {
+            case: case.to_string(),
+            method,
+            gbps,
+            vs_copy: gbps / copy,
+            vs_sequential: f64::NAN,
+        };
+        vec![
+            row("GPU device copy".to_string(), self.copy, self.copy),
+            row(format!("{method}{detail}"), self.scan, self.copy),
+            row(
+                format!("{method}, back to back ({CALLS} calls per two events; the copy too)"),
+                self.scan_back_to_back,
+                self.copy_back_to_back,
+            ),
+        ]
+    }
 }
 
 /// GB/s of a copy of `bytes` (read and written: bytes / 2 each way) and of
@@ -273,20 +281,5 @@ fn one(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row>, Str
     }
     drop((a, b));
     let rates = against_copy(cuda, 12 * n, reps, || scan(&mut h)).map_err(err(&name))?;
-    let row = |method: String, gbps: f64, copy: f64| Row {
-        case: name.clone(),
-        method,
-        gbps,
-        vs_copy: gbps / copy,
-        vs_sequential: f64::NAN,
-    };
-    Ok(vec![
-        row("GPU device copy".to_string(), rates.copy, rates.copy),
-        row(method.to_string(), rates.scan, rates.copy),
-        row(
-            format!("{method}, back to back ({CALLS} calls per two events; the copy too)"),
-            rates.scan_back_to_back,
-            rates.copy_back_to_back,
-        ),
-    ])
+    Ok(rates.rows(&name, method, ""))
 }
