@@ -17,15 +17,11 @@ use scan::ScanSpec;
 use scan_cuda::{Cuda, DeviceBuffer};
 use scan_testing::{within, Rng};
 
+use crate::against_copy::{against_copy, AgainstCopy, CALLS};
 use crate::Row;
 
 fn err(name: &str) -> impl Fn(scan::Error) -> String + '_ {
     move |e| format!("{name}: {e}")
-}
-
-fn median(mut v: Vec<f32>) -> f32 {
-    v.sort_by(f32::total_cmp);
-    v[v.len() / 2]
 }
 
 /// The first t where `h` is not `a_t h_{t-1} + b_t` within the bound of
@@ -189,74 +185,28 @@ fn bf16_sums(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row
     }
     drop(x);
     let rates = against_copy(cuda, 4 * n, reps, || scan(&mut y)).map_err(err(&name))?;
-    Ok(rates.rows(&name, method, &format!(" (max relative error {worst:.2e})")))
+    Ok(rows(&rates, &name, method, &format!(" (max relative error {worst:.2e})")))
 }
 
-/// Calls between two events in the back-to-back measure.
-const CALLS: usize = 10;
-
-/// GB/s of a copy and a scan, each timed one call between two events and
-/// back to back.
-struct Rates {
-    copy: f64,
-    scan: f64,
-    copy_back_to_back: f64,
-    scan_back_to_back: f64,
-}
-
-impl Rates {
-    /// The copy's row, the scan's one-call row (`detail` appended to its
-    /// method) and its back-to-back row, each against its own copy rate.
-    fn rows(&self, case: &str, method: &str, detail: &str) -> Vec<Row> {
-        let row = |method: String, gbps: f64, copy: f64| Row {
-            case: case.to_string(),
-            method,
-            gbps,
-            vs_copy: gbps / copy,
-            vs_sequential: f64::NAN,
-        };
-        vec![
-            row("GPU device copy".to_string(), self.copy, self.copy),
-            row(format!("{method}{detail}"), self.scan, self.copy),
-            row(
-                format!("{method}, back to back ({CALLS} calls per two events; the copy too)"),
-                self.scan_back_to_back,
-                self.copy_back_to_back,
-            ),
-        ]
-    }
-}
-
-/// GB/s of a copy of `bytes` (read and written: bytes / 2 each way) and of
-/// `scan` counting the same bytes, each the median of `reps` calls between
-/// two events, copy and scan interleaved; then the same back to back
-/// ([`CALLS`] calls between two events, per call: the host's work for a call
-/// overlaps the previous call's kernel).
-fn against_copy(
-    cuda: &Cuda,
-    bytes: usize,
-    reps: usize,
-    mut scan: impl FnMut() -> scan::Result<()>,
-) -> scan::Result<Rates> {
-    let src: DeviceBuffer<u8> = cuda.alloc(bytes / 2)?;
-    let mut dst: DeviceBuffer<u8> = cuda.alloc(bytes / 2)?;
-    let (mut copy_ms, mut scan_ms) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
-    let (mut copies_ms, mut scans_ms) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
-    for _ in 0..reps {
-        copy_ms.push(cuda.time(|| dst.copy_from(&src))?.1);
-        scan_ms.push(cuda.time(&mut scan)?.1);
-    }
-    for _ in 0..reps {
-        copies_ms.push(cuda.time(|| (0..CALLS).try_for_each(|_| dst.copy_from(&src)))?.1 / CALLS as f32);
-        scans_ms.push(cuda.time(|| (0..CALLS).try_for_each(|_| scan()))?.1 / CALLS as f32);
-    }
-    let gbps = |ms: Vec<f32>| bytes as f64 / f64::from(median(ms)) / 1e6;
-    Ok(Rates {
-        copy: gbps(copy_ms),
-        scan: gbps(scan_ms),
-        copy_back_to_back: gbps(copies_ms),
-        scan_back_to_back: gbps(scans_ms),
-    })
+/// The copy's row, the scan's one-call row (`detail` appended to its method)
+/// and its back-to-back row, each against its own copy rate.
+fn rows(rates: &AgainstCopy, case: &str, method: &str, detail: &str) -> Vec<Row> {
+    let row = |method: String, ms: f64, copy_ms: f64| Row {
+        case: case.to_string(),
+        method,
+        gbps: rates.gbps(ms),
+        vs_copy: copy_ms / ms,
+        vs_sequential: f64::NAN,
+    };
+    vec![
+        row("GPU device copy".to_string(), rates.copy_ms, rates.copy_ms),
+        row(format!("{method}{detail}"), rates.call_ms, rates.copy_ms),
+        row(
+            format!("{method}, back to back ({CALLS} calls per two events; the copy too)"),
+            rates.calls_ms,
+            rates.copies_ms,
+        ),
+    ]
 }
 
 fn one(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row>, String> {
@@ -281,5 +231,5 @@ fn one(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row>, Str
     }
     drop((a, b));
     let rates = against_copy(cuda, 12 * n, reps, || scan(&mut h)).map_err(err(&name))?;
-    Ok(rates.rows(&name, method, ""))
+    Ok(rows(&rates, &name, method, ""))
 }

@@ -24,6 +24,7 @@ use scan_cuda::cudarc::driver::sys::CUdevice_attribute;
 use scan_cuda::{Cuda, DeviceSelectiveScan, SELECTIVE_BACKWARD_MAX_STATE};
 use scan_testing::Rng;
 
+use crate::against_copy::{against_copy, CALLS};
 use crate::Row;
 
 fn median(mut v: Vec<f32>) -> f32 {
@@ -269,32 +270,14 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
         return Err(format!("selective scan: GPU out[{i}] = {}, CPU {}", got.out[i], want.out[i]));
     }
 
-    // The floor's bytes, and a device copy of as many bytes for the rate.
+    // The floor's bytes, and a device copy of as many bytes for the rate;
+    // one call between two events and back to back.
     let floor_bytes = 4 * (4 * batch * dim * len + 2 * batch * state * len);
-    let src = cuda.alloc::<f32>(floor_bytes / 8).map_err(e)?;
-    let mut dst = cuda.alloc::<f32>(floor_bytes / 8).map_err(e)?;
-    let (mut copy_ms, mut scan_ms) = (Vec::new(), Vec::new());
-    for _ in 0..reps {
-        copy_ms.push(cuda.time(|| dst.copy_from(&src)).map_err(e)?.1);
-        scan_ms.push(cuda.time(|| cuda.run_selective(&mut on_device)).map_err(e)?.1);
-    }
-    let (copy_ms, scan_ms) = (f64::from(median(copy_ms)), f64::from(median(scan_ms)));
+    let timed = against_copy(cuda, floor_bytes, reps, || cuda.run_selective(&mut on_device)).map_err(e)?;
+    let (copy_ms, scan_ms, copies_ms, scans_ms) = (timed.copy_ms, timed.call_ms, timed.copies_ms, timed.calls_ms);
     // The copy moved floor_bytes (half read, half written).
     let copy_rate = floor_bytes as f64 / (copy_ms * 1e-3);
     let floor_ms = floor_bytes as f64 / copy_rate * 1e3;
-    // The same back to back: CALLS calls between two events, per call, so
-    // that the host's work for a call overlaps the previous call's kernel
-    // (one call between events also counts the host's work before the
-    // launch); the copy the same way, for the floor.
-    const CALLS: usize = 10;
-    let (mut copies_ms, mut scans_ms) = (Vec::new(), Vec::new());
-    for _ in 0..reps {
-        let copies = cuda.time(|| (0..CALLS).try_for_each(|_| dst.copy_from(&src))).map_err(e)?.1;
-        copies_ms.push(copies / CALLS as f32);
-        let scans = cuda.time(|| (0..CALLS).try_for_each(|_| cuda.run_selective(&mut on_device))).map_err(e)?.1;
-        scans_ms.push(scans / CALLS as f32);
-    }
-    let (copies_ms, scans_ms) = (f64::from(median(copies_ms)), f64::from(median(scans_ms)));
     let kernels = other_kernels(&args, &want.out, reps, floor_ms)?;
 
     let backward = backward(cuda, &args, &mut on_device, &mut rng, reps, scan_ms, copy_rate)?;

@@ -13,6 +13,7 @@
 //! methods interleaved so that a noisy neighbour slows them alike). The table
 //! goes to stdout and to a file (`bench-results.md` unless `--out` says).
 
+mod against_copy;
 mod check;
 mod cpu;
 mod gpu;
