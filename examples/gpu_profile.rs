@@ -1,7 +1,7 @@
 //! One GPU scan, run a few times, for profilers (Nsight Compute) to look at:
 //!
 //! ```text
-//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|f32-add-offsets|selective|selective-backward] [log2 n] [single-pass|blelloch]
+//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|f32-add-offsets|selective|selective-backward|selective-backward-ab] [log2 n] [single-pass|blelloch]
 //! ncu --launch-skip 2 --launch-count 1 -k regex:single_pass target/release/examples/gpu_profile f32-add 28
 //! ```
 //!
@@ -16,7 +16,10 @@
 //! times, `selective-backward` that and then its backward pass three times
 //! (a third argument `tiles`, `whole` or `ranges` picks the kernels: the tile
 //! kernels, the default at this shape, or the lane kernels with gradient
-//! blocks over whole rows or ranges of 256 steps).
+//! blocks over whole rows or ranges of 256 steps). `selective-backward-ab`
+//! times the tile backward with its states in order and rotated
+//! (`Tuning::selective_backward_rotated_states`), alternating in one process
+//! (20 rounds of 3 calls each), and prints each one's median.
 
 use scan::cuda::{Algorithm, Cuda, Tuning};
 use scan::maps::{bf16, Recurrence, WidenNarrow};
@@ -64,6 +67,7 @@ fn main() -> scan::Result<()> {
             };
             selective(&Cuda::new()?.with_tuning(form), true)
         }
+        "selective-backward-ab" => selective_backward_ab(),
         "i32-add" => {
             run::<Add<i32>>(&cuda, &(0..n).map(|i| (u(i) * 2e9) as i32 - 1_000_000_000).collect::<Vec<_>>(), 1)
         }
@@ -128,31 +132,41 @@ fn offsets(cuda: &Cuda, x: &[f32]) -> scan::Result<()> {
     Ok(())
 }
 
+/// The tile backward of the 8/11 benchmark's shape, in order and rotated,
+/// alternating: each one's median of 60 calls.
+fn selective_backward_ab() -> scan::Result<()> {
+    let tuning = Tuning::default().selective_backward_tiles(true);
+    let plain = Cuda::new()?.with_tuning(tuning.selective_backward_rotated_states(false));
+    let rotated = Cuda::new()?.with_tuning(tuning.selective_backward_rotated_states(true));
+    let args = selective_args();
+    let on_device = plain.upload_selective(&args.scan())?;
+    let dout = plain.upload(&vec![1.0f32; args.shape.batch * args.shape.dim * args.shape.len])?;
+    let mut times = [Vec::new(), Vec::new()];
+    for round in 0..21 {
+        for (i, cuda) in [&plain, &rotated].into_iter().enumerate() {
+            for _ in 0..3 {
+                let (_, ms) = cuda.time(|| cuda.run_selective_backward(&on_device, &dout))?;
+                // Round 0 loads the modules.
+                if round > 0 {
+                    times[i].push(ms);
+                }
+            }
+        }
+    }
+    for (name, mut t) in ["states in order", "states rotated"].into_iter().zip(times) {
+        t.sort_by(f32::total_cmp);
+        let (median, min, max) = (t[t.len() / 2], t[0], t[t.len() - 1]);
+        println!("tile backward, {name}: median {median:.3} ms, min {min:.3}, max {max:.3} ({} calls)", t.len());
+    }
+    Ok(())
+}
+
 /// The selective scan of the 8/11 benchmark, three times (`backward`: then
 /// its backward pass from an all-ones dout, three times).
 fn selective(cuda: &Cuda, backward: bool) -> scan::Result<()> {
-    let shape = SsmShape { batch: 8, dim: 1536, len: 4096, state: 16 };
-    let SsmShape { batch, dim, len, state } = shape;
-    let v = |n: usize, lo: f32, hi: f32, salt: usize| -> Vec<f32> {
-        (0..n).map(|i| lo + (hi - lo) * ((i * 7 + salt) as f64 * 0.618_033_988_749_895).fract() as f32).collect()
-    };
-    let (u, delta, z) =
-        (v(batch * dim * len, -1.0, 1.0, 1), v(batch * dim * len, -4.0, -1.0, 2), v(batch * dim * len, -2.0, 2.0, 3));
-    let (a, d, bias) = (v(dim * state, -1.5, -0.5, 4), v(dim, -1.0, 1.0, 5), v(dim, -0.3, 0.3, 6));
-    let (b, c) = (v(batch * state * len, -1.0, 1.0, 7), v(batch * state * len, -1.0, 1.0, 8));
-    let args = SelectiveScan::new(
-        shape,
-        &u,
-        &delta,
-        &a,
-        Projection::Varying { data: &b, groups: 1 },
-        Projection::Varying { data: &c, groups: 1 },
-    )
-    .d(&d)
-    .z(&z)
-    .delta_bias(&bias)
-    .delta_softplus(true);
-    let mut on_device = cuda.upload_selective(&args)?;
+    let args = selective_args();
+    let SsmShape { batch, dim, len, state } = args.shape;
+    let mut on_device = cuda.upload_selective(&args.scan())?;
     for _ in 0..3 {
         let ((), ms) = cuda.time(|| cuda.run_selective(&mut on_device))?;
         println!("selective scan {batch} x {dim} x {len}, N {state}: {ms:.3} ms");
@@ -165,4 +179,54 @@ fn selective(cuda: &Cuda, backward: bool) -> scan::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The arguments of the 8/11 benchmark's selective scan (batch 8, dim 1536,
+/// L 4096, N 16; B and C varying, D, z, delta_bias, softplus), owned.
+struct SelectiveArgs {
+    shape: SsmShape,
+    u: Vec<f32>,
+    delta: Vec<f32>,
+    z: Vec<f32>,
+    a: Vec<f32>,
+    d: Vec<f32>,
+    bias: Vec<f32>,
+    b: Vec<f32>,
+    c: Vec<f32>,
+}
+
+fn selective_args() -> SelectiveArgs {
+    let shape = SsmShape { batch: 8, dim: 1536, len: 4096, state: 16 };
+    let SsmShape { batch, dim, len, state } = shape;
+    let v = |n: usize, lo: f32, hi: f32, salt: usize| -> Vec<f32> {
+        (0..n).map(|i| lo + (hi - lo) * ((i * 7 + salt) as f64 * 0.618_033_988_749_895).fract() as f32).collect()
+    };
+    SelectiveArgs {
+        shape,
+        u: v(batch * dim * len, -1.0, 1.0, 1),
+        delta: v(batch * dim * len, -4.0, -1.0, 2),
+        z: v(batch * dim * len, -2.0, 2.0, 3),
+        a: v(dim * state, -1.5, -0.5, 4),
+        d: v(dim, -1.0, 1.0, 5),
+        bias: v(dim, -0.3, 0.3, 6),
+        b: v(batch * state * len, -1.0, 1.0, 7),
+        c: v(batch * state * len, -1.0, 1.0, 8),
+    }
+}
+
+impl SelectiveArgs {
+    fn scan(&self) -> SelectiveScan<'_> {
+        SelectiveScan::new(
+            self.shape,
+            &self.u,
+            &self.delta,
+            &self.a,
+            Projection::Varying { data: &self.b, groups: 1 },
+            Projection::Varying { data: &self.c, groups: 1 },
+        )
+        .d(&self.d)
+        .z(&self.z)
+        .delta_bias(&self.bias)
+        .delta_softplus(true)
+    }
 }

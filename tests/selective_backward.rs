@@ -297,7 +297,16 @@ fn the_gpu_matches_the_reference_within_mamba_tolerances() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_tile_backward_matches_the_reference() {
-    let cuda = tiles();
+    // The gradient kernel with the states in order, and with the upper
+    // half-warp's rotated (`Tuning::selective_backward_rotated_states`).
+    let tuning = scan::cuda::Tuning::default().selective_backward_tiles(true);
+    for rotated in [false, true] {
+        let cuda = gpu().with_tuning(tuning.selective_backward_rotated_states(rotated));
+        tile_backward_matches_the_reference(&cuda, &format!("rotated states {rotated}"));
+    }
+}
+
+fn tile_backward_matches_the_reference(cuda: &scan::cuda::Cuda, label: &str) {
     let mut rng = Rng::fresh("selective backward gpu tiles");
     let mut cases = Vec::new();
     for state in [1, 4, 8, 9, 16] {
@@ -325,7 +334,7 @@ fn the_gpu_tile_backward_matches_the_reference() {
             let want = reference_backward(&a, &w).unwrap();
             let got = cuda.selective_scan_backward(&a, &w).unwrap_or_else(|e| panic!("{shape:?}: {e}"));
             if let Err(e) = grads_close(&got, &want) {
-                failures.push(format!("{shape:?}, groups {groups}, options {options:#b}: {e}"));
+                failures.push(format!("{label}: {shape:?}, groups {groups}, options {options:#b}: {e}"));
             }
         }
     }

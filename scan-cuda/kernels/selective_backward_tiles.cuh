@@ -47,7 +47,7 @@
 
 namespace scan {
 
-template <int G>
+template <int G, bool ROT>
 struct SsmBackTiles {
     static_assert(G == 2 || G == 4, "N up to 8 or 16, four states a warp");
     static constexpr int ROWS = 32;
@@ -65,6 +65,9 @@ struct SsmBackTiles {
     struct Shared {
         float4 steps[ROWS * STEPS_STRIDE];
         float bc[T * BC_STRIDE];
+        // With ROT, the same with each 16-byte chunk's halves swapped (the
+        // upper half-warp's state order, ssm_warp_sums8_rotated).
+        float bc_rot[ROT ? T * BC_STRIDE : 4];
         float partial[3][G * ROWS * PARTIAL_STRIDE];
         float sums[T * BC_STRIDE];
         // Each thread's units' dz factors and softplus derivatives, from
@@ -108,7 +111,34 @@ __device__ __forceinline__ float ssm_warp_sums8(float (&v)[8], unsigned lane) {
     return s;
 }
 
-template <int G>
+// The warp's sums over its 32 lanes of v[0 .. 8) (B terms of registers 0..3,
+// C terms of 4..7), where a lane's register k holds state k ^ 2 (lane >> 4 &
+// 1): the first stage sends registers 2, 3, 6, 7 and keeps 0, 1, 4, 5, with
+// no select. Afterwards lane l holds kind (l >> 3) & 1 of state 2 ((l >> 4)
+// & 1) + ((l >> 2) & 1).
+__device__ __forceinline__ float ssm_warp_sums8_rotated(float (&v)[8], unsigned lane) {
+    float w[4];
+    w[0] = v[0] + __shfl_xor_sync(0xffffffffu, v[2], 16);
+    w[1] = v[1] + __shfl_xor_sync(0xffffffffu, v[3], 16);
+    w[2] = v[4] + __shfl_xor_sync(0xffffffffu, v[6], 16);
+    w[3] = v[5] + __shfl_xor_sync(0xffffffffu, v[7], 16);
+#pragma unroll
+    for (int half = 2, m = 8; half >= 1; half /= 2, m /= 2) {
+        const bool upper = (lane & (unsigned)m) != 0;
+#pragma unroll
+        for (int j = 0; j < half; ++j) {
+            const float send = upper ? w[j] : w[j + half];
+            const float keep = upper ? w[j + half] : w[j];
+            w[j] = keep + __shfl_xor_sync(0xffffffffu, send, m);
+        }
+    }
+    float s = w[0];
+    s += __shfl_xor_sync(0xffffffffu, s, 2);
+    s += __shfl_xor_sync(0xffffffffu, s, 1);
+    return s;
+}
+
+template <int G, bool ROT>
 __device__ __forceinline__ void selective_backward_tiles(const float* u, const float* delta, const float* A,
                                                          SsmProjection B, SsmProjection C, const float* D,
                                                          const float* z, const float* delta_bias, const float* dout,
@@ -116,7 +146,7 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
                                                          float* ddelta, float* dz, float* part_b, float* part_c,
                                                          float* part_a, float* part_d, float* part_bias, u64 dim,
                                                          u64 len, u64 state, bool softplus) {
-    typedef SsmBackTiles<G> Tiles;
+    typedef SsmBackTiles<G, ROT> Tiles;
     constexpr int ROWS = Tiles::ROWS, T = Tiles::T, R = Tiles::R, UNITS = Tiles::UNITS;
     constexpr int THREADS = Tiles::THREADS, STATES = Tiles::STATES;
     constexpr float LN2 = 0.6931471805599453f;
@@ -131,10 +161,14 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
     // The scan's: lane `lane` is row row0 + lane, states 4 g + k. a2 is A
     // log2(e) (the partial sum of A g a x_{t-1} is taken with it, and
     // scaled by ln 2 in the finish).
+    // Register k of a lane holds state 4 g + (k ^ rot): with ROT the upper
+    // half-warp has its states in the order 2, 3, 0, 1, so that the first
+    // stage of the sums over rows needs no select (ssm_warp_sums8_rotated).
+    const unsigned rot = ROT ? 2 * ((lane >> 4) & 1u) : 0u;
     float a2[4], carry[4], da[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-        const u64 n = 4 * (u64)g + k;
+        const u64 n = 4 * (u64)g + (k ^ rot);
         a2[k] = n < state ? A[(d0 + lane) * state + n] * SSM_LOG2E : 0.0f;
         carry[k] = 0.0f;
         da[k] = 0.0f;
@@ -171,6 +205,7 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
     const float* bc_row = bc_kind == 0 ? b_row : c_row;
     float* bc_part = (bc_kind == 0 ? part_b : part_c) + ((b * chunks + chunk) * state + bc_n) * len;
     const int bc_in = Tiles::bc_at(4 * unit_quad, 8 * (bc_state / 4) + 4 * bc_kind + bc_state % 4);
+    const int bc_in_rot = Tiles::bc_at(4 * unit_quad, 8 * (bc_state / 4) + 4 * bc_kind + ((bc_state % 4) ^ 2));
     const int bc_sum = bc_kind * STATES + bc_state;
 
     const bool aligned = len % 4 == 0 && ssm_aligned(u) && ssm_aligned(delta) && ssm_aligned(dout) &&
@@ -208,7 +243,8 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
         for (int c = 0; c < T / R; ++c) {
             const u64 check = tile * (T / R) + c;
 #pragma unroll
-            for (int k = 0; k < 4; ++k) raw_checks[c][k] = check < checks ? my_checks[(check * STATES + k) * ROWS] : 0.0f;
+            for (int k = 0; k < 4; ++k)
+                raw_checks[c][k] = check < checks ? my_checks[(check * STATES + (k ^ rot)) * ROWS] : 0.0f;
         }
     };
 
@@ -241,7 +277,10 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
         }
         const float v[4] = {raw_bc.x, raw_bc.y, raw_bc.z, raw_bc.w};
 #pragma unroll
-        for (int j = 0; j < 4; ++j) sh.bc[bc_in + j * Tiles::BC_STRIDE] = bc_live ? v[j] : 0.0f;
+        for (int j = 0; j < 4; ++j) {
+            sh.bc[bc_in + j * Tiles::BC_STRIDE] = bc_live ? v[j] : 0.0f;
+            if constexpr (ROT) sh.bc_rot[bc_in_rot + j * Tiles::BC_STRIDE] = bc_live ? v[j] : 0.0f;
+        }
         // The tile's checkpoints, loaded a tile ahead (loaded here instead,
         // their latency cost 5%: 2.55 against 2.43 ms).
 #pragma unroll
@@ -253,6 +292,12 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
 
     auto scan_tile = [&]() {
         const float4* my_steps = sh.steps + lane * Tiles::STEPS_STRIDE;
+        const float* my_bc = ROT && rot != 0 ? sh.bc_rot : sh.bc;
+        // Where this lane's sum over rows goes in a step of `sums` (lanes 4 i
+        // only): kind and state as the reduce-scatter leaves them.
+        const unsigned sums_state = ROT ? rot + ((lane >> 2) & 1u) : (lane >> 2) % 4;
+        const unsigned sums_kind = ROT ? (lane >> 3) & 1u : lane >> 4;
+        const int sums_at = (lane & 3u) == 0 ? (int)(sums_kind * STATES + 4 * g + sums_state) : -1;
         float* my_partial[3];
 #pragma unroll
         for (int i = 0; i < 3; ++i) my_partial[i] = sh.partial[i] + (g * ROWS + lane) * Tiles::PARTIAL_STRIDE;
@@ -269,7 +314,7 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
             for (int s = 0; s < R; ++s) {
                 const int t = run * R + s;
                 const float4 st = my_steps[Tiles::step_at(t)];
-                const float4 bb = *reinterpret_cast<const float4*>(sh.bc + Tiles::bc_at(t, 8 * g));
+                const float4 bb = *reinterpret_cast<const float4*>(my_bc + Tiles::bc_at(t, 8 * g));
                 const float bv[4] = {bb.x, bb.y, bb.z, bb.w};
 #pragma unroll
                 for (int k = 0; k < 4; ++k) {
@@ -284,8 +329,8 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
             for (int s = R - 1; s >= 0; --s) {
                 const int t = run * R + s;
                 const float4 st = my_steps[Tiles::step_at(t)];  // dt, dt u, dy, u
-                const float4 bb = *reinterpret_cast<const float4*>(sh.bc + Tiles::bc_at(t, 8 * g));
-                const float4 cc = *reinterpret_cast<const float4*>(sh.bc + Tiles::bc_at(t, 8 * g + 4));
+                const float4 bb = *reinterpret_cast<const float4*>(my_bc + Tiles::bc_at(t, 8 * g));
+                const float4 cc = *reinterpret_cast<const float4*>(my_bc + Tiles::bc_at(t, 8 * g + 4));
                 const float bv[4] = {bb.x, bb.y, bb.z, bb.w};
                 const float cv[4] = {cc.x, cc.y, cc.z, cc.w};
                 float gb = 0.0f, gaq = 0.0f, cx = 0.0f, bc_terms[8];
@@ -305,8 +350,8 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
                 p1[s % 4] = gb;  // t % 4
                 p2[s % 4] = gaq;
                 p3[s % 4] = cx;
-                const float total = ssm_warp_sums8(bc_terms, lane);
-                if ((lane & 3u) == 0) sh.sums[t * Tiles::BC_STRIDE + (lane >> 4) * STATES + 4 * g + (lane >> 2) % 4] = total;
+                const float total = ROT ? ssm_warp_sums8_rotated(bc_terms, lane) : ssm_warp_sums8(bc_terms, lane);
+                if (sums_at >= 0) sh.sums[t * Tiles::BC_STRIDE + sums_at] = total;
                 if (s % 4 == 0) {
                     *reinterpret_cast<float4*>(my_partial[0] + t) = make_float4(p1[0], p1[1], p1[2], p1[3]);
                     *reinterpret_cast<float4*>(my_partial[1] + t) = make_float4(p2[0], p2[1], p2[2], p2[3]);
@@ -417,7 +462,7 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
     // row are this batch's partials ([b][d][n], [b][d]).
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-        const u64 n = 4 * (u64)g + k;
+        const u64 n = 4 * (u64)g + (k ^ rot);
         if (n < state) {
             const u64 at = (row0 + lane) * state + n;
             part_a[at] = da[k];

@@ -564,7 +564,7 @@ impl Cuda {
                 })
                 .collect::<Result<_>>()?;
             Ok(SelectiveBackwardKernels {
-                tiles: crate::selective_backward_tiles::load(&module)?,
+                tiles: crate::selective_backward_tiles::load(&module, limit)?,
                 carries: CARRY_WIDTHS
                     .into_iter()
                     .map(|threads| Ok((threads, lookup(&module, &carries_kernel_name(threads))?)))

@@ -16,7 +16,9 @@ use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
 use crate::kernels::lookup;
-use crate::selective::{runs_share, tile_default_shape, tiles_shared_bytes, DeviceSelectiveScan};
+use crate::selective::{
+    opt_in_dynamic_shared, runs_share, tile_default_shape, tiles_shared_bytes, DeviceSelectiveScan,
+};
 use crate::selective_backward::{DeviceSsmGrads, SelectiveBackwardKernels};
 
 /// Warps per block (G: states 4 G, so N up to 8 or 16).
@@ -52,6 +54,9 @@ fn gradient_blocks_per_sm(warps: u32) -> u32 {
 pub(crate) struct BackwardTileKernels {
     checkpoints: CudaFunction,
     gradients: CudaFunction,
+    /// The gradient kernel with the upper half-warp's states rotated
+    /// (`ROT`), and the dynamic shared memory it is opted in to.
+    gradients_rotated: (CudaFunction, usize),
     saving: CudaFunction,
 }
 
@@ -59,8 +64,8 @@ fn checkpoints_name(warps: u32) -> String {
     format!("selective_checkpoints_tiles_{warps}")
 }
 
-fn gradients_name(warps: u32) -> String {
-    format!("selective_backward_tiles_{warps}")
+fn gradients_name(warps: u32, rotated: bool) -> String {
+    format!("selective_backward_tiles_{warps}{}", if rotated { "_rot" } else { "" })
 }
 
 fn saving_name(warps: u32) -> String {
@@ -71,18 +76,20 @@ fn saving_name(warps: u32) -> String {
 /// float4 per (row, step) (stride 17), B and C per step, three partial sums
 /// per (warp, row, step) (stride 20), the block's dB and dC per step, and
 /// two float4 per (row, 4 steps) unit.
-fn gradients_shared_bytes(warps: u32) -> usize {
+fn gradients_shared_bytes(warps: u32, rotated: bool) -> usize {
     let states = 4 * warps as usize;
     // A thread's (row, 4 steps) units: two float4 each.
     let gates = 16 * 2 * ROWS * STEPS / 4;
-    16 * ROWS * (STEPS + 1) + 4 * (2 * STEPS * 2 * states + 3 * warps as usize * ROWS * (STEPS + 4)) + gates
+    // With the states rotated, B and C again with their chunks' halves swapped.
+    let bc_rot = 4 * if rotated { STEPS * 2 * states } else { 4 };
+    16 * ROWS * (STEPS + 1) + 4 * (2 * STEPS * 2 * states + 3 * warps as usize * ROWS * (STEPS + 4)) + gates + bc_rot
 }
 
 /// The kernels' instantiations.
 pub(crate) fn source() -> String {
     let mut code = String::new();
     for g in WARPS {
-        let (checkpoints, gradients, saving) = (checkpoints_name(g), gradients_name(g), saving_name(g));
+        let (checkpoints, saving) = (checkpoints_name(g), saving_name(g));
         let threads = 32 * g;
         let per_sm = gradient_blocks_per_sm(g);
         // The training forward: the forward's default tile kernel of G warps
@@ -108,31 +115,40 @@ pub(crate) fn source() -> String {
              \x20 const scan::SsmProjection b{{B, b_groups}};\n\
              \x20 scan::ssm_tiles_forward<{g}, 4, false, true>(u, delta, A, b, b, nullptr, nullptr, delta_bias, x0, nullptr,\n\
              \x20     nullptr, checkpoints, dim, len, state, softplus != 0);\n\
-             }}\n\
-             extern \"C\" __global__ void __launch_bounds__({threads}, {per_sm}) {gradients}(\n\
+             }}\n"
+        ));
+        for rotated in [false, true] {
+            let gradients = gradients_name(g, rotated);
+            code.push_str(&format!(
+                "extern \"C\" __global__ void __launch_bounds__({threads}, {per_sm}) {gradients}(\n\
              \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
              \x20   const float* C, unsigned long long c_groups, const float* D, const float* z,\n\
              \x20   const float* delta_bias, const float* dout, const float* checkpoints, float* dx0, float* du,\n\
              \x20   float* ddelta, float* dz, float* part_b, float* part_c, float* part_a, float* part_d,\n\
              \x20   float* part_bias, unsigned long long dim, unsigned long long len, unsigned long long state,\n\
              \x20   int softplus) {{\n\
-             \x20 scan::selective_backward_tiles<{g}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
+             \x20 scan::selective_backward_tiles<{g}, {rotated}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
              \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, dout, checkpoints, dx0, du, ddelta, dz,\n\
              \x20     part_b, part_c, part_a, part_d, part_bias, dim, len, state, softplus != 0);\n\
              }}\n"
-        ));
+            ));
+        }
     }
     code
 }
 
-/// Looks the kernels up in the backward's module.
-pub(crate) fn load(module: &std::sync::Arc<CudaModule>) -> Result<Vec<(u32, BackwardTileKernels)>> {
+/// Looks the kernels up in the backward's module; the rotated gradient
+/// kernels opt in to up to `limit` bytes of dynamic shared memory.
+pub(crate) fn load(module: &std::sync::Arc<CudaModule>, limit: usize) -> Result<Vec<(u32, BackwardTileKernels)>> {
     WARPS
         .into_iter()
         .map(|g| {
+            let rotated = lookup(module, &gradients_name(g, true))?;
+            let rotated_limit = opt_in_dynamic_shared(&rotated, limit)?;
             let kernels = BackwardTileKernels {
                 checkpoints: lookup(module, &checkpoints_name(g))?,
-                gradients: lookup(module, &gradients_name(g))?,
+                gradients: lookup(module, &gradients_name(g, false))?,
+                gradients_rotated: (rotated, rotated_limit),
                 saving: lookup(module, &saving_name(g))?,
             };
             Ok((g, kernels))
@@ -339,18 +355,41 @@ impl Cuda {
             }
 
             // 2. The gradients and partials.
-            let mut launch = stream.launch_builder(&tile.gradients);
+            // Rotated by default where the GPU gives it its shared memory
+            // (else in order, which needs 2 KiB less); when asked for, an
+            // error if it does not fit.
+            let asked = self.tuning().selective_backward_rotated_states_setting();
+            let rotated = asked.unwrap_or(gradients_shared_bytes(warps, true) <= tile.gradients_rotated.1);
+            let shared = gradients_shared_bytes(warps, rotated);
+            let function = if rotated {
+                let (function, limit) = &tile.gradients_rotated;
+                if shared > *limit {
+                    return Err(Error::TooLarge {
+                        what: format!(
+                            "the selective backward's rotated tile kernel needs {shared} bytes of shared memory; this \
+                             GPU gives it {limit}"
+                        ),
+                    });
+                }
+                function
+            } else {
+                &tile.gradients
+            };
+            let mut launch = stream.launch_builder(function);
             launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&c).arg(&c_groups);
             launch.arg(&d).arg(&z).arg(&bias).arg(&dout).arg(&checks).arg(&dx0_ptr);
             launch.arg(&du_ptr).arg(&ddelta_ptr).arg(&dz_ptr).arg(&pb).arg(&pc).arg(&pa).arg(&pd).arg(&pbias);
             launch.arg(&dim64).arg(&len64).arg(&state64).arg(&softplus);
-            let shared = gradients_shared_bytes(warps) as u32;
-            let cfg =
-                LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (32 * warps, 1, 1), shared_mem_bytes: shared };
+            let cfg = LaunchConfig {
+                grid_dim: (blocks, 1, 1),
+                block_dim: (32 * warps, 1, 1),
+                shared_mem_bytes: shared as u32,
+            };
             // SAFETY: as above; the partials hold batch x dim / 32 x N x L
             // floats each (dB, dC), rows x N (dA) and rows (dD, d
             // delta_bias); dx0 rows x N when the initial state is given.
-            // Shared memory: `gradients_shared_bytes` (under 48 KiB).
+            // Shared memory: `gradients_shared_bytes` (under 48 KiB, or
+            // opted in for the rotated kernel: checked above).
             unsafe { launch.launch(cfg) }
                 .map_err(|e| driver_error("launch of the selective backward (tile gradients)", e))?;
         }
@@ -385,9 +424,10 @@ mod tests {
     fn the_gradient_blocks_fit_in_the_default_shared_memory() {
         // G = 4: 32 x 17 float4 steps, 16 x 32 B and C, 3 x 4 x 32 x 20
         // partial sums, 16 x 32 block sums, 2 x 128 float4 gates.
-        assert_eq!(gradients_shared_bytes(4), 16 * 32 * 17 + 4 * (512 + 7680 + 512) + 16 * 256);
+        assert_eq!(gradients_shared_bytes(4, false), 16 * 32 * 17 + 4 * (512 + 7680 + 512) + 16 * 256 + 16);
+        assert_eq!(gradients_shared_bytes(4, true), 16 * 32 * 17 + 4 * (512 + 7680 + 512) + 16 * 256 + 2048);
         for g in WARPS {
-            assert!(gradients_shared_bytes(g) <= 48 * 1024, "G = {g}");
+            assert!(gradients_shared_bytes(g, false) <= 48 * 1024, "G = {g}");
             assert!(tiles_shared_bytes(g) <= 48 * 1024, "G = {g}");
         }
     }
