@@ -1,7 +1,7 @@
 //! One GPU scan, run a few times, for profilers (Nsight Compute) to look at:
 //!
 //! ```text
-//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|f32-add-offsets|selective|selective-backward|selective-backward-ab] [log2 n] [single-pass|blelloch]
+//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|f32-add-offsets|selective|selective-backward|selective-backward-ab|linrec-fused-ab] [log2 n] [single-pass|blelloch]
 //! ncu --launch-skip 2 --launch-count 1 -k regex:single_pass target/release/examples/gpu_profile f32-add 28
 //! ```
 //!
@@ -19,7 +19,9 @@
 //! blocks over whole rows or ranges of 256 steps). `selective-backward-ab`
 //! times the tile backward with its states in order and rotated
 //! (`Tuning::selective_backward_rotated_states`), alternating in one process
-//! (20 rounds of 3 calls each), and prints each one's median.
+//! (20 rounds of 3 calls each), and prints each one's median;
+//! `linrec-fused-ab` the fused recurrence with grouped runs and through item
+//! slots (`Tuning::grouped_runs`), alternating with a copy of its bytes.
 
 use scan::cuda::{Algorithm, Cuda, Tuning};
 use scan::maps::{bf16, Recurrence, WidenNarrow};
@@ -68,6 +70,7 @@ fn main() -> scan::Result<()> {
             selective(&Cuda::new()?.with_tuning(form), true)
         }
         "selective-backward-ab" => selective_backward_ab(),
+        "linrec-fused-ab" => linrec_fused_ab(n),
         "i32-add" => {
             run::<Add<i32>>(&cuda, &(0..n).map(|i| (u(i) * 2e9) as i32 - 1_000_000_000).collect::<Vec<_>>(), 1)
         }
@@ -128,6 +131,70 @@ fn offsets(cuda: &Cuda, x: &[f32]) -> scan::Result<()> {
             .time(|| cuda.scan_segments_device_into::<Add<f32>>(&input, &mut output, &starts, ScanSpec::inclusive()))?;
         let gbps = 2.0 * std::mem::size_of_val(x) as f64 / (f64::from(ms) * 1e-3) / 1e9;
         println!("{} items by offsets in {ms:.3} ms: {gbps:.0} GB/s", x.len());
+    }
+    Ok(())
+}
+
+/// The fused f32 recurrence a[], b[] -> h[] over `n` items with grouped runs
+/// (the default) and through item slots (`Tuning::grouped_runs(false)`),
+/// alternating with a device copy of the same 12 bytes per item: each one's
+/// median of 60 calls, in GB/s and against the copy.
+fn linrec_fused_ab(n: usize) -> scan::Result<()> {
+    let grouped = Cuda::new()?; // (also uploads and copies)
+    let slots = Cuda::new()?.with_tuning(Tuning::default().grouped_runs(false));
+    // SCAN_AB_SHAPE=threads,items,blocks,stages adds that shape.
+    let shape: Option<Vec<u32>> = std::env::var("SCAN_AB_SHAPE")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .filter(|v: &Vec<u32>| v.len() == 4);
+    let mut cases = vec![("grouped runs".to_string(), Cuda::new()?), ("item slots".to_string(), slots)];
+    if let Some(v) = shape {
+        let t = Tuning::default().threads(v[0]).items_per_thread(v[1]).blocks_per_sm(v[2]).stages(v[3]);
+        cases.push((format!("{} x {}, {} blocks/SM, {} stages", v[0], v[1], v[2], v[3]), Cuda::new()?.with_tuning(t)));
+    }
+    let a = grouped.upload(&(0..n).map(|i| 0.5 + 0.5 * ((i * 7 % 11) as f32 / 11.0)).collect::<Vec<_>>())?;
+    let b = grouped.upload(&(0..n).map(|i| (i % 13) as f32 - 6.0).collect::<Vec<_>>())?;
+    let mut h = grouped.alloc::<f32>(n)?;
+    let (src, mut dst) = (grouped.alloc::<u8>(6 * n)?, grouped.alloc::<u8>(6 * n)?);
+    let mut times = vec![Vec::new(); cases.len() + 1];
+    for round in 0..21 {
+        for _ in 0..3 {
+            let ((), ms) = grouped.time(|| dst.copy_from(&src))?;
+            if round > 0 {
+                times[0].push(ms);
+            }
+        }
+        for (i, (_, cuda)) in cases.iter().enumerate() {
+            for _ in 0..3 {
+                let ((), ms) = cuda.time(|| {
+                    cuda.scan_mapped_device_into::<LinearRecurrence<f32>, Recurrence, _>(
+                        (&a, &b),
+                        &mut h,
+                        ScanSpec::inclusive(),
+                    )
+                })?;
+                // Round 0 loads the modules.
+                if round > 0 {
+                    times[i + 1].push(ms);
+                }
+            }
+        }
+    }
+    let medians: Vec<f32> = times
+        .into_iter()
+        .map(|mut t| {
+            t.sort_by(f32::total_cmp);
+            t[t.len() / 2]
+        })
+        .collect();
+    let gbps = |ms: f32| 12.0 * n as f64 / (f64::from(ms) * 1e-3) / 1e9;
+    println!("device copy of 12 B/item x {n}: median {:.3} ms, {:.0} GB/s", medians[0], gbps(medians[0]));
+    for ((name, _), ms) in cases.iter().zip(&medians[1..]) {
+        println!(
+            "fused recurrence, {name}: median {ms:.3} ms, {:.0} GB/s, {:.3} of copy (60 calls)",
+            gbps(*ms),
+            medians[0] / ms
+        );
     }
     Ok(())
 }

@@ -74,7 +74,8 @@ fn assert_same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str
 /// The executors the maps run on, each with the largest size it takes: the
 /// default single-pass scan, the deterministic look-back, staged loads
 /// (`Tuning::staged_maps`: whole segments' arrays as vectors, lifted in
-/// shared memory), item slots where narrow ones are the default, no early
+/// shared memory), item slots where narrow slots or grouped runs are the
+/// default, no early
 /// loads, and an adversarial schedule (blocks claim out of order
 /// and publish late, so the look-back meets every mix of statuses) on sizes
 /// up to 33 tiles.
@@ -87,6 +88,10 @@ fn executors<Op: CudaOp>(input_bytes: usize) -> Vec<(Cuda, usize)> {
         // Maps that take narrow slots (kernels/narrow.cuh) by default,
         // through item slots instead.
         (cuda().with_tuning(Tuning::default().narrow_slots(false)), usize::MAX),
+        // Maps that keep grouped runs (kernels/grouped.cuh) by default
+        // (forward scans whose inputs and output move in the same groups:
+        // the f32 recurrence from a[] and b[]), through item slots instead.
+        (cuda().with_tuning(Tuning::default().grouped_runs(false)), usize::MAX),
         // No early loads: whole segments load after the store (narrow
         // slots: the one place their vector path is taken then).
         (cuda().with_tuning(Tuning::default().early_loads(false)), usize::MAX),
@@ -187,6 +192,56 @@ fn bf16_sums_are_bitwise_the_same_from_run_to_run() {
                     first = Some(bits);
                 }
                 Some(want) => assert!(bits == *want, "n = {n}, run {run}: the bf16 sums changed"),
+            }
+        }
+    }
+}
+
+/// The f32 recurrence from a[] and b[] keeps grouped runs and takes the
+/// deterministic look-back's fixed groups by default
+/// (`SinglePassPolicy::grouped_maps_for`): values whose f32 roundings depend
+/// on the grouping give the same bits on every run, forward and reverse,
+/// over several groups of 128 tiles, under the default schedule and an
+/// adversarial one.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_fused_recurrence_is_bitwise_the_same_from_run_to_run() {
+    let mut rng = Rng::fresh("fused recurrence determinism");
+    let tile = mapped_tile::<LinearRecurrence<f32>>(8);
+    let chaos = cuda().with_tuning(Tuning::default().adversarial_schedule(0x5eed));
+    for (cuda, n, runs) in [(cuda(), 3 * 128 * tile + 4321, 20), (chaos, 140 * tile + 7, 3)] {
+        let n = n.min(max_len());
+        let a: Vec<f32> = (0..n).map(|_| rng.range_f64(0.9, 1.0) as f32).collect();
+        let b: Vec<f32> = (0..n).map(|_| rng.range_f64(-1.0, 1.0) as f32).collect();
+        let inputs = (cuda.upload(&a).unwrap(), cuda.upload(&b).unwrap());
+        let mut h = cuda.upload(&poisoned::<f32>(n)).unwrap();
+        for spec in [ScanSpec::inclusive(), ScanSpec::inclusive().reversed()] {
+            let mut first: Option<Vec<u32>> = None;
+            for run in 0..runs {
+                cuda.scan_mapped_device_into::<LinearRecurrence<f32>, Recurrence, _>(&inputs, &mut h, spec).unwrap();
+                let bits: Vec<u32> = h.download().unwrap().iter().map(|v| v.to_bits()).collect();
+                match &first {
+                    None => {
+                        // The values themselves, against the f64 reference.
+                        let want = maps::reference::<LinearRecurrence<f64>, Recurrence, _>(
+                            (
+                                &a.iter().map(|&x| f64::from(x)).collect::<Vec<_>>()[..],
+                                &b.iter().map(|&x| f64::from(x)).collect::<Vec<_>>()[..],
+                            ),
+                            spec,
+                        )
+                        .unwrap();
+                        for (t, (&got, &w)) in bits.iter().zip(&want).enumerate() {
+                            let got = f64::from(f32::from_bits(got));
+                            assert!(
+                                (got - w).abs() <= 1e-4 * (1.0 + w.abs()),
+                                "n = {n}, {spec:?}, h[{t}] = {got}, want {w}"
+                            );
+                        }
+                        first = Some(bits);
+                    }
+                    Some(want) => assert!(bits == *want, "n = {n}, {spec:?}, run {run}: the results changed"),
+                }
             }
         }
     }

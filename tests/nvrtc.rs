@@ -228,8 +228,9 @@ fn broken_source_is_reported_with_the_log() {
 /// from one, two and three arrays... as far as the built-ins read them: the
 /// recurrence from `a` and `b` arrays (f32 and f64) and from one array of
 /// pairs, bf16 and f16 widened into f32 sums and maxima, with the default
-/// policy, the deterministic look-back, staged loads (`Tuning::staged_maps`)
-/// and item slots (`Tuning::narrow_slots(false)`), and the narrow-slot maps on
+/// policy (grouped runs where the maps allow), the deterministic look-back,
+/// staged loads (`Tuning::staged_maps`), item slots (`Tuning::narrow_slots(false)`,
+/// `Tuning::grouped_runs(false)`), and the narrow-slot maps on
 /// other tile shapes; the kernels keep to their registers (ptxas reports no stack frame and
 /// no spills: the early loads hold a run's inputs across a store).
 #[test]
@@ -256,6 +257,7 @@ fn fused_maps_modules_compile_to_sm_90_cubins() {
         Tuning::default().deterministic(true),
         Tuning::default().staged_maps(true),
         Tuning::default().narrow_slots(false),
+        Tuning::default().grouped_runs(false),
     ] {
         let results = [
             ("recurrence f32, a[] b[]", report::<LinearRecurrence<f32>, Recurrence, Two<f32>>("sm_90", tuning)),

@@ -37,15 +37,18 @@ fn bad_h(a: &[f32], b: &[f32], h: &[f32]) -> Option<usize> {
 }
 
 /// The fused recurrence and the bf16 sums over `2^log` items, with
-/// positions loaded item by item (the default) and staged as vectors
-/// (`Tuning::staged_maps`), and the bf16 sums also through item slots
-/// instead of narrow ones (`Tuning::narrow_slots(false)`); `reps` timed
-/// calls each, interleaved with the copy.
+/// positions fetched into registers (the default) and staged as vectors
+/// (`Tuning::staged_maps`), the recurrence also through item slots instead
+/// of grouped runs (`Tuning::grouped_runs(false)`) and the bf16 sums
+/// through item slots instead of narrow ones (`Tuning::narrow_slots(false)`);
+/// `reps` timed calls each, interleaved with the copy.
 pub fn run(cuda: &Cuda, log: u32, reps: usize) -> Result<Vec<Row>, String> {
     let tuned = |t: scan_cuda::Tuning| Cuda::new().map(|c| c.with_tuning(t)).map_err(|e| e.to_string());
     let staged = tuned(scan_cuda::Tuning::default().staged_maps(true))?;
     let item_slots = tuned(scan_cuda::Tuning::default().narrow_slots(false))?;
+    let ungrouped = tuned(scan_cuda::Tuning::default().grouped_runs(false))?;
     let mut rows = one(cuda, log, reps, "GPU single-pass, fused maps")?;
+    rows.extend(one(&ungrouped, log, reps, "GPU single-pass, fused maps, item slots")?.into_iter().skip(1));
     rows.extend(one(&staged, log, reps, "GPU single-pass, fused maps, staged loads")?.into_iter().skip(1));
     rows.extend(bf16_sums(cuda, log, reps, "GPU single-pass, fused maps")?);
     rows.extend(bf16_sums(&item_slots, log, reps, "GPU single-pass, fused maps, item slots")?.into_iter().skip(1));
@@ -61,8 +64,18 @@ pub fn run(cuda: &Cuda, log: u32, reps: usize) -> Result<Vec<Row>, String> {
 /// reported on stderr and skipped: the other shapes still run.
 pub fn sweep(log: u32, reps: usize, only: Option<&str>) -> Result<Vec<Row>, String> {
     type Shape = (u32, u32, u32, u32);
-    let recurrence: [Shape; 6] =
-        [(256, 16, 2, 2), (256, 16, 1, 4), (128, 16, 4, 2), (256, 8, 2, 3), (256, 8, 3, 2), (256, 16, 2, 3)];
+    // With grouped runs (kernels/grouped.cuh, the default where they fit
+    // the registers) a stage takes a run of items per thread and nothing
+    // else: 32 KiB at 256 x 16, so three stages fit two blocks per SM.
+    let recurrence: [Shape; 7] = [
+        (256, 16, 2, 2),
+        (256, 16, 2, 3),
+        (128, 16, 4, 2),
+        (128, 16, 4, 3),
+        (192, 16, 3, 3),
+        (256, 8, 3, 4),
+        (256, 8, 2, 3),
+    ];
     // 64-item runs: a bf16 sum moves half the bytes of an f32 one per item,
     // so a tile's fixed costs (look-back, barriers) weigh twice as much per
     // byte; longer runs halve them again.

@@ -49,6 +49,29 @@ struct BlockScan {
         total = acc;
         return lane == 0 ? warp_prefix : Op::combine(warp_prefix, below);
     }
+
+    // The combination of the totals of all lower warps (the identity for
+    // warp 0), given this warp's total in every lane, and the block's total
+    // in `total`: the second half of `exclusive`, for callers that scan
+    // within their warps themselves (grouped.cuh). Contains one barrier.
+    static __device__ __forceinline__ Item warp_prefix(const Item& warp_total, Item& total, Shared& s) {
+        const unsigned warp = warp_id();
+        if (lane_id() == 0) s.warp_totals[warp].get() = warp_total;
+        if constexpr (BARRIER == 0) {
+            __syncthreads();
+        } else {
+            barrier_sync(BARRIER, THREADS);
+        }
+        Item acc = Op::identity();
+        Item prefix = acc;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) {
+            if (w == (int)warp) prefix = acc;
+            acc = w == 0 ? s.warp_totals[0].get() : Op::combine(acc, s.warp_totals[w].get());
+        }
+        total = acc;
+        return prefix;
+    }
 };
 
 }  // namespace scan

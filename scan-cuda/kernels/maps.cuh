@@ -51,6 +51,7 @@ __device__ __forceinline__ void read_group(const X* p, u64 at, X* out) {
 template <class Item>
 struct ItemsIn {
     static constexpr bool DIRECT = true;  // the items themselves: vectors allowed
+    static constexpr bool GROUPED = false;  // grouped runs are for fused maps (grouped.cuh)
     static constexpr bool FETCHES = false;  // early loads move vectors (exchange.cuh)
     static constexpr bool FETCHES_EARLY = false;
     template <int ITEMS>
@@ -83,10 +84,14 @@ struct ItemsOut {
 // will hold its items (FITS) can instead be staged: every array copied into
 // the slice as 16-byte vectors, one after the other (`stage`), then lifted
 // from there (`lift_staged`; WarpExchange::load_staged does both).
-template <class M, int N, bool STAGED, class A, class B = A, class C = A, bool NARROW = false>
+template <class M, int N, bool STAGED, class A, class B = A, class C = A, bool NARROW = false, bool GROUPED_RUNS = false>
 struct LiftedIn {
     static_assert(N >= 1 && N <= 3, "one to three input arrays");
     static constexpr bool DIRECT = false;
+    // GROUPED_RUNS (the policy's grouped_runs): forward scans keep each
+    // lane's groups of positions in the lane (grouped.cuh) where the maps
+    // allow it.
+    static constexpr bool GROUPED = GROUPED_RUNS;
     // A whole segment's positions are fetched into registers, a group of
     // VEC per vector load, and lifted into the slice
     // (WarpExchange::put_lifted).

@@ -84,7 +84,16 @@
 //
 // `src` and `dst` say where items come from and results go (maps.cuh): item
 // arrays, or with fused maps a lift of input arrays and a project into an
-// output array.
+// output array. Fused maps whose inputs and output move in the same groups
+// of positions (the f32 recurrence a[], b[] -> h[]) take grouped runs when
+// the policy says so (grouped.cuh): each lane scans the groups it loaded in
+// registers (ITEMS / V warp scans side by side, then the warp totals),
+// keeps them in its own part of the slot, and stores them from there once
+// the tile's prefix is known; steps 1, 3 and 3b then skip the exchange
+// through the slot (two trips through shared memory per position, not
+// five) and the slots hold nothing else, so a third stage fits two blocks
+// per SM (0.85 -> 0.94 of copy for the recurrence with the fixed groups,
+// SinglePassPolicy::grouped_maps_for).
 //
 // `chaos` != 0 is a test mode: blocks start claiming in an order unrelated to
 // their index, and pause at random before publishing (sometimes skipping the
@@ -169,7 +178,16 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
     // through narrow slots (narrow.cuh), when the policy says so.
     constexpr bool NARROW = !SEGMENTED && In::NARROW_BYTES > 0;
     static_assert(!NARROW || Narrow::USABLE, "narrow slots: one array and an output of one 16-byte group's width");
-    constexpr int SLICE_BYTES = NARROW ? Narrow::SLICE_BYTES : Exchange::SHARED_WORDS * (int)sizeof(Word);
+    // Fused maps whose inputs and output move in the same groups of
+    // positions: each lane keeps its own groups (grouped.cuh) when the
+    // policy says so, which sizes the slots for them.
+    typedef GroupedRun<Op, ITEMS, REVERSE, In, Out> Grouped;
+    constexpr bool GROUPED = In::GROUPED;
+    static_assert(!GROUPED || (Grouped::USABLE && !SEGMENTED && !NARROW),
+                  "the policy sets grouped runs only where the maps allow them");
+    constexpr int SLICE_BYTES = NARROW    ? Narrow::SLICE_BYTES
+                                : GROUPED ? Grouped::SLICE_BYTES
+                                          : Exchange::SHARED_WORDS * (int)sizeof(Word);
     // Rows of whole tiles (heads.cuh, TileRows): the plain path, and slot
     // k's bit 0 of slot_heads says that its tile starts a row.
     constexpr bool TILE_ROWS = Heads::TILE_ROWS;
@@ -303,6 +321,18 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         const Segment seg(tile, len);
         auto index = [=](int p) -> u64 { return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p); };
         Word* buf = slice(k);
+        if constexpr (GROUPED) {
+            // Each lane reads back only what it put: no __syncwarp needed.
+            const bool alone = starts_alone(k, tile);
+            const Item prefix = slot_prefix[k].get();  // (not used when alone)
+            const unsigned char* raw = reinterpret_cast<const unsigned char*>(buf);
+            if (seg.whole && dst.template groups_aligned<ITEMS>(seg.base)) {
+                Grouped::store(dst, seg.base, raw, alone, prefix);
+            } else {
+                Grouped::store_items(dst, index, seg.valid, raw, alone, prefix);
+            }
+            return;
+        }
         const Item within = withins[k * THREADS + threadIdx.x];
         if constexpr (NARROW) {
             // Positions past the end are rescanned too (after every existing
@@ -380,38 +410,9 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         }
         if (!loaded) Exchange::load_items(src, index, seg.valid, buf);
     };
-    // 3b and 4. Scans the tile that slot `k` holds (loaded, and visible to
-    // the whole warp), publishes its aggregate and hands the slot over.
-    auto scan_and_publish = [&](int k, i64 tile) {
-        const Segment seg(tile, len);
-        Word* buf = slice(k);
-        Item run[ITEMS];
-        Item aggregate;
-        unsigned tile_heads = 0;  // segmented: slot_heads[k]
-        if constexpr (SEGMENTED) {
-            Exchange::read_run(buf, run);
-            const u64 mask = heads.template run<ITEMS, REVERSE>(seg.first + lane_id() * ITEMS);
-            typename Headed<Op>::Item total;
-            const typename Headed<Op>::Item within =
-                Block::exclusive(thread_reduce_heads<Op, ITEMS>(run, mask), total, block);
-            withins[k * THREADS + threadIdx.x] = within.value;
-            const unsigned before = __ballot_sync(0xffffffffu, within.head != 0);
-            if (lane_id() == 0) heads_before[k * WARPS + warp] = before;
-            aggregate = total.value;
-            tile_heads = (unsigned)(mask & 1u) | (total.head ? 2u : 0u);  // thread 0's run starts the tile
-        } else {
-            Item reduced;
-            if constexpr (NARROW) {
-                const unsigned char* raw = reinterpret_cast<const unsigned char*>(buf);
-                reduced = seg.valid >= Exchange::SEGMENT ? Narrow::reduce(raw) : Narrow::reduce_valid(raw, seg.valid);
-            } else {
-                Exchange::read_run(buf, run);
-                reduced = thread_reduce<Op, ITEMS>(run);
-            }
-            withins[k * THREADS + threadIdx.x] = Block::exclusive(reduced, aggregate, block);
-        }
-
-        // 4. Publish the aggregate and hand the slot over.
+    // 4. Publishes the aggregate of `tile` (in slot `k`) and hands the slot
+    // over; `tile_heads`: what a segmented tile keeps in slot_heads[k].
+    auto publish = [&](int k, i64 tile, const Item& aggregate, unsigned tile_heads) {
         if (threadIdx.x == 0) {
             slot_tile[k] = tile;
             slot_aggregate[k].get() = aggregate;
@@ -461,6 +462,69 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
         }
         handover.signal(READY + k, ALL);
     };
+    // 3b and 4. Scans the tile that slot `k` holds (loaded, and visible to
+    // the whole warp), publishes its aggregate and hands the slot over.
+    auto scan_and_publish = [&](int k, i64 tile) {
+        const Segment seg(tile, len);
+        Word* buf = slice(k);
+        Item run[ITEMS];
+        Item aggregate;
+        unsigned tile_heads = 0;  // segmented: slot_heads[k]
+        if constexpr (SEGMENTED) {
+            Exchange::read_run(buf, run);
+            const u64 mask = heads.template run<ITEMS, REVERSE>(seg.first + lane_id() * ITEMS);
+            typename Headed<Op>::Item total;
+            const typename Headed<Op>::Item within =
+                Block::exclusive(thread_reduce_heads<Op, ITEMS>(run, mask), total, block);
+            withins[k * THREADS + threadIdx.x] = within.value;
+            const unsigned before = __ballot_sync(0xffffffffu, within.head != 0);
+            if (lane_id() == 0) heads_before[k * WARPS + warp] = before;
+            aggregate = total.value;
+            tile_heads = (unsigned)(mask & 1u) | (total.head ? 2u : 0u);  // thread 0's run starts the tile
+        } else {
+            Item reduced;
+            if constexpr (NARROW) {
+                const unsigned char* raw = reinterpret_cast<const unsigned char*>(buf);
+                reduced = seg.valid >= Exchange::SEGMENT ? Narrow::reduce(raw) : Narrow::reduce_valid(raw, seg.valid);
+            } else {
+                Exchange::read_run(buf, run);
+                reduced = thread_reduce<Op, ITEMS>(run);
+            }
+            withins[k * THREADS + threadIdx.x] = Block::exclusive(reduced, aggregate, block);
+        }
+
+        publish(k, tile, aggregate, tile_heads);
+    };
+    // Grouped runs (grouped.cuh): scans this lane's positions of `tile` in
+    // registers, keeps them in the slot (only this lane reads them, in
+    // `store`; before publishing, so that they are not held across it),
+    // publishes the aggregate and hands the slot over.
+    // (Lambda bodies are instantiated with the kernel: `if constexpr` keeps
+    // kernels without grouped runs from naming what their inputs lack.)
+    auto scan_grouped_and_publish = [&](int k, i64 tile, Item (&x)[ITEMS]) {
+        if constexpr (GROUPED) {
+            Item aggregate;
+            Grouped::template scan<INCLUSIVE, Block>(x, aggregate, block);
+            Grouped::put(x, reinterpret_cast<unsigned char*>(slice(k)));
+            publish(k, tile, aggregate, 0u);
+        }
+    };
+    // Grouped runs: this lane's positions of the segment, read element by
+    // element unless the segment moves in whole groups.
+    auto load_grouped = [&](const Segment& seg, Item (&x)[ITEMS]) {
+        if constexpr (!GROUPED) {
+            return;
+        } else if (whole_groups(seg)) {
+            typename In::template Fetched<ITEMS> f;
+            src.template fetch<ITEMS>(seg.base, f);
+            Grouped::lift(src, f, x);
+        } else {
+            auto index = [=](int p) -> u64 {
+                return heads.memory(REVERSE ? len - 1 - (seg.first + p) : seg.first + p);
+            };
+            Grouped::load_items(src, index, seg.valid, x);
+        }
+    };
     // 2. Thread 0 claims a tile for the block; every scanning thread gets it.
     // Claims alternate between two words: before a word is written again,
     // every scanning thread has read it and passed a block scan's barriers.
@@ -493,6 +557,26 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
                 break;
             }
             const Segment seg(tile, len);
+            if constexpr (GROUPED) {
+                Item x[ITEMS];
+                if constexpr (In::FETCHES_EARLY) {
+                    // The loads of a whole segment in flight across the store.
+                    const bool whole = whole_groups(seg);
+                    typename In::template Fetched<ITEMS> f;
+                    if (whole) src.template fetch<ITEMS>(seg.base, f);
+                    if (i >= STAGES) store(k);
+                    if (whole) {
+                        Grouped::lift(src, f, x);
+                    } else {
+                        load_grouped(seg, x);
+                    }
+                } else {
+                    if (i >= STAGES) store(k);
+                    load_grouped(seg, x);
+                }
+                scan_grouped_and_publish(k, tile, x);
+                continue;
+            }
             bool vectors = false, fetched = false;
             typename Exchange::Vec v[Exchange::VECTORS_PER_RUN];
             typename In::template Fetched<ITEMS> f;  // fused maps: the inputs of a whole segment
@@ -532,9 +616,15 @@ __device__ __forceinline__ void single_pass(In src, Out dst, u64 len,
                 finish(k);
                 break;
             }
-            load(k, tile);
-            __syncwarp();
-            scan_and_publish(k, tile);
+            if constexpr (GROUPED) {
+                Item x[ITEMS];
+                load_grouped(Segment(tile, len), x);
+                scan_grouped_and_publish(k, tile, x);
+            } else {
+                load(k, tile);
+                __syncwarp();
+                scan_and_publish(k, tile);
+            }
         }
     }
     // The tiles still in their slots, oldest first.

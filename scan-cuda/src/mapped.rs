@@ -34,6 +34,10 @@ pub trait DeviceInputs: sealed::Sealed {
     /// The CUDA types of the arrays, in order.
     #[doc(hidden)]
     fn array_types() -> Vec<String>;
+    /// The sizes in bytes of the arrays' elements, in order (the fused
+    /// kernels' policy: how many positions a vector holds).
+    #[doc(hidden)]
+    fn array_sizes() -> Vec<usize>;
     /// The arrays' common length, after checking that each belongs to
     /// `cuda`'s context: [`Error::LengthMismatch`] names the first two
     /// lengths that differ.
@@ -51,6 +55,9 @@ impl<T: DeviceInputs> DeviceInputs for &T {
     fn array_types() -> Vec<String> {
         T::array_types()
     }
+    fn array_sizes() -> Vec<usize> {
+        T::array_sizes()
+    }
     fn checked_len(&self, cuda: &Cuda) -> Result<usize> {
         (**self).checked_len(cuda)
     }
@@ -65,6 +72,9 @@ impl<A: CudaType> DeviceInputs for DeviceBuffer<A> {
     type Key = (A,);
     fn array_types() -> Vec<String> {
         vec![A::c_name()]
+    }
+    fn array_sizes() -> Vec<usize> {
+        vec![std::mem::size_of::<A>()]
     }
     fn checked_len(&self, cuda: &Cuda) -> Result<usize> {
         cuda.check_buffer(self)?;
@@ -85,6 +95,9 @@ macro_rules! device_tuple {
             type Key = ($($t,)+);
             fn array_types() -> Vec<String> {
                 vec![$($t::c_name()),+]
+            }
+            fn array_sizes() -> Vec<usize> {
+                vec![$(std::mem::size_of::<$t>()),+]
             }
             fn checked_len(&self, cuda: &Cuda) -> Result<usize> {
                 let lens = [$({ cuda.check_buffer(&self.$i)?; self.$i.len() }),+];
@@ -222,10 +235,10 @@ impl Cuda {
         if n == 0 {
             return Ok(());
         }
-        let arrays = I::array_types();
+        let (arrays, sizes) = (I::array_types(), I::array_sizes());
         let id = (TypeId::of::<(Op, M, I::Key)>(), Family::Mapped);
-        let module =
-            self.module_keyed(id, || ModuleSource::mapped_of::<Op, M>(self.capability(), self.tuning(), &arrays))?;
+        let module = self
+            .module_keyed(id, || ModuleSource::mapped_of::<Op, M>(self.capability(), self.tuning(), &arrays, &sizes))?;
         if let Err(why) = module.plan(self.algorithm()) {
             return Err(Error::Unsupported(format!(
                 "fused maps run inside the single-pass kernel, and this scan cannot use it: {}",
@@ -254,7 +267,12 @@ pub fn compile_mapped_with<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M
     arch: &str,
     tuning: crate::Tuning,
 ) -> Result<Vec<u8>> {
-    let source = ModuleSource::mapped_of::<Op, M>(crate::cuda::capability_of(arch)?, tuning, &I::array_types())?;
+    let source = ModuleSource::mapped_of::<Op, M>(
+        crate::cuda::capability_of(arch)?,
+        tuning,
+        &I::array_types(),
+        &I::array_sizes(),
+    )?;
     if source.single_pass.is_err() {
         return Err(Error::Unsupported(format!("`{}` has no single-pass kernels for fused maps", source.op_name)));
     }
@@ -268,6 +286,11 @@ pub fn ptxas_report_mapped<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M
     arch: &str,
     tuning: crate::Tuning,
 ) -> Result<String> {
-    let source = ModuleSource::mapped_of::<Op, M>(crate::cuda::capability_of(arch)?, tuning, &I::array_types())?;
+    let source = ModuleSource::mapped_of::<Op, M>(
+        crate::cuda::capability_of(arch)?,
+        tuning,
+        &I::array_types(),
+        &I::array_sizes(),
+    )?;
     crate::nvrtc::ptxas_report(&source.code, &source.op_name, arch)
 }

@@ -151,6 +151,16 @@ pub struct SinglePassPolicy {
     /// fixed groups is their default shape
     /// ([`SinglePassPolicy::narrow_sums_for`]: 0.91 of copy).
     pub narrow_slots: u32,
+    /// Fused maps whose input arrays and output move in groups of the same
+    /// number of positions (the linear recurrence a[], b[] -> h[]: float4s
+    /// of each): whether forward scans keep each lane's groups in the lane
+    /// from load to store (kernels/grouped.cuh), scanning them in
+    /// registers, instead of exchanging them through the item slot, which
+    /// costs each position five trips through shared memory instead of two.
+    /// Set for fused kernels unless [`Tuning::grouped_runs`] turns it off
+    /// or narrow slots or staged maps are taken; the kernel uses it only
+    /// where the maps allow (other kernels ignore it).
+    pub grouped_runs: bool,
 }
 
 /// Look-back statuses per lane of a deterministic scan by default: groups of
@@ -266,6 +276,7 @@ impl SinglePassPolicy {
             deterministic: false,
             staged_maps: false,
             narrow_slots: 0,
+            grouped_runs: false,
         };
         // Smaller GPUs: one stage, then shorter runs, until a block fits.
         while policy.shared_bytes(size) > shared_limit_per_block(arch) {
@@ -344,6 +355,35 @@ impl SinglePassPolicy {
         let shape = SinglePassPolicy { stages: 3, deterministic: true, lookback: 4, narrow_slots: 2, ..self };
         if (shape.shared_bytes(4) + 1024) * shape.blocks_per_sm as usize <= shared_per_sm(arch) {
             SinglePassPolicy { narrow_slots: self.narrow_slots, ..shape }
+        } else {
+            self
+        }
+    }
+
+    /// The shape of fused maps that keep grouped runs
+    /// ([`SinglePassPolicy::grouped_runs`], the f32 recurrence from a[] and
+    /// b[]): this shape (fused maps' 256 x 16, two blocks per SM) in three
+    /// stages, which fit two blocks now that a stage holds a run of items
+    /// per thread and nothing else, and the deterministic look-back (fixed
+    /// groups of 128 tiles), where the GPU has the shared memory for it.
+    /// H200, the recurrence at 2^28 (`SCAN_BENCH_FUSED_SWEEP=recurrence
+    /// bench --gpu-fused-only`, 2026-12-04, one call): 3980 GB/s, 0.94 of
+    /// copy, against 3585 (0.85) for two stages and the free look-back, 3648
+    /// (0.86) for three stages and the free look-back, 3307 (0.78) for
+    /// groups of 64 tiles, and 1419 (0.34) for groups of 128 in two stages.
+    /// The results are then bitwise the same from run to run as well.
+    ///
+    /// ```
+    /// use scan_cuda::SinglePassPolicy;
+    /// let p = SinglePassPolicy::for_item(8, 90).unwrap().for_maps(8, 8);
+    /// let p = p.grouped_maps_for(8, 90);
+    /// assert!(p.deterministic);
+    /// assert_eq!((p.threads, p.items_per_thread, p.stages, p.lookback), (256, 16, 3, 4));
+    /// ```
+    pub fn grouped_maps_for(self, size: usize, arch: u32) -> SinglePassPolicy {
+        let shape = SinglePassPolicy { stages: 3, deterministic: true, lookback: 4, grouped_runs: true, ..self };
+        if (shape.shared_bytes(size) + 1024) * shape.blocks_per_sm as usize <= shared_per_sm(arch) {
+            SinglePassPolicy { grouped_runs: self.grouped_runs, ..shape }
         } else {
             self
         }
@@ -460,6 +500,49 @@ impl SinglePassPolicy {
         self.threads + 32
     }
 
+    /// The registers per thread the kernel's launch bounds allow
+    /// (`blocks_per_sm` blocks in 64K registers, in steps of 8, at most 255).
+    pub fn register_budget(self) -> u32 {
+        (65536 / (self.block_threads() * self.blocks_per_sm.max(1)) / 8 * 8).min(255)
+    }
+
+    /// Whether fused maps keep grouped runs ([`SinglePassPolicy::grouped_runs`],
+    /// kernels/grouped.cuh) with this shape: input arrays whose widest
+    /// element is `widest` bytes (`pow2`: every element size a power of
+    /// two), outputs of `output_bytes` and items of `size` bytes. The inputs
+    /// and the output must move in groups of the same number of positions
+    /// (16 bytes of the widest input, 16 of outputs: the recurrence's
+    /// float4s), and the run must fit in a third of the register budget
+    /// (held through the scan beside everything else). NVRTC, sm_90: the f32
+    /// recurrence's 16 x 8 bytes (32 registers of 112) spill nothing; 32
+    /// f32 sums in 72 registers spilled 34 bytes, 16 f64 pairs 190.
+    ///
+    /// ```
+    /// use scan_cuda::SinglePassPolicy;
+    /// let p = SinglePassPolicy::for_item(8, 90).unwrap().for_maps(8, 8);
+    /// assert!(p.grouped_runs_for(4, true, 4, 8), "f32 a[], b[] -> h[]: float4s in and out");
+    /// assert!(!p.grouped_runs_for(8, true, 4, 8), "(f32, f32) pairs in, f32 out: 2 against 4");
+    /// assert!(!p.grouped_runs_for(8, true, 8, 16), "f64 pairs: too many registers");
+    /// ```
+    pub fn grouped_runs_for(self, widest: usize, pow2: bool, output_bytes: usize, size: usize) -> bool {
+        let items = self.items_per_thread as usize;
+        // kernels/maps.cuh, GroupOf: 16 bytes' worth of positions, halved
+        // until it divides the run; 1 for sizes that are not powers of two.
+        let group_of = |bytes: usize, pow2: bool| {
+            let mut v = if pow2 && (1..=16).contains(&bytes) { 16 / bytes } else { 1 };
+            while v > 1 && items % v != 0 {
+                v /= 2;
+            }
+            v
+        };
+        let v = group_of(widest, pow2);
+        let registers = (items * size).div_ceil(4);
+        v > 1
+            && v == group_of(output_bytes, output_bytes.is_power_of_two())
+            && (v * size) % 4 == 0
+            && 3 * registers <= self.register_budget() as usize
+    }
+
     /// Items one block (one tile) scans.
     pub fn tile(self) -> usize {
         self.threads as usize * self.items_per_thread as usize
@@ -470,6 +553,10 @@ impl SinglePassPolicy {
     /// prefix within it; at least what the kernel uses.
     pub fn dynamic_shared_bytes(self, size: usize) -> usize {
         let size = size.max(1);
+        if self.grouped_runs {
+            // A run of items per thread, nothing else (grouped.cuh).
+            return self.stages as usize * self.threads as usize * self.items_per_thread as usize * size;
+        }
         // A run of items, or of narrow elements (narrow.cuh).
         let slot = if self.narrow_slots > 0 { self.narrow_slots as usize } else { size };
         let run = self.items_per_thread as usize * slot;
@@ -649,6 +736,7 @@ pub struct Tuning {
     deterministic: Option<bool>,
     staged_maps: Option<bool>,
     narrow_slots: Option<bool>,
+    grouped_runs: Option<bool>,
     selective: crate::selective::SelectiveKernelChoice,
     selective_backward_whole_rows: Option<bool>,
     selective_backward_tiles: Option<bool>,
@@ -734,6 +822,19 @@ impl Tuning {
     /// [`Tuning::narrow_slots`] as set.
     pub(crate) fn narrow_slots_setting(self) -> Option<bool> {
         self.narrow_slots
+    }
+
+    /// Whether fused maps whose inputs and output move in the same groups
+    /// keep each lane's groups in the lane (see
+    /// [`SinglePassPolicy::grouped_runs`]; on by default).
+    pub fn grouped_runs(mut self, grouped: bool) -> Self {
+        self.grouped_runs = Some(grouped);
+        self
+    }
+
+    /// [`Tuning::grouped_runs`] as set.
+    pub(crate) fn grouped_runs_setting(self) -> Option<bool> {
+        self.grouped_runs
     }
 
     /// [`Tuning::lookback`] as set.
@@ -865,6 +966,7 @@ impl Tuning {
             deterministic: self.deterministic.unwrap_or(policy.deterministic),
             staged_maps: self.staged_maps.unwrap_or(policy.staged_maps),
             narrow_slots: if self.narrow_slots == Some(false) { 0 } else { policy.narrow_slots },
+            grouped_runs: self.grouped_runs != Some(false) && policy.grouped_runs,
         }
     }
 
@@ -898,7 +1000,7 @@ impl Tuning {
             || self.stages.is_some()
             || self.early_loads.is_some()
             || self.deterministic.is_some()
-        // (Not `staged_maps` or `narrow_slots`: they concern fused maps
+        // (Not `staged_maps`, `narrow_slots` or `grouped_runs`: they concern fused maps
         // alone, and a shape override here would also change the executor's
         // plain scans, which would lose their deterministic default and their
         // Blelloch fallback. `Tuning::shape` still tells modules built with

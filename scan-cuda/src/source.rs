@@ -21,7 +21,7 @@ pub(crate) fn kernel_files(files: &[(&str, &str)]) -> String {
 
 /// The kernel templates, layered as in CUB (thread, warp, block, device), in
 /// the order they build on each other.
-const TEMPLATES: [(&str, &str); 15] = [
+const TEMPLATES: [(&str, &str); 16] = [
     ("util.cuh", include_str!("../kernels/util.cuh")),
     ("thread.cuh", include_str!("../kernels/thread.cuh")),
     ("warp.cuh", include_str!("../kernels/warp.cuh")),
@@ -32,6 +32,7 @@ const TEMPLATES: [(&str, &str); 15] = [
     ("lookback.cuh", include_str!("../kernels/lookback.cuh")),
     ("maps.cuh", include_str!("../kernels/maps.cuh")),
     ("narrow.cuh", include_str!("../kernels/narrow.cuh")),
+    ("grouped.cuh", include_str!("../kernels/grouped.cuh")),
     ("single_pass.cuh", include_str!("../kernels/single_pass.cuh")),
     ("row_tiles.cuh", include_str!("../kernels/row_tiles.cuh")),
     ("blelloch.cuh", include_str!("../kernels/blelloch.cuh")),
@@ -48,13 +49,31 @@ pub(crate) struct MapsSource {
 
 /// What fused maps read and write per position, for their policy.
 #[derive(Clone, Copy, Debug)]
-struct MapsShape {
+pub(crate) struct MapsShape {
     /// Bytes read per position, over all input arrays.
-    input_bytes: usize,
+    pub(crate) input_bytes: usize,
     /// Input arrays.
-    arrays: usize,
+    pub(crate) arrays: usize,
     /// Bytes written per position.
-    output_bytes: usize,
+    pub(crate) output_bytes: usize,
+    /// The widest input array's element, in bytes.
+    pub(crate) widest: usize,
+    /// Whether every input array's element size is a power of two.
+    pub(crate) pow2: bool,
+}
+
+impl MapsShape {
+    /// One array of `input_bytes`-byte elements into outputs as wide.
+    #[cfg(test)]
+    fn one(input_bytes: usize) -> MapsShape {
+        MapsShape {
+            input_bytes,
+            arrays: 1,
+            output_bytes: input_bytes,
+            widest: input_bytes,
+            pow2: input_bytes.is_power_of_two(),
+        }
+    }
 }
 
 /// Everything the compiler sees for one operator, and what the host needs to
@@ -117,11 +136,14 @@ impl ModuleSource {
         arch: u32,
         tuning: Tuning,
         arrays: &[String],
+        sizes: &[usize],
     ) -> Result<ModuleSource> {
         let maps = MapsShape {
             input_bytes: std::mem::size_of::<M::Input>(),
             arrays: arrays.len(),
             output_bytes: std::mem::size_of::<M::Output>(),
+            widest: sizes.iter().copied().max().unwrap_or(0),
+            pow2: sizes.iter().all(|s| s.is_power_of_two()),
         };
         let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, Family::Mapped, Some(maps), false)?;
         let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());
@@ -168,6 +190,12 @@ impl ModuleSource {
             if let Some(m) = maps.filter(|_| tuning.narrow_slots_setting() != Some(false)) {
                 p.narrow_slots = p.narrow_slots_for(m.arrays, m.input_bytes, m.output_bytes, size);
             }
+            // Grouped runs where the maps allow them and no other slot
+            // layout is taken (the kernel checks the first at compile time).
+            p.grouped_runs = tuning.grouped_runs_setting() != Some(false)
+                && p.narrow_slots == 0
+                && !p.staged_maps
+                && maps.is_some_and(|m| p.grouped_runs_for(m.widest, m.pow2, m.output_bytes, size));
             p.validate(size, arch)
         };
         let single_pass = match SinglePassPolicy::for_item(size, arch) {
@@ -186,6 +214,12 @@ impl ModuleSource {
                 // sets a shape or the free look-back.
                 if mapped.narrow_slots == 2 && size == 4 && !tuning.overrides_shape() {
                     Ok(finish(tuning.apply(p.narrow_sums_for(arch)))?)
+                } else if mapped.grouped_runs && !tuning.overrides_shape() {
+                    // Grouped runs (the f32 recurrence from a[] and b[]):
+                    // three stages and fixed groups
+                    // (SinglePassPolicy::grouped_maps_for), unless a Tuning
+                    // sets a shape or the free look-back.
+                    Ok(finish(tuning.apply(p.grouped_maps_for(size, arch)))?)
                 } else {
                     Ok(mapped)
                 }
@@ -319,13 +353,14 @@ impl ModuleSource {
                             format!("{maps}::Output"),
                             format!("const {}* in1, const {}* in2", a(1), a(2)),
                             format!(
-                                "scan::LiftedIn<{maps}, {}, {}, {}, {}, {}, {}>{{src, in1, in2}}",
+                                "scan::LiftedIn<{maps}, {}, {}, {}, {}, {}, {}, {}>{{src, in1, in2}}",
                                 m.arrays.len(),
                                 p.staged_maps,
                                 a(0),
                                 a(1),
                                 a(2),
-                                p.narrow_slots > 0
+                                p.narrow_slots > 0,
+                                p.grouped_runs
                             ),
                             format!("scan::ProjectedOut<{maps}>{{dst}}"),
                         )
@@ -409,14 +444,23 @@ mod tests {
     #[test]
     fn fused_map_kernels_take_their_own_shape_unless_tuned() {
         // One array in, of `input_bytes`, outputs as wide.
-        let one = |input_bytes| MapsShape { input_bytes, arrays: 1, output_bytes: input_bytes };
+        let one = MapsShape::one;
         let policy = |family, maps: Option<MapsShape>, tuning| {
             ModuleSource::policies::<Add<f32>>(90, tuning, family, maps, false).unwrap().0.unwrap()
         };
         let plain = SinglePassPolicy::for_item(4, 90).unwrap();
         // f32 in: shorter runs (the early loads hold them); bf16 in: the plain shape.
         let maps = policy(Family::Mapped, Some(one(4)), Tuning::default());
-        assert_eq!(maps, plain.for_maps(4, 4));
+        let grouped = SinglePassPolicy { grouped_runs: true, ..plain.for_maps(4, 4).grouped_maps_for(4, 90) };
+        assert_eq!(maps, grouped, "f32 in and out: grouped runs, three stages, fixed groups");
+        assert_eq!((maps.stages, maps.deterministic, maps.lookback), (3, true, 4));
+        let free = policy(Family::Mapped, Some(one(4)), Tuning::default().deterministic(false));
+        assert_eq!(free, SinglePassPolicy { grouped_runs: true, ..plain.for_maps(4, 4) }, "told: the free look-back");
+        assert!(!plain.grouped_runs, "grouped runs are for fused maps");
+        let ungrouped = policy(Family::Mapped, Some(one(4)), Tuning::default().grouped_runs(false));
+        assert_eq!(ungrouped, plain.for_maps(4, 4), "item slots when told");
+        let staged = policy(Family::Mapped, Some(one(4)), Tuning::default().staged_maps(true));
+        assert!(!staged.grouped_runs, "staged maps go through the item slot");
         assert_ne!(maps, plain, "4-byte inputs into 4-byte items: shorter runs for fused maps");
         // bf16 in and out: the plain runs, in narrow slots (unless told not
         // to), three stages and fixed groups.
@@ -429,16 +473,18 @@ mod tests {
         let free = policy(Family::Mapped, Some(one(2)), Tuning::default().deterministic(false));
         assert_eq!(free, SinglePassPolicy { narrow_slots: 2, ..plain }, "told: the free look-back");
         let items = policy(Family::Mapped, Some(one(2)), Tuning::default().narrow_slots(false));
-        assert_eq!(items, plain, "item slots when told");
+        assert_eq!(items, plain, "item slots when told (32 f32 sums: too many registers for grouped runs)");
         // Runs that are not whole 16-byte groups of bf16: item slots.
         let odd = policy(Family::Mapped, Some(one(2)), Tuning::default().items_per_thread(12));
         assert_eq!((odd.items_per_thread, odd.narrow_slots), (12, 0));
         // A maps-only knob is no shape override: plain scans keep their defaults.
         assert!(!Tuning::default().narrow_slots(false).overrides_shape());
         assert!(!Tuning::default().staged_maps(true).overrides_shape());
-        let widen = MapsShape { input_bytes: 2, arrays: 1, output_bytes: 4 };
+        assert!(!Tuning::default().grouped_runs(false).overrides_shape());
+        let widen = MapsShape { output_bytes: 4, ..MapsShape::one(2) };
         assert_eq!(policy(Family::Mapped, Some(widen), Tuning::default()).narrow_slots, 0, "bf16 in, f32 out");
-        assert_eq!(policy(Family::Mapped, None, Tuning::default()), maps, "unknown inputs: the shorter runs");
+        let unknown = policy(Family::Mapped, None, Tuning::default());
+        assert_eq!(unknown, plain.for_maps(4, 4), "unknown inputs: shorter runs, item slots");
         // Runs set by a Tuning are the runs that run, with the stages as they were.
         let tuned = Tuning::default().items_per_thread(32);
         let maps = policy(Family::Mapped, Some(one(4)), tuned);
