@@ -5,9 +5,11 @@
 //! per-thread piece, one and several threads, outputs poisoned first. Also:
 //! bf16 and f16 convert to f32 and back exactly, 2^24 bf16 ones sum to 2^24
 //! in f32 (where a bf16 accumulator stalls at 256), and inputs or outputs of
-//! different lengths are errors that write nothing.
+//! different lengths are errors that write nothing. Rows (`Cpu::scan_mapped_rows`)
+//! against `scan::maps::reference_rows`, many short rows and a few long
+//! ones, and bad shapes.
 
-use scan::maps::{bf16, f16, reference, Half, Recurrence, Widen, WidenNarrow};
+use scan::maps::{bf16, f16, reference, reference_rows, Half, Recurrence, Widen, WidenNarrow};
 use scan::ops::{Add, LinearRecurrence, Max};
 use scan::{Cpu, Error, ScanSpec};
 use scan_testing::Rng;
@@ -100,4 +102,73 @@ fn different_lengths_are_errors_that_write_nothing() {
         cpu.scan_mapped::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &a[..]), &mut h[..3], ScanSpec::inclusive());
     assert!(matches!(got, Err(Error::LengthMismatch { input: 4, output: 3 })), "{got:?}");
     assert_eq!(h, [7.0; 4]);
+}
+
+/// Rows of the fused recurrence, each starting afresh: many short rows (a
+/// block of rows per thread, each row in one pass), rows around the length
+/// where a few rows are split over the threads (2^16), and a few long rows
+/// cut into pieces; every (kind, direction), 1, 2 and 4 threads, outputs
+/// poisoned first.
+#[test]
+fn fused_rows_match_their_definition() {
+    let mut rng = Rng::fresh("maps rows");
+    let shapes: [(usize, usize); 10] =
+        [(1, 1), (1, 1000), (3, 1), (7, 5), (1000, 7), (4096, 33), (2, 65535), (3, 65536), (2, 65537), (3, 200_003)];
+    for (rows, row_len) in shapes {
+        let n = rows * row_len;
+        let a = rng.vec(n, |r| r.below(3) as f32 - 1.0);
+        let b = rng.vec(n, |r| r.below(17) as f32 - 8.0);
+        for spec in ScanSpec::ALL {
+            let want = reference_rows::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &b[..]), rows, spec).unwrap();
+            // Each row is the plain mapped scan of its positions.
+            let first =
+                reference::<LinearRecurrence<f32>, Recurrence, _>((&a[..row_len], &b[..row_len]), spec).unwrap();
+            assert_eq!(want[..row_len], first[..], "the reference's first row, {rows} x {row_len}, {spec:?}");
+            for cpu in executors() {
+                let mut h = vec![f32::NAN; n];
+                cpu.scan_mapped_rows::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &b[..]), &mut h, rows, spec)
+                    .unwrap();
+                assert_eq!(h, want, "{rows} x {row_len}, {spec:?}, {} threads", cpu.threads());
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_row_shapes_are_errors_that_write_nothing() {
+    let cpu = Cpu::new();
+    let (a, b) = ([1.0f32; 6], [1.0f32; 6]);
+    let mut h = [7.0f32; 6];
+    for rows in [0, 4, 7] {
+        let got = cpu.scan_mapped_rows::<LinearRecurrence<f32>, Recurrence, _>(
+            (&a[..], &b[..]),
+            &mut h,
+            rows,
+            ScanSpec::inclusive(),
+        );
+        assert!(matches!(got, Err(Error::BadShape { len: 6, rows: r }) if r == rows), "{rows} rows: {got:?}");
+    }
+    let got = cpu.scan_mapped_rows::<LinearRecurrence<f32>, Recurrence, _>(
+        (&a[..], &b[..5]),
+        &mut h,
+        2,
+        ScanSpec::inclusive(),
+    );
+    assert!(matches!(got, Err(Error::LengthMismatch { .. })), "{got:?}");
+    let got = cpu.scan_mapped_rows::<LinearRecurrence<f32>, Recurrence, _>(
+        (&a[..], &b[..]),
+        &mut h[..4],
+        2,
+        ScanSpec::inclusive(),
+    );
+    assert!(matches!(got, Err(Error::LengthMismatch { .. })), "{got:?}");
+    assert_eq!(h, [7.0; 6]);
+    // No rows of nothing: zero items in any number of rows is nothing to do.
+    let got = cpu.scan_mapped_rows::<LinearRecurrence<f32>, Recurrence, _>(
+        (&a[..0], &b[..0]),
+        &mut h[..0],
+        3,
+        ScanSpec::inclusive(),
+    );
+    assert!(got.is_ok(), "{got:?}");
 }

@@ -268,3 +268,31 @@ pub fn reference<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
     let lifted: Vec<Op::Item> = (0..n).map(|i| M::lift(inputs.get(i))).collect();
     Ok(crate::reference::scan::<Op>(&lifted, spec).into_iter().map(M::project).collect())
 }
+
+/// [`reference`] of each row of a row-major `[rows, len / rows]` layout of
+/// the inputs, each row on its own (the outputs in the same layout).
+/// [`Error::LengthMismatch`] when the input arrays differ in length,
+/// [`Error::BadShape`] when `rows` is 0 or does not divide the length.
+///
+/// ```
+/// use scan_core::maps::{reference_rows, Recurrence};
+/// use scan_core::{ops::LinearRecurrence, ScanSpec};
+/// let (a, b) = ([0.5f32; 4], [1.0f32; 4]);
+/// let h = reference_rows::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &b[..]), 2, ScanSpec::inclusive())?;
+/// assert_eq!(h, [1.0, 1.5, 1.0, 1.5]);
+/// # Ok::<(), scan_core::Error>(())
+/// ```
+pub fn reference_rows<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
+    inputs: I,
+    rows: usize,
+    spec: ScanSpec,
+) -> Result<Vec<M::Output>> {
+    let n = inputs.checked_len()?;
+    let row_len = crate::reference::row_len(n, rows)?;
+    let mut out = Vec::with_capacity(n);
+    for r in 0..if row_len == 0 { 0 } else { rows } {
+        let lifted: Vec<Op::Item> = (r * row_len..(r + 1) * row_len).map(|i| M::lift(inputs.get(i))).collect();
+        out.extend(crate::reference::scan::<Op>(&lifted, spec).into_iter().map(M::project));
+    }
+    Ok(out)
+}

@@ -8,10 +8,12 @@
 //! rescans each piece from its prefix, projecting into the output. So the
 //! inputs are read twice and the output written once. The grouping depends
 //! on the number of pieces: float results are identical from run to run for
-//! one thread count, not across thread counts.
+//! one thread count, not across thread counts. Rows (`scan_mapped_rows`)
+//! are each such a scan: many rows a thread's block of rows each, one piece
+//! per row; a few long rows one after another on every thread.
 
 use scan_core::maps::{Inputs, Maps};
-use scan_core::{Error, Result, ScanOp, ScanSpec};
+use scan_core::{reference, Error, Result, ScanOp, ScanSpec};
 
 use crate::cpu::Cpu;
 
@@ -60,62 +62,147 @@ impl Cpu {
     ) -> Result<()> {
         let n = inputs.checked_len()?;
         Error::check_lengths(n, output.len())?;
-        if n == 0 {
+        scan_range::<Op, M, I>(&inputs, 0, output, spec, self.threads());
+        Ok(())
+    }
+
+    /// [`scan_mapped`](Cpu::scan_mapped) of each row of a row-major
+    /// `[rows, len / rows]` layout of the inputs, each row on its own, into
+    /// `output` in the same layout: the fused form of
+    /// [`scan_rows`](Cpu::scan_rows). Many rows are split over the threads,
+    /// each row scanned in one pass on one thread; a few long rows are
+    /// scanned one after another, each on every thread. Errors:
+    /// [`Error::LengthMismatch`] when the inputs differ in length or the
+    /// output does not match them, [`Error::BadShape`] when `rows` is 0 or
+    /// does not divide the length.
+    ///
+    /// ```
+    /// use scan_core::maps::Recurrence;
+    /// use scan_core::ops::LinearRecurrence;
+    /// use scan_core::{Error, ScanSpec};
+    /// let cpu = scan_cpu::Cpu::new();
+    /// // Two rows of h_t = a_t h_{t-1} + b_t, each starting afresh.
+    /// let (a, b) = ([0.5f32; 6], [1.0f32; 6]);
+    /// let mut h = [0.0f32; 6];
+    /// cpu.scan_mapped_rows::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &b[..]), &mut h, 2, ScanSpec::inclusive())?;
+    /// assert_eq!(h, [1.0, 1.5, 1.75, 1.0, 1.5, 1.75]);
+    /// let bad = cpu.scan_mapped_rows::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &b[..]), &mut h, 4, ScanSpec::inclusive());
+    /// assert!(matches!(bad, Err(Error::BadShape { len: 6, rows: 4 })));
+    /// # Ok::<(), scan_core::Error>(())
+    /// ```
+    pub fn scan_mapped_rows<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
+        &self,
+        inputs: I,
+        output: &mut [M::Output],
+        rows: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        let n = inputs.checked_len()?;
+        Error::check_lengths(n, output.len())?;
+        let row_len = reference::row_len(n, rows)?;
+        if row_len == 0 {
             return Ok(());
         }
-        let pieces = self.threads().min(n / MIN_PIECE).max(1);
-        let piece = n.div_ceil(pieces);
-        let reverse = spec.is_reverse();
-        // The memory indices of piece k, in scan order.
-        let order = |k: usize| {
-            let (lo, hi) = (k * piece, ((k + 1) * piece).min(n));
-            (0..hi - lo).map(move |j| if reverse { hi - 1 - j } else { lo + j })
-        };
-        let lift = |i: usize| M::lift(inputs.get(i));
-
-        // Pass 1: each piece's total (in memory order of pieces).
-        let totals: Vec<Option<Op::Item>> = if pieces == 1 {
-            vec![None] // one piece needs no prefix
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = (0..pieces)
-                    .map(|k| s.spawn(move || order(k).fold(None, |acc, i| Some(then::<Op>(acc, lift(i))))))
-                    .collect();
-                // A panic in a map (user code) is the caller's panic.
-                handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
-            })
-        };
-        // Each piece's prefix: the totals of the pieces before it in scan order.
-        let mut prefixes = vec![None; pieces];
-        let mut acc: Option<Op::Item> = None;
-        let scan_order: Vec<usize> = if reverse { (0..pieces).rev().collect() } else { (0..pieces).collect() };
-        for k in scan_order {
-            prefixes[k] = acc;
-            if let Some(t) = totals[k] {
-                acc = Some(then::<Op>(acc, t));
+        let threads = self.threads();
+        // Few rows long enough to split: each row on every thread. (Many
+        // rows on few threads balance well; 3 rows on 2 threads do not.)
+        if rows < 4 * threads && row_len >= 2 * MIN_PIECE {
+            for (r, out) in output.chunks_exact_mut(row_len).enumerate() {
+                scan_range::<Op, M, I>(&inputs, r * row_len, out, spec, threads);
             }
+            return Ok(());
         }
-        // Pass 2: rescan each piece from its prefix and project.
-        let inclusive = spec.is_inclusive();
-        let run = |k: usize, out: &mut [M::Output]| {
-            let base = k * piece;
-            let mut acc = prefixes[k];
-            for i in order(k) {
-                let next = then::<Op>(acc, lift(i));
-                out[i - base] = M::project(if inclusive { next } else { acc.unwrap_or_else(Op::identity) });
-                acc = Some(next);
+        // Many rows: a block of whole rows per thread, each row in one pass.
+        let block = rows.div_ceil(threads.min(rows)) * row_len;
+        let scan_block = |base: usize, out: &mut [M::Output]| {
+            for (j, row) in out.chunks_exact_mut(row_len).enumerate() {
+                scan_range::<Op, M, I>(&inputs, base + j * row_len, row, spec, 1);
             }
         };
-        if pieces == 1 {
-            run(0, output);
+        if block >= n {
+            scan_block(0, output);
         } else {
             std::thread::scope(|s| {
-                for (k, out) in output.chunks_mut(piece).enumerate() {
-                    let run = &run;
-                    s.spawn(move || run(k, out));
+                for (k, out) in output.chunks_mut(block).enumerate() {
+                    let scan_block = &scan_block;
+                    s.spawn(move || scan_block(k * block, out));
                 }
             });
         }
         Ok(())
+    }
+}
+
+/// The mapped scan of positions `base .. base + output.len()` of `inputs`
+/// into `output`, on at most `threads` threads.
+///
+/// The positions are cut into one piece per thread (in memory order). Pass
+/// 1 reduces each piece's lifted items in scan order; the pieces' totals
+/// are combined in scan order (the last piece first for a reverse scan);
+/// pass 2 rescans each piece from its prefix, projecting into the output.
+/// One piece is one pass.
+fn scan_range<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
+    inputs: &I,
+    base: usize,
+    output: &mut [M::Output],
+    spec: ScanSpec,
+    threads: usize,
+) {
+    let n = output.len();
+    if n == 0 {
+        return;
+    }
+    let pieces = threads.min(n / MIN_PIECE).max(1);
+    let piece = n.div_ceil(pieces);
+    let reverse = spec.is_reverse();
+    // The indices (within the range) of piece k, in scan order.
+    let order = |k: usize| {
+        let (lo, hi) = (k * piece, ((k + 1) * piece).min(n));
+        (0..hi - lo).map(move |j| if reverse { hi - 1 - j } else { lo + j })
+    };
+    let lift = |i: usize| M::lift(inputs.get(base + i));
+
+    // Pass 1: each piece's total (in memory order of pieces).
+    let totals: Vec<Option<Op::Item>> = if pieces == 1 {
+        vec![None] // one piece needs no prefix
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..pieces)
+                .map(|k| s.spawn(move || order(k).fold(None, |acc, i| Some(then::<Op>(acc, lift(i))))))
+                .collect();
+            // A panic in a map (user code) is the caller's panic.
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+        })
+    };
+    // Each piece's prefix: the totals of the pieces before it in scan order.
+    let mut prefixes = vec![None; pieces];
+    let mut acc: Option<Op::Item> = None;
+    let scan_order: Vec<usize> = if reverse { (0..pieces).rev().collect() } else { (0..pieces).collect() };
+    for k in scan_order {
+        prefixes[k] = acc;
+        if let Some(t) = totals[k] {
+            acc = Some(then::<Op>(acc, t));
+        }
+    }
+    // Pass 2: rescan each piece from its prefix and project.
+    let inclusive = spec.is_inclusive();
+    let run = |k: usize, out: &mut [M::Output]| {
+        let first = k * piece;
+        let mut acc = prefixes[k];
+        for i in order(k) {
+            let next = then::<Op>(acc, lift(i));
+            out[i - first] = M::project(if inclusive { next } else { acc.unwrap_or_else(Op::identity) });
+            acc = Some(next);
+        }
+    };
+    if pieces == 1 {
+        run(0, output);
+    } else {
+        std::thread::scope(|s| {
+            for (k, out) in output.chunks_mut(piece).enumerate() {
+                let run = &run;
+                s.spawn(move || run(k, out));
+            }
+        });
     }
 }
