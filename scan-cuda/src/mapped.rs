@@ -359,13 +359,7 @@ pub fn compile_mapped_with<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M
     arch: &str,
     tuning: crate::Tuning,
 ) -> Result<Vec<u8>> {
-    let source = ModuleSource::mapped_of::<Op, M>(
-        crate::cuda::capability_of(arch)?,
-        tuning,
-        &I::array_types(),
-        &I::array_sizes(),
-        Family::Mapped,
-    )?;
+    let source = mapped_source::<Op, M, I>(arch, tuning, Family::Mapped)?;
     if source.single_pass.is_err() {
         return Err(Error::Unsupported(format!("`{}` has no single-pass kernels for fused maps", source.op_name)));
     }
@@ -379,13 +373,7 @@ pub fn ptxas_report_mapped<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M
     arch: &str,
     tuning: crate::Tuning,
 ) -> Result<String> {
-    let source = ModuleSource::mapped_of::<Op, M>(
-        crate::cuda::capability_of(arch)?,
-        tuning,
-        &I::array_types(),
-        &I::array_sizes(),
-        Family::Mapped,
-    )?;
+    let source = mapped_source::<Op, M, I>(arch, tuning, Family::Mapped)?;
     crate::nvrtc::ptxas_report(&source.code, &source.op_name, arch)
 }
 
@@ -396,12 +384,17 @@ pub fn ptxas_report_mapped_rows<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Ite
     arch: &str,
     tuning: crate::Tuning,
 ) -> Result<String> {
-    let source = ModuleSource::mapped_of::<Op, M>(
-        crate::cuda::capability_of(arch)?,
-        tuning,
-        &I::array_types(),
-        &I::array_sizes(),
-        Family::MappedRows,
-    )?;
+    let source = mapped_source::<Op, M, I>(arch, tuning, Family::MappedRows)?;
     crate::nvrtc::ptxas_report(&source.code, &source.op_name, arch)
+}
+
+/// The source of `family`'s module of `Op` through `M` from the arrays `I`,
+/// for `arch`.
+fn mapped_source<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M::Input>>(
+    arch: &str,
+    tuning: crate::Tuning,
+    family: Family,
+) -> Result<ModuleSource> {
+    let capability = crate::cuda::capability_of(arch)?;
+    ModuleSource::mapped_of::<Op, M>(capability, tuning, &I::array_types(), &I::array_sizes(), family)
 }
