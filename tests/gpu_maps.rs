@@ -18,7 +18,7 @@ use scan::ops::{Add, LinearRecurrence, Max};
 use scan::{CudaOp, Error, ScanSpec};
 use scan_cuda::{Algorithm, Cuda, DeviceBuffer, HostInputs, Tuning};
 use scan_testing::{boundary_sizes, Rng};
-use support::gpu::{cuda, mapped_tile, max_len, poisoned};
+use support::gpu::{cuda, mapped_rows_tile, mapped_tile, max_len, poisoned};
 
 /// Sizes around one and two tiles of the fused-map kernels, one look-back
 /// window (32 tiles) and two, and a large odd size; and sizes 2, 4 and 6
@@ -288,7 +288,7 @@ fn declared_maps_match_the_reference() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn fused_rows_match_the_reference() {
-    let tile = mapped_tile::<LinearRecurrence<f32>>(8);
+    let tile = mapped_rows_tile::<LinearRecurrence<f32>>(8);
     let shapes = [
         (1, 3 * tile + 5),
         (2, tile),
@@ -332,14 +332,17 @@ fn fused_rows_match_the_reference() {
             assert_same(&device.1.download().unwrap(), &b, "b[] unchanged");
         }
         // bf16 sums in f32 by rows (item slots, unlike the whole scan's
-        // narrow slots), exact on small integers.
-        let (rows, row_len) = (6, 2 * mapped_tile::<Add<f32>>(2) + 3);
-        let x: Vec<bf16> = (0..rows * row_len).map(|_| bf16::from_f32(rng.below(9) as f32 - 4.0)).collect();
-        for spec in ScanSpec::ALL {
-            let want = maps::reference_rows::<Add<f32>, WidenNarrow<bf16>, _>(&x[..], rows, spec).unwrap();
-            let mut got = poisoned::<bf16>(x.len());
-            cuda.scan_mapped_rows::<Add<f32>, WidenNarrow<bf16>, _>(&x[..], &mut got, rows, spec).unwrap();
-            assert_same(&got, &want, &format!("bf16 sums, {rows} rows of {row_len}, {spec:?}"));
+        // narrow slots), exact on small integers: rows as segments and rows
+        // of whole tiles.
+        let bf16_tile = mapped_rows_tile::<Add<f32>>(2);
+        for (rows, row_len) in [(6, 2 * bf16_tile + 3), (4, 2 * bf16_tile)] {
+            let x: Vec<bf16> = (0..rows * row_len).map(|_| bf16::from_f32(rng.below(9) as f32 - 4.0)).collect();
+            for spec in ScanSpec::ALL {
+                let want = maps::reference_rows::<Add<f32>, WidenNarrow<bf16>, _>(&x[..], rows, spec).unwrap();
+                let mut got = poisoned::<bf16>(x.len());
+                cuda.scan_mapped_rows::<Add<f32>, WidenNarrow<bf16>, _>(&x[..], &mut got, rows, spec).unwrap();
+                assert_same(&got, &want, &format!("bf16 sums, {rows} rows of {row_len}, {spec:?}"));
+            }
         }
     }
 }
@@ -349,23 +352,33 @@ fn fused_rows_match_the_reference() {
 fn bad_mapped_rows_are_errors_that_write_nothing() {
     let cuda = cuda();
     let (a, b) = (vec![1.0f32; 6], vec![1.0f32; 6]);
+    let spec = ScanSpec::inclusive();
+    type Lr = LinearRecurrence<f32>;
+    // Host API.
     let mut h = vec![7.0f32; 6];
     for rows in [0, 4] {
-        let got = cuda.scan_mapped_rows::<LinearRecurrence<f32>, Recurrence, _>(
-            (&a[..], &b[..]),
-            &mut h,
-            rows,
-            ScanSpec::inclusive(),
-        );
+        let got = cuda.scan_mapped_rows::<Lr, Recurrence, _>((&a[..], &b[..]), &mut h, rows, spec);
         assert!(matches!(got, Err(Error::BadShape { len: 6, .. })), "{rows} rows: {got:?}");
     }
-    let got = cuda.scan_mapped_rows::<LinearRecurrence<f32>, Recurrence, _>(
-        (&a[..], &b[..5]),
-        &mut h,
-        2,
-        ScanSpec::inclusive(),
-    );
+    let got = cuda.scan_mapped_rows::<Lr, Recurrence, _>((&a[..], &b[..5]), &mut h, 2, spec);
     assert!(matches!(got, Err(Error::LengthMismatch { .. })), "{got:?}");
+    let got = cuda.scan_mapped_rows::<Lr, Recurrence, _>((&a[..], &b[..]), &mut h[..4], 2, spec);
+    assert!(matches!(got, Err(Error::LengthMismatch { .. })), "{got:?}");
+    assert_eq!(h, vec![7.0; 6]);
+    // Device API: the output keeps its bytes.
+    let inputs = (cuda.upload(&a).unwrap(), cuda.upload(&b).unwrap());
+    let mut out = cuda.upload(&[7.0f32; 6]).unwrap();
+    let got = cuda.scan_mapped_rows_device_into::<Lr, Recurrence, _>(&inputs, &mut out, 4, spec);
+    assert!(matches!(got, Err(Error::BadShape { len: 6, rows: 4 })), "{got:?}");
+    let mut short = cuda.upload(&[7.0f32; 4]).unwrap();
+    let got = cuda.scan_mapped_rows_device_into::<Lr, Recurrence, _>(&inputs, &mut short, 2, spec);
+    assert!(matches!(got, Err(Error::LengthMismatch { .. })), "{got:?}");
+    // Blelloch executors have no maps.
+    let blelloch = support::gpu::cuda().with_algorithm(Algorithm::Blelloch);
+    let got = blelloch.scan_mapped_rows::<Lr, Recurrence, _>((&a[..], &b[..]), &mut h, 2, spec);
+    assert!(matches!(got, Err(Error::Unsupported(_))), "{got:?}");
+    assert_eq!(out.download().unwrap(), vec![7.0; 6]);
+    assert_eq!(short.download().unwrap(), vec![7.0; 4]);
     assert_eq!(h, vec![7.0; 6]);
 }
 

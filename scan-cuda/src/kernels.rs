@@ -113,8 +113,8 @@ pub(crate) enum Family {
     /// The single-pass scan through one set of fused maps (a module per
     /// operator, maps and input arrays: `ModuleSource::mapped_of`).
     Mapped,
-    /// Rows through one set of fused maps (`ModuleSource::mapped_rows_of`),
-    /// compiled when first used, as rows are.
+    /// Rows through one set of fused maps (`ModuleSource::mapped_of` with
+    /// this family), compiled when first used, as rows are.
     MappedRows,
 }
 

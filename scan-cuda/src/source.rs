@@ -185,6 +185,9 @@ impl ModuleSource {
             // has neither narrow slots nor grouped runs, and one policy
             // sizes the slots of both of their kernels.)
             let whole_maps = maps.filter(|_| family == Family::Mapped);
+            if family == Family::MappedRows {
+                p.narrow_slots = 0; // (whatever a shape function set)
+            }
             if let Some(m) = whole_maps.filter(|_| tuning.narrow_slots_setting() != Some(false)) {
                 p.narrow_slots = p.narrow_slots_for(m.arrays, m.input_bytes, m.output_bytes, size);
             }
