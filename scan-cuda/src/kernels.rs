@@ -113,9 +113,14 @@ pub(crate) enum Family {
     /// The single-pass scan through one set of fused maps (a module per
     /// operator, maps and input arrays: `ModuleSource::mapped_of`).
     Mapped,
-    /// Rows through one set of fused maps (`ModuleSource::mapped_of` with
-    /// this family), compiled when first used, as rows are.
+    /// Rows through one set of fused maps as segments
+    /// (`ModuleSource::mapped_of` with this family), compiled when first
+    /// used, as rows are.
     MappedRows,
+    /// Consecutive rows of whole tiles through one set of fused maps: the
+    /// plain mapped kernel's code path and policy (narrow slots, grouped
+    /// runs, fixed groups), each row's first tile starting afresh.
+    MappedTileRows,
 }
 
 impl Family {
@@ -137,9 +142,10 @@ impl Family {
             (Family::Flags, true) => vec![Stage::SegmentFlags, Stage::SinglePassFlags],
             (Family::Offsets, true) => vec![Stage::SegmentBits, Stage::SinglePassBits],
             (Family::Mapped, true) => vec![Stage::SinglePassMapped],
-            (Family::MappedRows, true) => vec![Stage::SinglePassMappedRows, Stage::SinglePassMappedTileRows],
+            (Family::MappedRows, true) => vec![Stage::SinglePassMappedRows],
+            (Family::MappedTileRows, true) => vec![Stage::SinglePassMappedTileRows],
             // Fused maps run on the single-pass kernels only (Cuda::scan_mapped).
-            (Family::Mapped | Family::MappedRows, false) => Vec::new(),
+            (Family::Mapped | Family::MappedRows | Family::MappedTileRows, false) => Vec::new(),
             // Without single-pass kernels rows and segments run Blelloch's
             // scans one by one; starts still become flags to find them.
             (Family::Rows, false) => Vec::new(),

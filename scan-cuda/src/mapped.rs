@@ -307,21 +307,31 @@ impl Cuda {
         if rows == 1 {
             return self.scan_mapped_device_into::<Op, M, I>(inputs, output, spec);
         }
-        let module = self.mapped_module::<Op, M, I>(Family::MappedRows)?;
-        let single_pass = self.single_pass(&module)?;
+        // Rows of whole tiles (of the rows-of-tiles kernel, whose policy is
+        // the plain mapped kernel's) take the plain path; other rows are
+        // segments. The policy is computed, not the module built, to choose.
+        let tile_rows = ModuleSource::mapped_policy::<Op, M>(
+            self.capability(),
+            self.tuning(),
+            &I::array_sizes(),
+            Family::MappedTileRows,
+        )?
+        .is_some_and(|p| row_len % p.tile() == 0);
+        let family = if tile_rows { Family::MappedTileRows } else { Family::MappedRows };
+        let module = self.mapped_module::<Op, M, I>(family)?;
         let [in0, in1, in2] = inputs.addresses(self.stream());
         let dst = output.device_ptr_mut(self.stream());
         let row_len = row_len as u64;
-        let segments = if row_len % single_pass.policy.tile() as u64 == 0 {
+        let segments = if tile_rows {
             Segments::MappedTileRows { in1, in2, row_len }
         } else {
             Segments::MappedRows { in1, in2, row_len }
         };
-        single_pass.launch(in0, dst, n, segments, spec)
+        self.single_pass(&module)?.launch(in0, dst, n, segments, spec)
     }
 
     /// The module of `Op` through the maps `M` from the arrays `I`, of
-    /// `family` (`Mapped` or `MappedRows`), compiled on first use;
+    /// `family` (`Mapped`, `MappedRows` or `MappedTileRows`), compiled on first use;
     /// [`Error::Unsupported`] when its scans cannot run the single-pass
     /// kernel.
     fn mapped_module<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M::Input>>(
@@ -384,8 +394,12 @@ pub fn ptxas_report_mapped_rows<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Ite
     arch: &str,
     tuning: crate::Tuning,
 ) -> Result<String> {
-    let source = mapped_source::<Op, M, I>(arch, tuning, Family::MappedRows)?;
-    crate::nvrtc::ptxas_report(&source.code, &source.op_name, arch)
+    let mut report = String::new();
+    for family in [Family::MappedRows, Family::MappedTileRows] {
+        let source = mapped_source::<Op, M, I>(arch, tuning, family)?;
+        report.push_str(&crate::nvrtc::ptxas_report(&source.code, &source.op_name, arch)?);
+    }
+    Ok(report)
 }
 
 /// The source of `family`'s module of `Op` through `M` from the arrays `I`,

@@ -63,6 +63,17 @@ pub(crate) struct MapsShape {
 }
 
 impl MapsShape {
+    /// What `M` reads and writes, from arrays of elements of `sizes` bytes.
+    fn of<Op: CudaOp, M: CudaMaps<Op>>(sizes: &[usize]) -> MapsShape {
+        MapsShape {
+            input_bytes: std::mem::size_of::<M::Input>(),
+            arrays: sizes.len(),
+            output_bytes: std::mem::size_of::<M::Output>(),
+            widest: sizes.iter().copied().max().unwrap_or(0),
+            pow2: sizes.iter().all(|s| s.is_power_of_two()),
+        }
+    }
+
     /// One array of `input_bytes`-byte elements into outputs as wide.
     #[cfg(test)]
     fn one(input_bytes: usize) -> MapsShape {
@@ -132,7 +143,7 @@ impl ModuleSource {
     /// The module of `Op` scanned through the maps `M` from the input arrays
     /// `arrays` (their CUDA types, one to three; `sizes`, their elements'
     /// bytes): the single-pass kernel alone ([`Family::Mapped`]), or its
-    /// kernels of rows ([`Family::MappedRows`]).
+    /// kernels of rows ([`Family::MappedRows`], [`Family::MappedTileRows`]).
     pub(crate) fn mapped_of<Op: CudaOp, M: CudaMaps<Op>>(
         arch: u32,
         tuning: Tuning,
@@ -140,17 +151,24 @@ impl ModuleSource {
         sizes: &[usize],
         family: Family,
     ) -> Result<ModuleSource> {
-        let maps = MapsShape {
-            input_bytes: std::mem::size_of::<M::Input>(),
-            arrays: arrays.len(),
-            output_bytes: std::mem::size_of::<M::Output>(),
-            widest: sizes.iter().copied().max().unwrap_or(0),
-            pow2: sizes.iter().all(|s| s.is_power_of_two()),
-        };
+        let maps = MapsShape::of::<Op, M>(sizes);
         let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, family, Some(maps), false)?;
         let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());
         let maps = MapsSource { source: M::cuda_source(), arrays: arrays.to_vec() };
         Ok(Self::assemble(&Op::cuda_source(), (size, align), single_pass, blelloch, family, Some(&maps), tuning))
+    }
+
+    /// The single-pass policy of `family`'s module of `Op` through the maps
+    /// `M` from arrays of elements of `sizes` bytes, without building the
+    /// module (`None`: no single-pass kernels).
+    pub(crate) fn mapped_policy<Op: CudaOp, M: CudaMaps<Op>>(
+        arch: u32,
+        tuning: Tuning,
+        sizes: &[usize],
+        family: Family,
+    ) -> Result<Option<SinglePassPolicy>> {
+        let (single_pass, _) = Self::policies::<Op>(arch, tuning, family, Some(MapsShape::of::<Op, M>(sizes)), false)?;
+        Ok(single_pass.ok())
     }
 
     /// The single-pass policy (or why there is none) and the Blelloch
@@ -181,10 +199,10 @@ impl ModuleSource {
         // Fused maps: narrow slots where the maps allow them (before the
         // shape is checked: they take less shared memory).
         let finish = |mut p: SinglePassPolicy| -> Result<SinglePassPolicy> {
-            // (Rows through maps keep item slots: their segmented kernel
-            // has neither narrow slots nor grouped runs, and one policy
-            // sizes the slots of both of their kernels.)
-            let whole_maps = maps.filter(|_| family == Family::Mapped);
+            // (Rows through maps as segments keep item slots: their
+            // segmented kernel has neither narrow slots nor grouped runs.
+            // Rows of whole tiles take the plain path, and its slots.)
+            let whole_maps = maps.filter(|_| matches!(family, Family::Mapped | Family::MappedTileRows));
             if family == Family::MappedRows {
                 p.narrow_slots = 0; // (whatever a shape function set)
             }
@@ -213,7 +231,7 @@ impl ModuleSource {
             Ok(p) if family == Family::MappedRows && !tuning.sets_run_shape() => {
                 Ok(finish(tuning.apply(p.for_maps(maps.map_or(size, |m| m.input_bytes), size).for_segments()))?)
             }
-            Ok(p) if family == Family::Mapped && !tuning.sets_run_shape() => {
+            Ok(p) if matches!(family, Family::Mapped | Family::MappedTileRows) && !tuning.sets_run_shape() => {
                 let p = p.for_maps(maps.map_or(size, |m| m.input_bytes), size);
                 let mapped = finish(tuning.apply(p))?;
                 // bf16 or f16 sums in narrow slots: three stages and fixed
@@ -474,11 +492,16 @@ mod tests {
             assert!(p.narrow_slots == 0 && !p.grouped_runs && p.items_per_thread <= 16, "{maps:?}: {p:?}");
         }
         assert!(policy(MapsShape::one(4), Tuning::default().deterministic(true)).deterministic);
-        assert_eq!(
-            Family::MappedRows.stages(true),
-            [Stage::SinglePassMappedRows, Stage::SinglePassMappedTileRows],
-            "rows as segments, rows of whole tiles"
-        );
+        assert_eq!(Family::MappedRows.stages(true), [Stage::SinglePassMappedRows]);
+        // Rows of whole tiles: the plain mapped kernel's policy (grouped
+        // runs, fixed groups), in a module of their own.
+        assert_eq!(Family::MappedTileRows.stages(true), [Stage::SinglePassMappedTileRows]);
+        for maps in [MapsShape::one(4), MapsShape::one(2)] {
+            let of = |family| {
+                ModuleSource::policies::<Add<f32>>(90, Tuning::default(), family, Some(maps), false).unwrap().0.unwrap()
+            };
+            assert_eq!(of(Family::MappedTileRows), of(Family::Mapped), "{maps:?}");
+        }
     }
 
     #[test]
