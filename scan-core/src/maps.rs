@@ -269,7 +269,7 @@ pub fn reference<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
     Ok(crate::reference::scan::<Op>(&lifted, spec).into_iter().map(M::project).collect())
 }
 
-/// [`reference`] of each row of a row-major `[rows, len / rows]` layout of
+/// [`reference()`] of each row of a row-major `[rows, len / rows]` layout of
 /// the inputs, each row on its own (the outputs in the same layout).
 /// [`Error::LengthMismatch`] when the input arrays differ in length,
 /// [`Error::BadShape`] when `rows` is 0 or does not divide the length.
