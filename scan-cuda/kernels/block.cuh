@@ -30,11 +30,23 @@ struct BlockScan {
     // all lower threads; the identity for thread 0) and sets `total` to the
     // combination of every thread's value. Contains one barrier.
     static __device__ __forceinline__ Item exclusive(Item x, Item& total, Shared& s) {
-        const unsigned lane = lane_id();
+        const unsigned lane = lane_id(), warp = warp_id();
         const Item inclusive = warp_inclusive<Op>(x);
         const Item below = Shuffle<Item>::up(inclusive, 1);
-        if (lane == 31) s.warp_totals[warp_id()].get() = inclusive;
-        const Item warp_prefix = after_warp_totals(total, s);
+        if (lane == 31) s.warp_totals[warp].get() = inclusive;
+        if constexpr (BARRIER == 0) {
+            __syncthreads();
+        } else {
+            barrier_sync(BARRIER, THREADS);
+        }
+        Item acc = Op::identity();
+        Item warp_prefix = acc;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) {
+            if (w == (int)warp) warp_prefix = acc;
+            acc = w == 0 ? s.warp_totals[0].get() : Op::combine(acc, s.warp_totals[w].get());
+        }
+        total = acc;
         return lane == 0 ? warp_prefix : Op::combine(warp_prefix, below);
     }
 
@@ -43,26 +55,18 @@ struct BlockScan {
     // in `total`: the second half of `exclusive`, for callers that scan
     // within their warps themselves (grouped.cuh). Contains one barrier.
     static __device__ __forceinline__ Item warp_prefix(const Item& warp_total, Item& total, Shared& s) {
-        if (lane_id() == 0) s.warp_totals[warp_id()].get() = warp_total;
-        return after_warp_totals(total, s);
-    }
-
-  private:
-    // Once every warp has stored its total: waits for them, and returns the
-    // combination of the lower warps' (the identity for warp 0) with the
-    // block's in `total`.
-    static __device__ __forceinline__ Item after_warp_totals(Item& total, Shared& s) {
+        const unsigned warp = warp_id();
+        if (lane_id() == 0) s.warp_totals[warp].get() = warp_total;
         if constexpr (BARRIER == 0) {
             __syncthreads();
         } else {
             barrier_sync(BARRIER, THREADS);
         }
-        const int warp = (int)warp_id();
         Item acc = Op::identity();
         Item prefix = acc;
 #pragma unroll
         for (int w = 0; w < WARPS; ++w) {
-            if (w == warp) prefix = acc;
+            if (w == (int)warp) prefix = acc;
             acc = w == 0 ? s.warp_totals[0].get() : Op::combine(acc, s.warp_totals[w].get());
         }
         total = acc;
