@@ -437,6 +437,35 @@ impl Device {
         }
     }
 
+    /// [`scan_mapped`](Device::scan_mapped) of each row of a row-major
+    /// `[rows, len / rows]` layout of the inputs, each row on its own, into
+    /// `output` in the same layout. Errors: those of `scan_mapped`, and
+    /// [`Error::BadShape`](crate::Error::BadShape) when `rows` is 0 or does
+    /// not divide the length.
+    ///
+    /// ```
+    /// use scan::maps::Recurrence;
+    /// use scan::{ops::LinearRecurrence, Device, ScanSpec};
+    /// # fn main() -> scan::Result<()> {
+    /// let (a, b) = ([0.5f32; 6], [1.0f32; 6]);
+    /// let mut h = [0.0f32; 6];
+    /// Device::auto().scan_mapped_rows::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &b[..]), &mut h, 2, ScanSpec::inclusive())?;
+    /// assert_eq!(h, [1.0, 1.5, 1.75, 1.0, 1.5, 1.75]);
+    /// # Ok(()) }
+    /// ```
+    pub fn scan_mapped_rows<Op: CudaOp, M: CudaMaps<Op>, I: HostInputs<Item = M::Input>>(
+        &self,
+        inputs: I,
+        output: &mut [M::Output],
+        rows: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        match &self.backend {
+            Backend::Cuda(cuda) => cuda.scan_mapped_rows::<Op, M, I>(inputs, output, rows, spec),
+            Backend::Cpu(cpu) => cpu.scan_mapped_rows::<Op, M, I>(inputs, output, rows, spec),
+        }
+    }
+
     /// The items of `values` whose flag in `keep` is set, in order (stream
     /// compaction): on the GPU when this device is one (`Cuda::compact`: a
     /// count of each tile's flags, a scan of the counts, a scatter), else on

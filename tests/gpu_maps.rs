@@ -18,7 +18,7 @@ use scan::ops::{Add, LinearRecurrence, Max};
 use scan::{CudaOp, Error, ScanSpec};
 use scan_cuda::{Algorithm, Cuda, DeviceBuffer, HostInputs, Tuning};
 use scan_testing::{boundary_sizes, Rng};
-use support::gpu::{cuda, mapped_tile, max_len, poisoned};
+use support::gpu::{cuda, mapped_rows_tile, mapped_tile, max_len, poisoned};
 
 /// Sizes around one and two tiles of the fused-map kernels, one look-back
 /// window (32 tiles) and two, and a large odd size; and sizes 2, 4 and 6
@@ -277,6 +277,109 @@ fn declared_maps_match_the_reference() {
             check::<Add<u32>, WrapAround, _>(&cuda, "u32 wrapping lift", n, &x[..]);
         }
     }
+}
+
+/// Rows through the maps (`Cuda::scan_mapped_rows`, one launch for all
+/// rows): rows of whole tiles of the fused kernels (`TileRows`), rows around
+/// one tile and many short rows (`RowHeads`), one row (the plain mapped
+/// scan), against `scan::maps::reference_rows` item by item, for every spec,
+/// host and device API, into poisoned outputs; on the default schedule, the
+/// deterministic look-back and an adversarial schedule.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn fused_rows_match_the_reference() {
+    let tile = mapped_rows_tile::<LinearRecurrence<f32>>(8);
+    let shapes = [
+        (1, 3 * tile + 5),
+        (2, tile),
+        (3, 2 * tile),
+        (2, 40 * tile),
+        (5, tile - 1),
+        (7, tile + 1),
+        (1000, 7),
+        (33, 3 * tile + 5),
+        (4096, 33),
+    ];
+    let chaos = Tuning::default().adversarial_schedule(0x5eed);
+    let executors = [cuda(), cuda().with_tuning(Tuning::default().deterministic(true)), cuda().with_tuning(chaos)];
+    let mut rng = Rng::fresh("fused rows");
+    for cuda in &executors {
+        for (rows, row_len) in shapes {
+            let n = rows * row_len;
+            if n > max_len() {
+                continue;
+            }
+            // Exact integers in any grouping, as above.
+            let a: Vec<f32> = (0..n).map(|_| rng.below(3) as f32 - 1.0).collect();
+            let b: Vec<f32> = (0..n).map(|_| rng.below(201) as f32 - 100.0).collect();
+            let device = (cuda.upload(&a).unwrap(), cuda.upload(&b).unwrap());
+            for spec in ScanSpec::ALL {
+                let what = format!("{rows} rows of {row_len}, {spec:?}");
+                let want =
+                    maps::reference_rows::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &b[..]), rows, spec).unwrap();
+                let mut got = poisoned::<f32>(n);
+                cuda.scan_mapped_rows::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &b[..]), &mut got, rows, spec)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_same(&got, &want, &format!("{what}, host API"));
+                let mut out = cuda.upload(&poisoned::<f32>(n)).unwrap();
+                cuda.scan_mapped_rows_device_into::<LinearRecurrence<f32>, Recurrence, _>(
+                    &device, &mut out, rows, spec,
+                )
+                .unwrap();
+                assert_same(&out.download().unwrap(), &want, &format!("{what}, device API"));
+            }
+            assert_same(&device.0.download().unwrap(), &a, "a[] unchanged");
+            assert_same(&device.1.download().unwrap(), &b, "b[] unchanged");
+        }
+        // bf16 sums in f32 by rows (item slots, unlike the whole scan's
+        // narrow slots), exact on small integers: rows as segments and rows
+        // of whole tiles.
+        let bf16_tile = mapped_rows_tile::<Add<f32>>(2);
+        for (rows, row_len) in [(6, 2 * bf16_tile + 3), (4, 2 * bf16_tile)] {
+            let x: Vec<bf16> = (0..rows * row_len).map(|_| bf16::from_f32(rng.below(9) as f32 - 4.0)).collect();
+            for spec in ScanSpec::ALL {
+                let want = maps::reference_rows::<Add<f32>, WidenNarrow<bf16>, _>(&x[..], rows, spec).unwrap();
+                let mut got = poisoned::<bf16>(x.len());
+                cuda.scan_mapped_rows::<Add<f32>, WidenNarrow<bf16>, _>(&x[..], &mut got, rows, spec).unwrap();
+                assert_same(&got, &want, &format!("bf16 sums, {rows} rows of {row_len}, {spec:?}"));
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_mapped_rows_are_errors_that_write_nothing() {
+    let cuda = cuda();
+    let (a, b) = (vec![1.0f32; 6], vec![1.0f32; 6]);
+    let spec = ScanSpec::inclusive();
+    type Lr = LinearRecurrence<f32>;
+    // Host API.
+    let mut h = vec![7.0f32; 6];
+    for rows in [0, 4] {
+        let got = cuda.scan_mapped_rows::<Lr, Recurrence, _>((&a[..], &b[..]), &mut h, rows, spec);
+        assert!(matches!(got, Err(Error::BadShape { len: 6, .. })), "{rows} rows: {got:?}");
+    }
+    let got = cuda.scan_mapped_rows::<Lr, Recurrence, _>((&a[..], &b[..5]), &mut h, 2, spec);
+    assert!(matches!(got, Err(Error::LengthMismatch { .. })), "{got:?}");
+    let got = cuda.scan_mapped_rows::<Lr, Recurrence, _>((&a[..], &b[..]), &mut h[..4], 2, spec);
+    assert!(matches!(got, Err(Error::LengthMismatch { .. })), "{got:?}");
+    assert_eq!(h, vec![7.0; 6]);
+    // Device API: the output keeps its bytes.
+    let inputs = (cuda.upload(&a).unwrap(), cuda.upload(&b).unwrap());
+    let mut out = cuda.upload(&[7.0f32; 6]).unwrap();
+    let got = cuda.scan_mapped_rows_device_into::<Lr, Recurrence, _>(&inputs, &mut out, 4, spec);
+    assert!(matches!(got, Err(Error::BadShape { len: 6, rows: 4 })), "{got:?}");
+    let mut short = cuda.upload(&[7.0f32; 4]).unwrap();
+    let got = cuda.scan_mapped_rows_device_into::<Lr, Recurrence, _>(&inputs, &mut short, 2, spec);
+    assert!(matches!(got, Err(Error::LengthMismatch { .. })), "{got:?}");
+    // Blelloch executors have no maps.
+    let blelloch = support::gpu::cuda().with_algorithm(Algorithm::Blelloch);
+    let got = blelloch.scan_mapped_rows::<Lr, Recurrence, _>((&a[..], &b[..]), &mut h, 2, spec);
+    assert!(matches!(got, Err(Error::Unsupported(_))), "{got:?}");
+    assert_eq!(out.download().unwrap(), vec![7.0; 6]);
+    assert_eq!(short.download().unwrap(), vec![7.0; 4]);
+    assert_eq!(h, vec![7.0; 6]);
 }
 
 #[test]

@@ -292,5 +292,30 @@ fn fused_maps_modules_compile_to_sm_90_cubins() {
             check(what, tuning, r);
         }
     }
+    // Rows through the maps (both kernels: rows as segments, rows of whole
+    // tiles), default and the deterministic look-back.
+    for tuning in [Tuning::default(), Tuning::default().deterministic(true)] {
+        use scan::cuda::ptxas_report_mapped_rows as rows;
+        let results = [
+            ("rows, recurrence f32, a[] b[]", rows::<LinearRecurrence<f32>, Recurrence, Two<f32>>("sm_90", tuning)),
+            ("rows, recurrence f64, a[] b[]", rows::<LinearRecurrence<f64>, Recurrence, Two<f64>>("sm_90", tuning)),
+            ("rows, bf16 -> f32 -> bf16 sum", rows::<Add<f32>, WidenNarrow<bf16>, DeviceBuffer<bf16>>("sm_90", tuning)),
+        ];
+        for (what, r) in results {
+            match r {
+                Ok(report)
+                    if !report.contains("Function properties for single_pass_mapped_rows")
+                        || !report.contains("Function properties for single_pass_mapped_tile_rows") =>
+                {
+                    failures.push(format!("{what} ({tuning:?}): no ptxas report of the rows kernels"))
+                }
+                Ok(report) => {
+                    let spills = scan_testing::kernels_that_spill(&report, "single_pass_mapped");
+                    failures.extend(spills.into_iter().map(|s| format!("{what} ({tuning:?}): {s}")));
+                }
+                Err(e) => failures.push(format!("{what} ({tuning:?}): {e}")),
+            }
+        }
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

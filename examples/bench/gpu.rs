@@ -76,6 +76,13 @@ pub fn run(args: &Args) -> Result<Report, String> {
         for log in logs {
             rows.extend(crate::gpu_fused::run(cuda, log, args.reps)?);
         }
+        // By rows: whole tiles (the plain path) and not (segments), 2^28
+        // items each. (Skipped with SCAN_BENCH_FUSED_ROWS=0.)
+        if std::env::var("SCAN_BENCH_FUSED_ROWS").as_deref() != Ok("0") {
+            for (count, row_len) in [(65536, 4096), (262_144, 1024)] {
+                rows.extend(crate::gpu_fused::by_rows(cuda, count, row_len, args.reps)?);
+            }
+        }
         if let Ok(sweep) = std::env::var("SCAN_BENCH_FUSED_SWEEP") {
             rows.extend(crate::gpu_fused::sweep(28, args.reps, Some(sweep.as_str()))?);
         }

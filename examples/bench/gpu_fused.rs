@@ -198,12 +198,12 @@ fn bf16_sums(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row
     }
     drop(x);
     let rates = against_copy(cuda, 4 * n, reps, || scan(&mut y)).map_err(err(&name))?;
-    Ok(rows(&rates, &name, method, &format!(" (max relative error {worst:.2e})")))
+    Ok(rows_of(&rates, &name, method, &format!(" (max relative error {worst:.2e})")))
 }
 
 /// The copy's row, the scan's one-call row (`detail` appended to its method)
 /// and its back-to-back row, each against its own copy rate.
-fn rows(rates: &AgainstCopy, case: &str, method: &str, detail: &str) -> Vec<Row> {
+fn rows_of(rates: &AgainstCopy, case: &str, method: &str, detail: &str) -> Vec<Row> {
     let row = |method: String, ms: f64, copy_ms: f64| Row {
         case: case.to_string(),
         method,
@@ -224,25 +224,55 @@ fn rows(rates: &AgainstCopy, case: &str, method: &str, detail: &str) -> Vec<Row>
 
 fn one(cuda: &Cuda, log: u32, reps: usize, method: &str) -> Result<Vec<Row>, String> {
     let name = format!("linear recurrence f32 fused, a[] b[] -> h[] (12 B/item) 2^{log}");
-    let n = 1usize << log;
-    let mut rng = Rng::fresh(&name);
+    recurrence(cuda, &name, 1, 1 << log, reps, method)
+}
+
+/// The fused recurrence by rows (`Cuda::scan_mapped_rows`, each row on its
+/// own), `rows` x `row_len`: rows of whole tiles take the plain code path,
+/// others are segments.
+pub fn by_rows(cuda: &Cuda, rows: usize, row_len: usize, reps: usize) -> Result<Vec<Row>, String> {
+    let name = format!("linear recurrence f32 fused by rows, a[] b[] -> h[] (12 B/item) {rows} x {row_len}");
+    recurrence(cuda, &name, rows, row_len, reps, "GPU single-pass, fused maps by rows")
+}
+
+/// The fused recurrence over `rows` rows of `row_len` (one row: the plain
+/// mapped scan), every row checked against an f64 evaluation and the inputs
+/// checked unchanged first, then timed against a copy of 12 bytes an item.
+fn recurrence(
+    cuda: &Cuda,
+    name: &str,
+    rows: usize,
+    row_len: usize,
+    reps: usize,
+    method: &str,
+) -> Result<Vec<Row>, String> {
+    let n = rows * row_len;
+    let mut rng = Rng::fresh(name);
     // Decays in (0.9, 1) keep h bounded and the check meaningful.
     let a = rng.vec(n, |r| r.range_f64(0.9, 1.0) as f32);
     let b = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
-    let (da, db) = (cuda.upload(&a).map_err(err(&name))?, cuda.upload(&b).map_err(err(&name))?);
-    let mut h: DeviceBuffer<f32> = cuda.upload(&vec![f32::NAN; n]).map_err(err(&name))?;
+    let (da, db) = (cuda.upload(&a).map_err(err(name))?, cuda.upload(&b).map_err(err(name))?);
+    let mut h: DeviceBuffer<f32> = cuda.upload(&vec![f32::NAN; n]).map_err(err(name))?;
     let spec = ScanSpec::inclusive();
     let scan = |h: &mut DeviceBuffer<f32>| {
-        cuda.scan_mapped_device_into::<LinearRecurrence<f32>, Recurrence, _>((&da, &db), h, spec)
+        if rows == 1 {
+            cuda.scan_mapped_device_into::<LinearRecurrence<f32>, Recurrence, _>((&da, &db), h, spec)
+        } else {
+            cuda.scan_mapped_rows_device_into::<LinearRecurrence<f32>, Recurrence, _>((&da, &db), h, rows, spec)
+        }
     };
-    scan(&mut h).map_err(err(&name))?;
-    if let Some(t) = bad_h(&a, &b, &h.download().map_err(err(&name))?) {
-        return Err(format!("{name}: the fused scan is wrong at index {t}"));
+    scan(&mut h).map_err(err(name))?;
+    let got = h.download().map_err(err(name))?;
+    for r in 0..rows {
+        let row = r * row_len..(r + 1) * row_len;
+        if let Some(t) = bad_h(&a[row.clone()], &b[row.clone()], &got[row]) {
+            return Err(format!("{name}: row {r} is wrong at {t}"));
+        }
     }
-    if da.download().map_err(err(&name))? != a || db.download().map_err(err(&name))? != b {
+    if da.download().map_err(err(name))? != a || db.download().map_err(err(name))? != b {
         return Err(format!("{name}: the fused scan changed an input"));
     }
-    drop((a, b));
-    let rates = against_copy(cuda, 12 * n, reps, || scan(&mut h)).map_err(err(&name))?;
-    Ok(rows(&rates, &name, method, ""))
+    drop((a, b, got));
+    let rates = against_copy(cuda, 12 * n, reps, || scan(&mut h)).map_err(err(name))?;
+    Ok(rows_of(&rates, name, method, ""))
 }

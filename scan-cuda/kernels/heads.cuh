@@ -18,8 +18,9 @@
 //              the scan reads 1/8 byte per item for its heads, where
 //              FlagHeads reads one (and a flags pass writes one).
 //   TileRows   consecutive rows of `row_len` items, a whole number of tiles
-//              each (two or more: rows of one tile run row_tiles.cuh, a
-//              block per row): no head falls inside a tile, so the kernel
+//              each (two or more for item arrays, whose rows of one tile run
+//              row_tiles.cuh, a block per row; one or more through fused
+//              maps): no head falls inside a tile, so the kernel
 //              takes the plain code path (NONE), and a tile that starts a
 //              row neither looks back nor joins a prefix. The segmented
 //              path's extra work per item (Headed<Op>, head masks) is gone.

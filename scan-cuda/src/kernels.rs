@@ -35,6 +35,12 @@ pub(crate) enum Stage {
     /// The single-pass scan of one sequence through fused maps: items lifted
     /// from input arrays, results projected (kernels/maps.cuh).
     SinglePassMapped,
+    /// Consecutive rows, each on its own, through fused maps (`RowHeads`
+    /// with the maps' input and output; item slots).
+    SinglePassMappedRows,
+    /// Consecutive rows of whole tiles through fused maps (`TileRows`: the
+    /// plain code path, a row's first tile not looking back).
+    SinglePassMappedTileRows,
     /// Head bits from segment starts, checking them (segments.cuh); one
     /// kernel, whatever the direction and kind.
     SegmentBits,
@@ -48,8 +54,8 @@ pub(crate) enum Stage {
 impl Stage {
     /// The single-pass stages: one kernel signature; one sequence, five
     /// segmentations (rows, rows of whole tiles, rows of one tile, flags,
-    /// bits) and the fused maps.
-    pub(crate) const SINGLE_PASS: [Stage; 7] = [
+    /// bits) and the fused maps, of one sequence or of rows.
+    pub(crate) const SINGLE_PASS: [Stage; 9] = [
         Stage::SinglePass,
         Stage::SinglePassRows,
         Stage::SinglePassTileRows,
@@ -57,6 +63,8 @@ impl Stage {
         Stage::SinglePassFlags,
         Stage::SinglePassBits,
         Stage::SinglePassMapped,
+        Stage::SinglePassMappedRows,
+        Stage::SinglePassMappedTileRows,
     ];
 
     /// The `extern "C"` name of this stage's kernel for `direction` and `kind`.
@@ -78,6 +86,8 @@ impl Stage {
             Stage::SegmentFlags => "segment_flags".to_string(),
             Stage::SinglePassBits => format!("single_pass_bits_{dir}_{kind}"),
             Stage::SinglePassMapped => format!("single_pass_mapped_{dir}_{kind}"),
+            Stage::SinglePassMappedRows => format!("single_pass_mapped_rows_{dir}_{kind}"),
+            Stage::SinglePassMappedTileRows => format!("single_pass_mapped_tile_rows_{dir}_{kind}"),
             Stage::SegmentBits => "segment_bits".to_string(),
             Stage::BlellochScanTiles => format!("blelloch_scan_tiles_{dir}_{kind}"),
             Stage::BlellochAddPrefixes => format!("blelloch_add_prefixes_{dir}"),
@@ -103,6 +113,14 @@ pub(crate) enum Family {
     /// The single-pass scan through one set of fused maps (a module per
     /// operator, maps and input arrays: `ModuleSource::mapped_of`).
     Mapped,
+    /// Rows through one set of fused maps as segments
+    /// (`ModuleSource::mapped_of` with this family), compiled when first
+    /// used, as rows are.
+    MappedRows,
+    /// Consecutive rows of whole tiles through one set of fused maps: the
+    /// plain mapped kernel's code path and policy (narrow slots, grouped
+    /// runs, fixed groups), each row's first tile starting afresh.
+    MappedTileRows,
 }
 
 impl Family {
@@ -124,8 +142,10 @@ impl Family {
             (Family::Flags, true) => vec![Stage::SegmentFlags, Stage::SinglePassFlags],
             (Family::Offsets, true) => vec![Stage::SegmentBits, Stage::SinglePassBits],
             (Family::Mapped, true) => vec![Stage::SinglePassMapped],
+            (Family::MappedRows, true) => vec![Stage::SinglePassMappedRows],
+            (Family::MappedTileRows, true) => vec![Stage::SinglePassMappedTileRows],
             // Fused maps run on the single-pass kernels only (Cuda::scan_mapped).
-            (Family::Mapped, false) => Vec::new(),
+            (Family::Mapped | Family::MappedRows | Family::MappedTileRows, false) => Vec::new(),
             // Without single-pass kernels rows and segments run Blelloch's
             // scans one by one; starts still become flags to find them.
             (Family::Rows, false) => Vec::new(),

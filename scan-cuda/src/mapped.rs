@@ -10,7 +10,7 @@ use std::any::TypeId;
 
 use cudarc::driver::CudaStream;
 use scan_core::maps::{CudaMaps, Inputs};
-use scan_core::{CudaOp, CudaType, Error, Result, ScanSpec};
+use scan_core::{reference, CudaOp, CudaType, Error, Result, ScanSpec};
 
 use crate::buffer::DeviceBuffer;
 use crate::cuda::Cuda;
@@ -235,19 +235,121 @@ impl Cuda {
         if n == 0 {
             return Ok(());
         }
+        let module = self.mapped_module::<Op, M, I>(Family::Mapped)?;
+        let [in0, in1, in2] = inputs.addresses(self.stream());
+        let dst = output.device_ptr_mut(self.stream());
+        self.single_pass(&module)?.launch(in0, dst, n, Segments::Mapped { in1, in2 }, spec)
+    }
+
+    /// [`scan_mapped`](Cuda::scan_mapped) of each row of a row-major
+    /// `[rows, len / rows]` layout of the inputs, each row on its own, into
+    /// `output` in the same layout, every row in one launch: the fused form
+    /// of [`scan_rows`](Cuda::scan_rows), as `scan_core::maps::reference_rows`
+    /// defines. The arrays and `output` cross the host link once each; data
+    /// already on the device is scanned with
+    /// [`scan_mapped_rows_device_into`](Cuda::scan_mapped_rows_device_into).
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// use scan_core::maps::Recurrence;
+    /// use scan_core::{ops::LinearRecurrence, ScanSpec};
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// let (a, b) = ([0.5f32; 6], [1.0f32; 6]);
+    /// let mut h = [0.0f32; 6];
+    /// cuda.scan_mapped_rows::<LinearRecurrence<f32>, Recurrence, _>((&a[..], &b[..]), &mut h, 2, ScanSpec::inclusive())?;
+    /// assert_eq!(h, [1.0, 1.5, 1.75, 1.0, 1.5, 1.75]);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Errors: those of [`scan_mapped`](Cuda::scan_mapped), and
+    /// [`Error::BadShape`] when `rows` is 0 or does not divide the length.
+    pub fn scan_mapped_rows<Op: CudaOp, M: CudaMaps<Op>, I: HostInputs<Item = M::Input>>(
+        &self,
+        inputs: I,
+        output: &mut [M::Output],
+        rows: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        let n = inputs.checked_len()?;
+        Error::check_lengths(n, output.len())?;
+        reference::row_len(n, rows)?;
+        self.check_maps_run()?;
+        if n == 0 {
+            return Ok(());
+        }
+        let device = inputs.upload(self)?;
+        // Every item is written by the scan before the download.
+        let mut out = self.alloc_unwritten::<M::Output>(n)?;
+        self.scan_mapped_rows_device_into::<Op, M, _>(&device, &mut out, rows, spec)?;
+        out.download_into(output)
+    }
+
+    /// [`scan_mapped_rows`](Cuda::scan_mapped_rows) on device buffers, in
+    /// one launch: consecutive rows of whole tiles of the fused kernels run
+    /// the plain code path, each row's first tile starting afresh
+    /// (kernels/heads.cuh, `TileRows`); other rows are segments of the
+    /// scan (`RowHeads`). Queued on the stream.
+    pub fn scan_mapped_rows_device_into<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M::Input>>(
+        &self,
+        inputs: I,
+        output: &mut DeviceBuffer<M::Output>,
+        rows: usize,
+        spec: ScanSpec,
+    ) -> Result<()> {
+        let n = inputs.checked_len(self)?;
+        self.check_buffer(output)?;
+        Error::check_lengths(n, output.len())?;
+        let row_len = reference::row_len(n, rows)?;
+        self.check_maps_run()?;
+        if n == 0 {
+            return Ok(());
+        }
+        if rows == 1 {
+            return self.scan_mapped_device_into::<Op, M, I>(inputs, output, spec);
+        }
+        // Rows of whole tiles (of the rows-of-tiles kernel, whose policy is
+        // the plain mapped kernel's) take the plain path; other rows are
+        // segments. The policy is computed, not the module built, to choose.
+        let tile_rows = ModuleSource::mapped_policy::<Op, M>(
+            self.capability(),
+            self.tuning(),
+            &I::array_sizes(),
+            Family::MappedTileRows,
+        )?
+        .is_some_and(|p| row_len % p.tile() == 0);
+        let family = if tile_rows { Family::MappedTileRows } else { Family::MappedRows };
+        let module = self.mapped_module::<Op, M, I>(family)?;
+        let [in0, in1, in2] = inputs.addresses(self.stream());
+        let dst = output.device_ptr_mut(self.stream());
+        let row_len = row_len as u64;
+        let segments = if tile_rows {
+            Segments::MappedTileRows { in1, in2, row_len }
+        } else {
+            Segments::MappedRows { in1, in2, row_len }
+        };
+        self.single_pass(&module)?.launch(in0, dst, n, segments, spec)
+    }
+
+    /// The module of `Op` through the maps `M` from the arrays `I`, of
+    /// `family` (`Mapped`, `MappedRows` or `MappedTileRows`), compiled on first use;
+    /// [`Error::Unsupported`] when its scans cannot run the single-pass
+    /// kernel.
+    fn mapped_module<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M::Input>>(
+        &self,
+        family: Family,
+    ) -> Result<std::sync::Arc<crate::module::Module>> {
         let (arrays, sizes) = (I::array_types(), I::array_sizes());
-        let id = (TypeId::of::<(Op, M, I::Key)>(), Family::Mapped);
-        let module = self
-            .module_keyed(id, || ModuleSource::mapped_of::<Op, M>(self.capability(), self.tuning(), &arrays, &sizes))?;
+        let id = (TypeId::of::<(Op, M, I::Key)>(), family);
+        let module = self.module_keyed(id, || {
+            ModuleSource::mapped_of::<Op, M>(self.capability(), self.tuning(), &arrays, &sizes, family)
+        })?;
         if let Err(why) = module.plan(self.algorithm()) {
             return Err(Error::Unsupported(format!(
                 "fused maps run inside the single-pass kernel, and this scan cannot use it: {}",
                 why.unwrap_or("the executor runs Blelloch's algorithm")
             )));
         }
-        let [in0, in1, in2] = inputs.addresses(self.stream());
-        let dst = output.device_ptr_mut(self.stream());
-        self.single_pass(&module)?.launch(in0, dst, n, Segments::Mapped { in1, in2 }, spec)
+        Ok(module)
     }
 }
 
@@ -267,12 +369,7 @@ pub fn compile_mapped_with<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M
     arch: &str,
     tuning: crate::Tuning,
 ) -> Result<Vec<u8>> {
-    let source = ModuleSource::mapped_of::<Op, M>(
-        crate::cuda::capability_of(arch)?,
-        tuning,
-        &I::array_types(),
-        &I::array_sizes(),
-    )?;
+    let source = mapped_source::<Op, M, I>(arch, tuning, Family::Mapped)?;
     if source.single_pass.is_err() {
         return Err(Error::Unsupported(format!("`{}` has no single-pass kernels for fused maps", source.op_name)));
     }
@@ -286,11 +383,32 @@ pub fn ptxas_report_mapped<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M
     arch: &str,
     tuning: crate::Tuning,
 ) -> Result<String> {
-    let source = ModuleSource::mapped_of::<Op, M>(
-        crate::cuda::capability_of(arch)?,
-        tuning,
-        &I::array_types(),
-        &I::array_sizes(),
-    )?;
+    let source = mapped_source::<Op, M, I>(arch, tuning, Family::Mapped)?;
     crate::nvrtc::ptxas_report(&source.code, &source.op_name, arch)
+}
+
+/// ptxas' report on the kernels of rows through the maps `M`
+/// ([`Cuda::scan_mapped_rows`]: rows as segments, and rows of whole tiles),
+/// as [`ptxas_report_mapped`] for one sequence.
+pub fn ptxas_report_mapped_rows<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M::Input>>(
+    arch: &str,
+    tuning: crate::Tuning,
+) -> Result<String> {
+    let mut report = String::new();
+    for family in [Family::MappedRows, Family::MappedTileRows] {
+        let source = mapped_source::<Op, M, I>(arch, tuning, family)?;
+        report.push_str(&crate::nvrtc::ptxas_report(&source.code, &source.op_name, arch)?);
+    }
+    Ok(report)
+}
+
+/// The source of `family`'s module of `Op` through `M` from the arrays `I`,
+/// for `arch`.
+fn mapped_source<Op: CudaOp, M: CudaMaps<Op>, I: DeviceInputs<Item = M::Input>>(
+    arch: &str,
+    tuning: crate::Tuning,
+    family: Family,
+) -> Result<ModuleSource> {
+    let capability = crate::cuda::capability_of(arch)?;
+    ModuleSource::mapped_of::<Op, M>(capability, tuning, &I::array_types(), &I::array_sizes(), family)
 }

@@ -159,6 +159,11 @@ pub(crate) enum Segments {
     /// first input array, these the second and third (0 when absent), and
     /// `dst` the output array (kernels/maps.cuh).
     Mapped { in1: u64, in2: u64 },
+    /// Consecutive rows of `row_len` items through a mapped-rows module's
+    /// maps, each on its own (`RowHeads`), the arrays as for `Mapped`.
+    MappedRows { in1: u64, in2: u64, row_len: u64 },
+    /// The same, rows of whole tiles (`TileRows`).
+    MappedTileRows { in1: u64, in2: u64, row_len: u64 },
 }
 
 impl Segments {
@@ -186,6 +191,8 @@ impl Segments {
             Segments::Flags { .. } => Stage::SinglePassFlags,
             Segments::Bits { .. } => Stage::SinglePassBits,
             Segments::Mapped { .. } => Stage::SinglePassMapped,
+            Segments::MappedRows { .. } => Stage::SinglePassMappedRows,
+            Segments::MappedTileRows { .. } => Stage::SinglePassMappedTileRows,
         }
     }
 }
@@ -273,8 +280,12 @@ impl SinglePass<'_> {
             Segments::RowTiles { row_len, stride } => (row_len, stride, 0),
             Segments::Flags { flags } => (len64, len64, flags),
             Segments::Bits { bits } => (len64, len64, bits),
-            // The mapped kernel reads its second and third arrays there.
+            // The mapped kernels read their second and third arrays there,
+            // and the mapped rows' kernels their rows' length in the last.
             Segments::Mapped { in1, in2 } => (in1, in2, 0),
+            Segments::MappedRows { in1, in2, row_len } | Segments::MappedTileRows { in1, in2, row_len } => {
+                (in1, in2, row_len)
+            }
         };
         let carry = match segments {
             Segments::Whole => self.carry,

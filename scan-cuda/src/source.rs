@@ -63,6 +63,17 @@ pub(crate) struct MapsShape {
 }
 
 impl MapsShape {
+    /// What `M` reads and writes, from arrays of elements of `sizes` bytes.
+    fn of<Op: CudaOp, M: CudaMaps<Op>>(sizes: &[usize]) -> MapsShape {
+        MapsShape {
+            input_bytes: std::mem::size_of::<M::Input>(),
+            arrays: sizes.len(),
+            output_bytes: std::mem::size_of::<M::Output>(),
+            widest: sizes.iter().copied().max().unwrap_or(0),
+            pow2: sizes.iter().all(|s| s.is_power_of_two()),
+        }
+    }
+
     /// One array of `input_bytes`-byte elements into outputs as wide.
     #[cfg(test)]
     fn one(input_bytes: usize) -> MapsShape {
@@ -130,33 +141,34 @@ impl ModuleSource {
     }
 
     /// The module of `Op` scanned through the maps `M` from the input arrays
-    /// `arrays` (their CUDA types, one to three): the single-pass kernel
-    /// alone ([`Family::Mapped`]).
+    /// `arrays` (their CUDA types, one to three; `sizes`, their elements'
+    /// bytes): the single-pass kernel alone ([`Family::Mapped`]), or its
+    /// kernels of rows ([`Family::MappedRows`], [`Family::MappedTileRows`]).
     pub(crate) fn mapped_of<Op: CudaOp, M: CudaMaps<Op>>(
         arch: u32,
         tuning: Tuning,
         arrays: &[String],
         sizes: &[usize],
+        family: Family,
     ) -> Result<ModuleSource> {
-        let maps = MapsShape {
-            input_bytes: std::mem::size_of::<M::Input>(),
-            arrays: arrays.len(),
-            output_bytes: std::mem::size_of::<M::Output>(),
-            widest: sizes.iter().copied().max().unwrap_or(0),
-            pow2: sizes.iter().all(|s| s.is_power_of_two()),
-        };
-        let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, Family::Mapped, Some(maps), false)?;
+        let maps = MapsShape::of::<Op, M>(sizes);
+        let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, family, Some(maps), false)?;
         let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());
         let maps = MapsSource { source: M::cuda_source(), arrays: arrays.to_vec() };
-        Ok(Self::assemble(
-            &Op::cuda_source(),
-            (size, align),
-            single_pass,
-            blelloch,
-            Family::Mapped,
-            Some(&maps),
-            tuning,
-        ))
+        Ok(Self::assemble(&Op::cuda_source(), (size, align), single_pass, blelloch, family, Some(&maps), tuning))
+    }
+
+    /// The single-pass policy of `family`'s module of `Op` through the maps
+    /// `M` from arrays of elements of `sizes` bytes, without building the
+    /// module (`None`: no single-pass kernels).
+    pub(crate) fn mapped_policy<Op: CudaOp, M: CudaMaps<Op>>(
+        arch: u32,
+        tuning: Tuning,
+        sizes: &[usize],
+        family: Family,
+    ) -> Result<Option<SinglePassPolicy>> {
+        let (single_pass, _) = Self::policies::<Op>(arch, tuning, family, Some(MapsShape::of::<Op, M>(sizes)), false)?;
+        Ok(single_pass.ok())
     }
 
     /// The single-pass policy (or why there is none) and the Blelloch
@@ -187,7 +199,14 @@ impl ModuleSource {
         // Fused maps: narrow slots where the maps allow them (before the
         // shape is checked: they take less shared memory).
         let finish = |mut p: SinglePassPolicy| -> Result<SinglePassPolicy> {
-            if let Some(m) = maps.filter(|_| tuning.narrow_slots_setting() != Some(false)) {
+            // (Rows through maps as segments keep item slots: their
+            // segmented kernel has neither narrow slots nor grouped runs.
+            // Rows of whole tiles take the plain path, and its slots.)
+            let whole_maps = maps.filter(|_| matches!(family, Family::Mapped | Family::MappedTileRows));
+            if family == Family::MappedRows {
+                p.narrow_slots = 0; // (whatever a shape function set)
+            }
+            if let Some(m) = whole_maps.filter(|_| tuning.narrow_slots_setting() != Some(false)) {
                 p.narrow_slots = p.narrow_slots_for(m.arrays, m.input_bytes, m.output_bytes, size);
             }
             // Grouped runs where the maps allow them and no other slot
@@ -195,7 +214,7 @@ impl ModuleSource {
             p.grouped_runs = tuning.grouped_runs_setting() != Some(false)
                 && p.narrow_slots == 0
                 && !p.staged_maps
-                && maps.is_some_and(|m| p.grouped_runs_for(m.widest, m.pow2, m.output_bytes, size));
+                && whole_maps.is_some_and(|m| p.grouped_runs_for(m.widest, m.pow2, m.output_bytes, size));
             p.validate(size, arch)
         };
         let single_pass = match SinglePassPolicy::for_item(size, arch) {
@@ -206,7 +225,13 @@ impl ModuleSource {
             // Segments by flags or offsets: long runs, unless they spilled.
             Ok(p) if family.is_segmented() && short_runs => Ok(finish(tuning.apply(p.for_segments()))?),
             Ok(p) if family.is_segmented() => Ok(finish(tuning.apply(p.for_segment_heads()))?),
-            Ok(p) if family == Family::Mapped && !tuning.sets_run_shape() => {
+            // Rows through maps: the fused runs, at most 16 items
+            // (SinglePassPolicy::for_segments; bf16 sums in item slots
+            // spilled 4-8 bytes at 32), item slots.
+            Ok(p) if family == Family::MappedRows && !tuning.sets_run_shape() => {
+                Ok(finish(tuning.apply(p.for_maps(maps.map_or(size, |m| m.input_bytes), size).for_segments()))?)
+            }
+            Ok(p) if matches!(family, Family::Mapped | Family::MappedTileRows) && !tuning.sets_run_shape() => {
                 let p = p.for_maps(maps.map_or(size, |m| m.input_bytes), size);
                 let mapped = finish(tuning.apply(p))?;
                 // bf16 or f16 sums in narrow slots: three stages and fixed
@@ -323,11 +348,20 @@ impl ModuleSource {
                 // reads the segment description it needs (heads.cuh).
                 // Rows of whole tiles take the plain code path, and the
                 // deterministic look-back when the policy asks for it.
-                let segmented = matches!(stage, Stage::SinglePassRows | Stage::SinglePassFlags | Stage::SinglePassBits);
+                let segmented = matches!(
+                    stage,
+                    Stage::SinglePassRows
+                        | Stage::SinglePassFlags
+                        | Stage::SinglePassBits
+                        | Stage::SinglePassMappedRows
+                );
                 // Where items come from and go (kernels/maps.cuh). The mapped
-                // kernel's input arrays 2 and 3 take the arguments that
-                // describe rows elsewhere (SinglePass::launch).
-                let mapped = maps.filter(|_| stage == Stage::SinglePassMapped);
+                // kernels' input arrays 2 and 3 take the arguments that
+                // describe rows elsewhere, and their rows' length the flags'
+                // (SinglePass::launch).
+                let mapped_rows = matches!(stage, Stage::SinglePassMappedRows | Stage::SinglePassMappedTileRows);
+                let mapped = maps.filter(|_| stage == Stage::SinglePassMapped || mapped_rows);
+                let last_param = if mapped_rows { "unsigned long long row_len" } else { "const unsigned char* flags" };
                 // Segmented kernels rescan in shared memory too
                 // (exchange.cuh, scan_run_in_place_heads): with their runs
                 // rescanned in registers, f32 rows of 32 items spilled under
@@ -335,7 +369,11 @@ impl ModuleSource {
                 // Mapped kernels fetch their input arrays' vectors
                 // (maps.cuh, LiftedIn::fetch) where plain ones fetch the
                 // items'; staged maps load through the slice, after the store.
-                let early = p.early_loads && !(mapped.is_some() && p.staged_maps);
+                // Rows through maps as segments load after the store: the
+                // heads beside the held inputs spilled the f32 recurrence's
+                // reverse kernel 12 bytes (NVRTC, sm_90).
+                let early =
+                    p.early_loads && !(mapped.is_some() && p.staged_maps) && stage != Stage::SinglePassMappedRows;
                 let deterministic = p.deterministic && !segmented;
                 // A deterministic policy's `lookback` sizes its fixed groups
                 // (32 x lookback tiles); the free look-back of the segmented
@@ -375,7 +413,8 @@ impl ModuleSource {
                 };
                 let heads = match stage {
                     Stage::SinglePassRows => "scan::RowHeads{len, row_len, stride}",
-                    Stage::SinglePassTileRows => "scan::TileRows{len, row_len}",
+                    Stage::SinglePassTileRows | Stage::SinglePassMappedTileRows => "scan::TileRows{len, row_len}",
+                    Stage::SinglePassMappedRows => "scan::RowHeads{len, row_len, row_len}",
                     Stage::SinglePassFlags => "scan::FlagHeads{len, flags}",
                     // The same pointer argument: the bits are 64-bit words.
                     Stage::SinglePassBits => "scan::BitHeads{len, (const unsigned long long*)flags}",
@@ -425,7 +464,7 @@ impl ModuleSource {
                          \x20   const {in_type}* src, {out_type}* dst, unsigned long long len, const {item}* carry_in,\n\
                          \x20   {item}* carry_out, unsigned long long* counter,\n\
                          \x20   void* words, void* aggregates, void* prefixes, unsigned epoch, unsigned chaos,\n\
-                         \x20   {row_params}, const unsigned char* flags) {{\n\
+                         \x20   {row_params}, {last_param}) {{\n\
                          \x20 {body}\n\
                          }}\n"
                     );
@@ -440,6 +479,30 @@ impl ModuleSource {
 mod tests {
     use super::*;
     use scan_core::ops::Add;
+
+    #[test]
+    fn rows_through_maps_keep_item_slots_and_short_runs() {
+        let policy = |maps: MapsShape, tuning| {
+            ModuleSource::policies::<Add<f32>>(90, tuning, Family::MappedRows, Some(maps), false).unwrap().0.unwrap()
+        };
+        let plain = SinglePassPolicy::for_item(4, 90).unwrap();
+        for maps in [MapsShape::one(4), MapsShape::one(2)] {
+            let p = policy(maps, Tuning::default());
+            assert_eq!(p, plain.for_maps(maps.input_bytes, 4).for_segments(), "{maps:?}");
+            assert!(p.narrow_slots == 0 && !p.grouped_runs && p.items_per_thread <= 16, "{maps:?}: {p:?}");
+        }
+        assert!(policy(MapsShape::one(4), Tuning::default().deterministic(true)).deterministic);
+        assert_eq!(Family::MappedRows.stages(true), [Stage::SinglePassMappedRows]);
+        // Rows of whole tiles: the plain mapped kernel's policy (grouped
+        // runs, fixed groups), in a module of their own.
+        assert_eq!(Family::MappedTileRows.stages(true), [Stage::SinglePassMappedTileRows]);
+        for maps in [MapsShape::one(4), MapsShape::one(2)] {
+            let of = |family| {
+                ModuleSource::policies::<Add<f32>>(90, Tuning::default(), family, Some(maps), false).unwrap().0.unwrap()
+            };
+            assert_eq!(of(Family::MappedTileRows), of(Family::Mapped), "{maps:?}");
+        }
+    }
 
     #[test]
     fn fused_map_kernels_take_their_own_shape_unless_tuned() {

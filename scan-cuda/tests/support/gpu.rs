@@ -51,6 +51,14 @@ pub fn mapped_tile<Op: CudaOp>(input_bytes: usize) -> usize {
     SinglePassPolicy::for_item(size, 90).map_or(0, |p| p.for_maps(input_bytes, size).tile())
 }
 
+/// The tile of `Op`'s kernels of rows through fused maps
+/// (`Cuda::scan_mapped_rows`: `for_maps`, then `for_segments`' runs).
+#[allow(dead_code)]
+pub fn mapped_rows_tile<Op: CudaOp>(input_bytes: usize) -> usize {
+    let size = std::mem::size_of::<Op::Item>();
+    SinglePassPolicy::for_item(size, 90).map_or(0, |p| p.for_maps(input_bytes, size).for_segments().tile())
+}
+
 /// Sizes around every boundary of both GPU algorithms for `Op`: for the
 /// Blelloch tiling, around one tile, two tiles, `tile * min(tile, 64)`, and
 /// past `tile^2` (three driver levels) when that stays under ~256 MiB; for the
