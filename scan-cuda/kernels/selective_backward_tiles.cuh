@@ -58,7 +58,7 @@ struct SsmBackTiles {
     static constexpr int UNITS = ROWS * T / 4 / THREADS;  // (row, 4 steps) units per thread
     static constexpr int STEPS_STRIDE = T + 1;            // float4 per row of `steps`
     static constexpr int BC_STRIDE = 2 * STATES;          // floats per step of `bc` and `sums`
-    static constexpr int PARTIAL_STRIDE = T + 4;          // floats per row of `partial`
+    static constexpr int PARTIAL_STRIDE = T;              // floats per row of `partial`
     static_assert(T % R == 0 && R % 4 == 0, "whole sub-runs of whole quads in a tile");
     static_assert(THREADS == 2 * STATES * (T / 4), "a thread per (B or C, state, quad of steps)");
 
@@ -83,6 +83,18 @@ struct SsmBackTiles {
     static __device__ __forceinline__ int step_at(int t) {
         const int q = t >> 2, j = t & 3;
         return 2 * q + 8 * (j & 1) + (j >> 1);
+    }
+    // The float offset in a warp's `partial` of row `row`'s step quad `quad`
+    // (4 floats). The scan's quarter-warp writes 8 consecutive rows at one
+    // quad, the finish's reads 2 rows (an even one and the next) at all 4:
+    // rows of 16 floats with the quads rotated by row / 2 put the first on
+    // 8 distinct bank groups (even rows on 0-3, odd ones on 4-7) and the
+    // second too. (Rows of 20 floats, unrotated, served the scan's writes
+    // but put the finish's reads two to a bank group: 5% slower, H200,
+    // 8/11's shape, 1.869-1.891 ms against 1.771-1.794 alternating.)
+    static __device__ __forceinline__ int partial_at(int row, int quad) {
+        static_assert(T == 16, "four quads a row");
+        return row * PARTIAL_STRIDE + 4 * ((quad + (row >> 1)) & 3);
     }
     // The float offset in `bc` of float i (of BC_STRIDE) of `step`, as
     // the forward's: 16-byte chunk 2 g (B of warp g's states) or 2 g + 1
@@ -186,7 +198,7 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
         const unsigned unit_row = (tid + p * THREADS) / 4;
         unit_at[p] = (row0 + unit_row) * len;
         steps_row[p] = unit_row * Tiles::STEPS_STRIDE;
-        partial_at[p] = unit_row * Tiles::PARTIAL_STRIDE + 4 * unit_quad;
+        partial_at[p] = Tiles::partial_at(unit_row, unit_quad);
         const u64 d = d0 + unit_row;
         skip[p] = D != nullptr ? D[d] : 0.0f;
         bias[p] = delta_bias != nullptr ? delta_bias[d] : 0.0f;
@@ -300,7 +312,7 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
         const int sums_at = (lane & 3u) == 0 ? (int)(sums_kind * STATES + 4 * g + sums_state) : -1;
         float* my_partial[3];
 #pragma unroll
-        for (int i = 0; i < 3; ++i) my_partial[i] = sh.partial[i] + (g * ROWS + lane) * Tiles::PARTIAL_STRIDE;
+        for (int i = 0; i < 3; ++i) my_partial[i] = sh.partial[i] + g * ROWS * Tiles::PARTIAL_STRIDE;
         // Unrolled, so that the compiler can start the earlier sub-run's
         // forward during the later one's backward (H200, 8/11's shape: the
         // backward 2.41-2.43 ms; one sub-run at a time, 2.61-2.63).
@@ -353,9 +365,10 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
                 const float total = ROT ? ssm_warp_sums8_rotated(bc_terms, lane) : ssm_warp_sums8(bc_terms, lane);
                 if (sums_at >= 0) sh.sums[t * Tiles::BC_STRIDE + sums_at] = total;
                 if (s % 4 == 0) {
-                    *reinterpret_cast<float4*>(my_partial[0] + t) = make_float4(p1[0], p1[1], p1[2], p1[3]);
-                    *reinterpret_cast<float4*>(my_partial[1] + t) = make_float4(p2[0], p2[1], p2[2], p2[3]);
-                    *reinterpret_cast<float4*>(my_partial[2] + t) = make_float4(p3[0], p3[1], p3[2], p3[3]);
+                    const int at = Tiles::partial_at(lane, t / 4);
+                    *reinterpret_cast<float4*>(my_partial[0] + at) = make_float4(p1[0], p1[1], p1[2], p1[3]);
+                    *reinterpret_cast<float4*>(my_partial[1] + at) = make_float4(p2[0], p2[1], p2[2], p2[3]);
+                    *reinterpret_cast<float4*>(my_partial[2] + at) = make_float4(p3[0], p3[1], p3[2], p3[3]);
                 }
             }
         }

@@ -74,15 +74,15 @@ fn saving_name(warps: u32) -> String {
 
 /// The gradient kernel's shared memory, as `SsmBackTiles<G>::Shared`: a
 /// float4 per (row, step) (stride 17), B and C per step, three partial sums
-/// per (warp, row, step) (stride 20), the block's dB and dC per step, and
-/// two float4 per (row, 4 steps) unit.
+/// per (warp, row, step) (rows of 16 floats, their quads rotated), the
+/// block's dB and dC per step, and two float4 per (row, 4 steps) unit.
 fn gradients_shared_bytes(warps: u32, rotated: bool) -> usize {
     let states = 4 * warps as usize;
     // A thread's (row, 4 steps) units: two float4 each.
     let gates = 16 * 2 * ROWS * STEPS / 4;
     // With the states rotated, B and C again with their chunks' halves swapped.
     let bc_rot = 4 * if rotated { STEPS * 2 * states } else { 4 };
-    16 * ROWS * (STEPS + 1) + 4 * (2 * STEPS * 2 * states + 3 * warps as usize * ROWS * (STEPS + 4)) + gates + bc_rot
+    16 * ROWS * (STEPS + 1) + 4 * (2 * STEPS * 2 * states + 3 * warps as usize * ROWS * STEPS) + gates + bc_rot
 }
 
 /// The kernels' instantiations.
