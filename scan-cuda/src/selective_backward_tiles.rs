@@ -422,10 +422,10 @@ mod tests {
 
     #[test]
     fn the_gradient_blocks_fit_in_the_default_shared_memory() {
-        // G = 4: 32 x 17 float4 steps, 16 x 32 B and C, 3 x 4 x 32 x 20
+        // G = 4: 32 x 17 float4 steps, 16 x 32 B and C, 3 x 4 x 32 x 16
         // partial sums, 16 x 32 block sums, 2 x 128 float4 gates.
-        assert_eq!(gradients_shared_bytes(4, false), 16 * 32 * 17 + 4 * (512 + 7680 + 512) + 16 * 256 + 16);
-        assert_eq!(gradients_shared_bytes(4, true), 16 * 32 * 17 + 4 * (512 + 7680 + 512) + 16 * 256 + 2048);
+        assert_eq!(gradients_shared_bytes(4, false), 16 * 32 * 17 + 4 * (512 + 6144 + 512) + 16 * 256 + 16);
+        assert_eq!(gradients_shared_bytes(4, true), 16 * 32 * 17 + 4 * (512 + 6144 + 512) + 16 * 256 + 2048);
         for g in WARPS {
             assert!(gradients_shared_bytes(g, false) <= 48 * 1024, "G = {g}");
             assert!(tiles_shared_bytes(g) <= 48 * 1024, "G = {g}");
