@@ -289,10 +289,7 @@ pub fn reference_rows<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
 ) -> Result<Vec<M::Output>> {
     let n = inputs.checked_len()?;
     let row_len = crate::reference::row_len(n, rows)?;
-    let mut out = Vec::with_capacity(n);
-    for r in 0..if row_len == 0 { 0 } else { rows } {
-        let lifted: Vec<Op::Item> = (r * row_len..(r + 1) * row_len).map(|i| M::lift(inputs.get(i))).collect();
-        out.extend(crate::reference::scan::<Op>(&lifted, spec).into_iter().map(M::project));
-    }
-    Ok(out)
+    let lifted: Vec<Op::Item> = (0..n).map(|i| M::lift(inputs.get(i))).collect();
+    // (Empty rows: no items, no chunks; `max(1)` only keeps `chunks` legal.)
+    Ok(lifted.chunks(row_len.max(1)).flat_map(|row| crate::reference::scan::<Op>(row, spec)).map(M::project).collect())
 }
