@@ -370,6 +370,31 @@ fn every_shape_and_option(runs: &[(&str, Run<'_>)]) {
     }
 }
 
+/// The CPU runs eight rows at a time (a block of channels sharing their
+/// group of B and C, a lane each): dims and groups that cut blocks short
+/// (groups of 4, of 10, a last block of one row), steps around its chunks
+/// of 64, every option; with every row in a whole block, the outputs are
+/// bitwise the same on 1 to 8 threads.
+#[test]
+fn the_cpu_blocks_of_rows_follow_the_groups_and_the_threads_change_nothing() {
+    let mut rng = Rng::fresh("selective scan cpu blocks");
+    let one = Cpu::new().with_threads(1);
+    // (batch, dim, L, N, groups)
+    for (batch, dim, len, state, groups) in [(2, 12, 65, 3, 3), (1, 20, 63, 8, 2), (3, 9, 130, 5, 1), (2, 17, 64, 2, 1)]
+    {
+        let inputs = Inputs::new(&mut rng, SsmShape { batch, dim, len, state }, groups);
+        for options in [0u32, 1, 2, 4, 8, 16, 32, 15, 63] {
+            let args = inputs.args(options);
+            check(&cpu_run(&one), &format!("blocks, options {options:#b}"), &args);
+            let first = one.selective_scan(&args).unwrap();
+            for threads in 2..=8 {
+                let again = Cpu::new().with_threads(threads).selective_scan(&args).unwrap();
+                assert_eq!(again, first, "{:?}, options {options:#b}, {threads} threads", args.shape);
+            }
+        }
+    }
+}
+
 /// Few rows on several threads are cut into chunks along L; with a state
 /// that barely decays, every chunk's result depends on its carried start.
 #[test]

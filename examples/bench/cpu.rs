@@ -31,6 +31,9 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
     if args.cpu_rows_only {
         return Ok((about, batched_rows(args.reps)?));
     }
+    if args.cpu_selective_only {
+        return Ok((about, selective_scan(args.reps)?));
+    }
     let mut rng = Rng::fresh("bench");
     let mut rows = Vec::new();
 
@@ -277,7 +280,8 @@ fn fused_recurrence(pairs: &[(f32, f32)], reps: usize) -> Result<Vec<Row>, Strin
 /// Mamba's selective scan at batch 1, dim 256, L 4096, N 16 (B and C varying,
 /// D, z, delta bias and softplus): this executor on all threads and on one,
 /// against the sequential f64 reference (the x sequential column: its time
-/// over theirs). GB/s count u, delta, z, B, C read and out written.
+/// over theirs), then its backward ([`selective_backward`]). GB/s count u,
+/// delta, z, B, C read and out written.
 fn selective_scan(reps: usize) -> Result<Vec<Row>, String> {
     use scan::selective::{reference, Projection, SelectiveScan, SsmShape};
     let shape = SsmShape { batch: 1, dim: 256, len: 4096, state: 16 };
@@ -300,6 +304,7 @@ fn selective_scan(reps: usize) -> Result<Vec<Row>, String> {
     let reference_time = started.elapsed();
     let executors = [Cpu::new(), Cpu::new().with_threads(1)];
     let mut rows = Vec::new();
+    let mut forward_times = [std::time::Duration::ZERO; 2];
     let bytes = 4.0 * (3 * bdl + 2 * nl + bdl) as f64;
     for cpu in executors {
         let got = cpu.selective_scan(&args).map_err(err)?;
@@ -312,6 +317,7 @@ fn selective_scan(reps: usize) -> Result<Vec<Row>, String> {
             let _ = cpu.selective_scan(&args);
         };
         let time = median_times(reps, &mut [&mut run])[0];
+        forward_times[rows.len()] = time;
         rows.push(Row {
             case: name.into(),
             method: format!("Cpu::selective_scan ({} threads, {:.1} ms)", cpu.threads(), time.as_secs_f64() * 1e3),
@@ -323,6 +329,66 @@ fn selective_scan(reps: usize) -> Result<Vec<Row>, String> {
     rows.push(Row {
         case: name.into(),
         method: format!("f64 reference, sequential ({:.1} ms)", reference_time.as_secs_f64() * 1e3),
+        gbps: bytes / reference_time.as_secs_f64() / 1e9,
+        vs_copy: f64::NAN,
+        vs_sequential: 1.0,
+    });
+    rows.extend(selective_backward(&args, forward_times, reps)?);
+    Ok(rows)
+}
+
+/// The selective scan's backward on the same arguments: this executor on
+/// all threads and on one (time, and its ratio to the forward on as many
+/// threads), against the f64 reference backward (the x sequential column).
+/// GB/s count what the forward reads plus dout read and du, ddelta, dz
+/// written.
+fn selective_backward(
+    args: &scan::selective::SelectiveScan<'_>,
+    forward_times: [std::time::Duration; 2],
+    reps: usize,
+) -> Result<Vec<Row>, String> {
+    use scan::selective::backward::reference_backward;
+    let shape = args.shape;
+    let name = "selective scan backward 1x256x4096, N 16";
+    let err = |e: scan::Error| format!("{name}: {e}");
+    let bdl = shape.batch * shape.dim * shape.len;
+    let dout = Rng::fresh("bench selective backward").vec(bdl, |r| r.range_f64(-1.0, 1.0) as f32);
+    let started = Instant::now();
+    let want = reference_backward(args, &dout).map_err(err)?;
+    let reference_time = started.elapsed();
+    let bytes = 4.0 * (3 * bdl + 2 * shape.state * shape.len + bdl + 3 * bdl) as f64;
+    let mut rows = Vec::new();
+    for (cpu, forward) in [Cpu::new(), Cpu::new().with_threads(1)].into_iter().zip(forward_times) {
+        let got = cpu.selective_scan_backward(args, &dout).map_err(err)?;
+        for (what, x, y) in
+            [("du", &got.du, &want.du), ("ddelta", &got.ddelta, &want.ddelta), ("dB", &got.db, &want.db)]
+        {
+            if let Some(i) =
+                (0..y.len()).find(|&i| !scan_testing::within_mamba_tolerance(f64::from(x[i]), f64::from(y[i])))
+            {
+                return Err(format!("{name}: {what}[{i}] = {}, the reference {}", x[i], y[i]));
+            }
+        }
+        let mut run = || {
+            let _ = cpu.selective_scan_backward(args, &dout);
+        };
+        let time = median_times(reps, &mut [&mut run])[0];
+        rows.push(Row {
+            case: name.into(),
+            method: format!(
+                "Cpu::selective_scan_backward ({} threads, {:.1} ms, {:.2}x the forward)",
+                cpu.threads(),
+                time.as_secs_f64() * 1e3,
+                time.as_secs_f64() / forward.as_secs_f64()
+            ),
+            gbps: bytes / time.as_secs_f64() / 1e9,
+            vs_copy: f64::NAN,
+            vs_sequential: reference_time.as_secs_f64() / time.as_secs_f64(),
+        });
+    }
+    rows.push(Row {
+        case: name.into(),
+        method: format!("f64 reference backward, sequential ({:.1} ms)", reference_time.as_secs_f64() * 1e3),
         gbps: bytes / reference_time.as_secs_f64() / 1e9,
         vs_copy: f64::NAN,
         vs_sequential: 1.0,

@@ -55,6 +55,7 @@ pub struct Args {
     pub gpu_scans_only: bool,
     /// Time only the batched rows (CPU).
     pub cpu_rows_only: bool,
+    pub cpu_selective_only: bool,
     /// Where the GPU size sweep goes, as CSV.
     pub sweep_out: String,
 }
@@ -66,6 +67,7 @@ const USAGE: &str =
     "usage: bench [--cpu] [--gpu] [--gpu-policies] [--size-log2 N] [--reps R] [--out FILE] [--sweep-out FILE]
   --cpu            run the CPU cases (the default when neither --cpu nor --gpu is given)
   --cpu-rows-only  time only the CPU's batched rows (4096 x 4096 and 2^20 x 16)
+  --cpu-selective-only  time only the CPU's selective scan and its backward (1 x 256 x 4096, N 16)
   --gpu            run the GPU cases (fixed sizes, DESIGN.md's table; --size-log2 is for the CPU)
   --gpu-policies   with --gpu, also time single-pass tile shapes and status layouts
   --gpu-policies-only  time only those (GPU)
@@ -99,6 +101,7 @@ fn parse_args() -> Result<Args, String> {
         gpu_selective_only: false,
         gpu_scans_only: false,
         cpu_rows_only: false,
+        cpu_selective_only: false,
         sweep_out: "gpu-sweep.csv".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -107,6 +110,7 @@ fn parse_args() -> Result<Args, String> {
         match arg.as_str() {
             "--cpu" => args.cpu = true,
             "--cpu-rows-only" => (args.cpu, args.cpu_rows_only) = (true, true),
+            "--cpu-selective-only" => (args.cpu, args.cpu_selective_only) = (true, true),
             "--gpu" => args.gpu = true,
             "--gpu-policies" => args.gpu_policies = true,
             "--gpu-policies-only" => (args.gpu, args.gpu_policies_only) = (true, true),

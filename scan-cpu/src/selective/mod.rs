@@ -1,0 +1,286 @@
+//! The selective scan (scan_core::selective) on the CPU, in f32 (bf16 and
+//! f16 activations are widened as they are read), and its backward pass
+//! (`backward`).
+//!
+//! Rows go eight at a time, a channel a lane ([`block`]): up to eight
+//! consecutive channels of one batch sharing their B and C, so that B and C
+//! are one broadcast value per (state, step) and the recurrence, its decays
+//! `exp(dt A)` included ([`lanes::exp2`]), runs on eight rows at once. With
+//! at least as many blocks as threads, threads take whole blocks. With
+//! fewer, each row's sequence is cut into ranges and the recurrence
+//! `x_t = a_t x_{t-1} + b_t` (per state index) is scanned in pieces, as a
+//! linear-recurrence monoid ([`LinearRecurrence`]): every range finds its
+//! aggregate (the product of its `a` and its end state from zero) in
+//! parallel, the aggregates are combined in order into each range's
+//! starting state, and every range runs again from its start, in parallel,
+//! writing its outputs. Twice the arithmetic, no (L, N) tensor stored.
+//!
+//! The results are the same whatever the number of threads and whatever the
+//! build: the kernels are plain loops over lanes (no fused multiply-adds, no
+//! reassociation), compiled twice on x86-64 (for AVX2 where the CPU has it,
+//! and for the baseline) with the same operations in the same order.
+
+mod backward;
+mod block;
+mod lanes;
+
+use std::ops::Range;
+
+use scan_core::ops::LinearRecurrence;
+use scan_core::selective::backward::SsmGrads;
+use scan_core::selective::{SelectiveScan, SsmInput, SsmOutput, SsmShape};
+use scan_core::{Result, ScanOp};
+
+use crate::parallel::for_each_part;
+use crate::Cpu;
+use block::{forward_chunk, silu, Block, Lines, Produce, Rows, Steps, CHUNK};
+use lanes::{mul, mul_add, Lanes, LANES};
+
+/// Rows shorter than this are not cut into ranges (a range must pay for
+/// its second pass).
+const MIN_RANGE: usize = 1024;
+
+/// One block's steps `range`, from the states `x` (lanes per state index;
+/// left as the states after them): with `out` (a slice of `range.len()`
+/// items per row of the block) writes the outputs, gated; with `prod`
+/// multiplies it by every step's decay.
+fn run<T: SsmInput>(
+    args: &SelectiveScan<'_, T>,
+    rows: &Rows,
+    range: Range<usize>,
+    x: &mut [Lanes],
+    out: Option<&mut [&mut [f32]]>,
+    prod: Option<&mut [Lanes]>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2.
+        return unsafe { run_avx2(args, rows, range, x, out, prod) };
+    }
+    run_portable(args, rows, range, x, out, prod)
+}
+
+/// [`run`] compiled for AVX2: the lanes are one register. The same
+/// operations in the same order as the baseline build.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn run_avx2<T: SsmInput>(
+    args: &SelectiveScan<'_, T>,
+    rows: &Rows,
+    range: Range<usize>,
+    x: &mut [Lanes],
+    out: Option<&mut [&mut [f32]]>,
+    prod: Option<&mut [Lanes]>,
+) {
+    run_portable(args, rows, range, x, out, prod)
+}
+
+#[inline(always)]
+fn run_portable<T: SsmInput>(
+    args: &SelectiveScan<'_, T>,
+    rows: &Rows,
+    range: Range<usize>,
+    x: &mut [Lanes],
+    mut out: Option<&mut [&mut [f32]]>,
+    mut prod: Option<&mut [Lanes]>,
+) {
+    let mut steps = Steps::new();
+    let mut lines = Lines::new();
+    let mut y = vec![[0.0f32; LANES]; CHUNK];
+    for start in range.clone().step_by(CHUNK) {
+        let chunk = start..(start + CHUNK).min(range.end);
+        steps.load(args, rows, chunk.clone());
+        let k_len = chunk.len();
+        let Some(out) = out.as_deref_mut() else {
+            let produce = match prod.as_deref_mut() {
+                Some(prod) => Produce::Decays(prod),
+                None => Produce::States,
+            };
+            forward_chunk(args, rows, &steps, &mut lines, x, produce);
+            continue;
+        };
+        y[..k_len].fill([0.0; LANES]);
+        forward_chunk(args, rows, &steps, &mut lines, x, Produce::Outputs(&mut y));
+        for (k, y) in y[..k_len].iter_mut().enumerate() {
+            if args.d.is_some() {
+                *y = mul_add(rows.skip, steps.u[k], *y);
+            }
+            if args.z.is_some() {
+                *y = mul(*y, silu(steps.z[k]));
+            }
+        }
+        for (j, row) in out.iter_mut().enumerate() {
+            for (o, y) in row[start - range.start..][..k_len].iter_mut().zip(&y[..k_len]) {
+                *o = y[j];
+            }
+        }
+    }
+}
+
+/// The states the rows of `block` start from, row-major.
+fn initial<T: SsmInput>(args: &SelectiveScan<'_, T>, block: Block) -> Vec<f32> {
+    let n = args.shape.state;
+    let at = block.row0(args.shape.dim) * n;
+    args.initial_state.map_or_else(|| vec![0.0; block.rows * n], |s| s[at..at + block.rows * n].to_vec())
+}
+
+/// Writes lanes per state index back as the block's rows' states.
+fn lanes_to_states(x: &[Lanes], rows: usize, to: &mut [f32]) {
+    let state = x.len();
+    for j in 0..rows {
+        for (n, x) in x.iter().enumerate() {
+            to[j * state + n] = x[j];
+        }
+    }
+}
+
+impl Cpu {
+    /// The selective scan of Mamba (mamba_ssm's `selective_scan_fn`; see
+    /// [`scan_core::selective`] for the definition and layouts), in f32 on
+    /// this executor's threads; bf16 or f16 activations (`T`) are widened
+    /// exactly as they are read. Shapes are checked first: a wrong one is an
+    /// [`Error::WrongShape`](scan_core::Error::WrongShape) naming the argument.
+    /// The results are bitwise the same for every number of threads.
+    ///
+    /// ```
+    /// use scan_core::selective::{Projection, SelectiveScan, SsmShape};
+    /// let shape = SsmShape { batch: 1, dim: 1, len: 2, state: 1 };
+    /// let b = Projection::Fixed(&[1.0]);
+    /// let args = SelectiveScan::new(shape, &[1.0, 1.0], &[1.0, 1.0], &[0.0], b, b).return_last_state(true);
+    /// let r = scan_cpu::Cpu::new().selective_scan(&args)?;
+    /// // A = 0 keeps the state: x = 1, then 2.
+    /// assert_eq!(r.out, [1.0, 2.0]);
+    /// assert_eq!(r.last_state, Some(vec![2.0]));
+    /// # Ok::<(), scan_core::Error>(())
+    /// ```
+    pub fn selective_scan<T: SsmInput>(&self, args: &SelectiveScan<'_, T>) -> Result<SsmOutput> {
+        args.validate()?;
+        let SsmShape { batch, dim, len, state } = args.shape;
+        let rows = batch * dim;
+        let mut out = vec![0.0f32; rows * len];
+        let mut last = vec![0.0f32; rows * state];
+        let threads = self.threads();
+        let blocks = block::blocks(args);
+        if len == 0 {
+            // No steps: the last state is the initial one.
+            for block in &blocks {
+                let at = block.row0(dim) * state;
+                last[at..at + block.rows * state].copy_from_slice(&initial(args, *block));
+            }
+        } else if blocks.len() >= threads || len < 2 * MIN_RANGE {
+            let mut units: Vec<(Block, &mut [f32], &mut [f32])> = Vec::with_capacity(blocks.len());
+            let (mut out_rest, mut last_rest) = (&mut out[..], &mut last[..]);
+            for &block in &blocks {
+                let (o, o_tail) = out_rest.split_at_mut(block.rows * len);
+                let (l, l_tail) = last_rest.split_at_mut(block.rows * state);
+                units.push((block, o, l));
+                (out_rest, last_rest) = (o_tail, l_tail);
+            }
+            for_each_part(&mut units, threads, |part| {
+                for (block, o, l) in part.iter_mut() {
+                    let rows = Rows::new(args, *block);
+                    let mut x = rows.states_to_lanes(state, &initial(args, *block));
+                    let mut outs: Vec<&mut [f32]> = o.chunks_mut(len).collect();
+                    run(args, &rows, 0..len, &mut x, Some(&mut outs), None);
+                    lanes_to_states(&x, block.rows, l);
+                }
+            });
+        } else {
+            ranged(args, &blocks, threads, &mut out, &mut last);
+        }
+        Ok(SsmOutput { out, last_state: args.return_last_state.then_some(last) })
+    }
+
+    /// The selective scan's backward pass (mamba_ssm's `selective_scan_bwd`;
+    /// see [`scan_core::selective::backward`]): given `dout` = dL/d`out`,
+    /// the gradients of every argument, the optional ones where the argument
+    /// is given. In f32, eight rows at a time as the forward, each block of
+    /// rows recomputing its states from checkpoints every 64 steps (never the
+    /// whole (batch, dim, L, N)); the gradients shared by rows (A, B, C, D,
+    /// delta_bias) are summed per block and then in block order, so they are
+    /// bitwise the same for every number of threads. Within mamba_ssm's
+    /// tolerances of the f64 reference
+    /// ([`reference_backward`](scan_core::selective::backward::reference_backward)).
+    ///
+    /// ```
+    /// use scan_core::selective::{Projection, SelectiveScan, SsmShape};
+    /// let shape = SsmShape { batch: 1, dim: 1, len: 1, state: 1 };
+    /// let one = Projection::Fixed(&[1.0]);
+    /// let args = SelectiveScan::new(shape, &[2.0], &[0.5], &[-1.0], one, one);
+    /// // out = C dt B u: dL/du = C dt B = 0.5.
+    /// let g = scan_cpu::Cpu::new().selective_scan_backward(&args, &[1.0])?;
+    /// assert_eq!(g.du, [0.5]);
+    /// # Ok::<(), scan_core::Error>(())
+    /// ```
+    pub fn selective_scan_backward(&self, args: &SelectiveScan<'_>, dout: &[f32]) -> Result<SsmGrads> {
+        backward::backward(args, dout, self.threads())
+    }
+}
+
+/// Few blocks: each block's rows in ranges of steps, joined through the
+/// linear-recurrence monoid (see the module docs).
+fn ranged<T: SsmInput>(
+    args: &SelectiveScan<'_, T>,
+    blocks: &[Block],
+    threads: usize,
+    out: &mut [f32],
+    last: &mut [f32],
+) {
+    let SsmShape { dim, len, state, .. } = args.shape;
+    let per_block = threads.div_ceil(blocks.len()).min(len / MIN_RANGE).max(1);
+    // Whole chunks per range, so that each range's chunks are the whole
+    // row's (the same grouping of the work, whatever the threads).
+    let range_len = len.div_ceil(per_block).next_multiple_of(CHUNK);
+    let ranges: Vec<Range<usize>> = (0..len).step_by(range_len).map(|s| s..(s + range_len).min(len)).collect();
+    let per = ranges.len();
+
+    // 1. Each range's aggregate: (product of a, end state from zero), per n.
+    let mut aggregates: Vec<(usize, usize, Vec<Lanes>, Vec<Lanes>)> = (0..blocks.len())
+        .flat_map(|i| (0..per).map(move |c| (i, c, vec![[1.0; LANES]; state], vec![[0.0; LANES]; state])))
+        .collect();
+    for_each_part(&mut aggregates, threads, |part| {
+        for (i, c, prod, end) in part.iter_mut() {
+            let rows = Rows::new(args, blocks[*i]);
+            run(args, &rows, ranges[*c].clone(), end, None, Some(prod));
+        }
+    });
+
+    // 2. In order: each range's starting state.
+    let mut starts = vec![Vec::new(); blocks.len() * per];
+    for (i, &block) in blocks.iter().enumerate() {
+        let rows = Rows::new(args, block);
+        let mut carry = rows.states_to_lanes(state, &initial(args, block));
+        for c in 0..per {
+            let (_, _, prod, end) = &aggregates[i * per + c];
+            starts[i * per + c] = carry.clone();
+            for n in 0..state {
+                for j in 0..LANES {
+                    // (1, carry) then (prod, end): the monoid's combine, on the state.
+                    carry[n][j] = LinearRecurrence::<f32>::combine((1.0, carry[n][j]), (prod[n][j], end[n][j])).1;
+                }
+            }
+        }
+        let at = block.row0(dim) * state;
+        lanes_to_states(&carry, block.rows, &mut last[at..at + block.rows * state]);
+    }
+
+    // 3. Every range again from its start, writing its outputs.
+    let mut units: Vec<(usize, usize, Vec<&mut [f32]>)> =
+        (0..blocks.len() * per).map(|u| (u / per, u % per, Vec::new())).collect();
+    for (row, o) in out.chunks_mut(len).enumerate() {
+        let i = blocks.partition_point(|b| b.row0(dim) + b.rows <= row);
+        let mut rest = o;
+        for (c, r) in ranges.iter().enumerate() {
+            let (head, tail) = rest.split_at_mut(r.len());
+            units[i * per + c].2.push(head);
+            rest = tail;
+        }
+    }
+    for_each_part(&mut units, threads, |part| {
+        for (i, c, outs) in part.iter_mut() {
+            let rows = Rows::new(args, blocks[*i]);
+            let mut x = starts[*i * per + *c].clone();
+            run(args, &rows, ranges[*c].clone(), &mut x, Some(outs), None);
+        }
+    });
+}
