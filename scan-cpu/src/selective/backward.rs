@@ -137,7 +137,7 @@ pub(crate) fn backward(args: &SelectiveScan<'_>, dout: &[f32], threads: usize) -
     // Waves of blocks bound the memory of their shared sums; the sums are
     // added in block order whatever the wave, so the size of a wave changes
     // nothing in the results.
-    for wave in units.chunks_mut(2 * threads.max(1)) {
+    for wave in units.chunks_mut(threads.max(1)) {
         for_each_part(wave, threads, |part| {
             for (block, out, shared) in part.iter_mut() {
                 *shared = Some(block_backward(args, dout, *block, out));
@@ -172,7 +172,7 @@ pub(crate) fn backward(args: &SelectiveScan<'_>, dout: &[f32], threads: usize) -
 
 fn block_backward(args: &SelectiveScan<'_>, dout: &[f32], block: Block, out: &mut RowsOut<'_>) -> Shared {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    if super::avx2() {
         // SAFETY: the CPU has AVX2.
         return unsafe { block_backward_avx2(args, dout, block, out) };
     }

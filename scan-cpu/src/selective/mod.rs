@@ -15,10 +15,13 @@
 //! starting state, and every range runs again from its start, in parallel,
 //! writing its outputs. Twice the arithmetic, no (L, N) tensor stored.
 //!
-//! The results are the same whatever the number of threads and whatever the
-//! build: the kernels are plain loops over lanes (no fused multiply-adds, no
+//! The kernels are plain loops over lanes (no fused multiply-adds, no
 //! reassociation), compiled twice on x86-64 (for AVX2 where the CPU has it,
-//! and for the baseline) with the same operations in the same order.
+//! and for the baseline) with the same operations in the same order, so both
+//! builds give the same bits. Whole blocks give the same bits on any number
+//! of threads; the ranges' grouping follows the thread count (one range per
+//! thread), so there the last bits may differ from one thread count to
+//! another.
 
 mod backward;
 mod block;
@@ -53,11 +56,23 @@ fn run<T: SsmInput>(
     prod: Option<&mut [Lanes]>,
 ) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    if avx2() {
         // SAFETY: the CPU has AVX2.
         return unsafe { run_avx2(args, rows, range, x, out, prod) };
     }
     run_portable(args, rows, range, x, out, prod)
+}
+
+/// Whether the AVX2 builds of the kernels run: where the CPU has AVX2 (but
+/// not while a test of this module has asked for the baseline build).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn avx2() -> bool {
+    #[cfg(test)]
+    if tests::BASELINE.load(std::sync::atomic::Ordering::SeqCst) {
+        return false;
+    }
+    std::arch::is_x86_feature_detected!("avx2")
 }
 
 /// [`run`] compiled for AVX2: the lanes are one register. The same
@@ -140,7 +155,10 @@ impl Cpu {
     /// this executor's threads; bf16 or f16 activations (`T`) are widened
     /// exactly as they are read. Shapes are checked first: a wrong one is an
     /// [`Error::WrongShape`](scan_core::Error::WrongShape) naming the argument.
-    /// The results are bitwise the same for every number of threads.
+    /// The outputs are bitwise the same for every number of threads
+    /// whenever there are at least as many blocks of 8 rows as threads or
+    /// rows are shorter than 2048 steps; fewer, longer rows are cut into a
+    /// range per thread, and the last bits follow that grouping.
     ///
     /// ```
     /// use scan_core::selective::{Projection, SelectiveScan, SsmShape};
@@ -283,4 +301,60 @@ fn ranged<T: SsmInput>(
             run(args, &rows, ranges[*c].clone(), &mut x, Some(outs), None);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use scan_core::selective::{Projection, SelectiveScan, SsmShape};
+    use scan_testing::Rng;
+
+    use crate::Cpu;
+
+    /// Set: the kernels run their baseline build even where the CPU has
+    /// AVX2. (Other tests may run meanwhile: both builds give the same
+    /// results, which is what the test below checks.)
+    pub(super) static BASELINE: AtomicBool = AtomicBool::new(false);
+
+    /// The AVX2 and the baseline builds of both passes give the same bits
+    /// (on a CPU without AVX2 both runs take the baseline build).
+    #[test]
+    fn the_avx2_and_baseline_builds_agree_bit_for_bit() {
+        let mut rng = Rng::fresh("selective builds");
+        let shape = SsmShape { batch: 2, dim: 11, len: 130, state: 5 };
+        let (bdl, nl) = (2 * 11 * 130, 2 * 5 * 130);
+        let mut v = |n: usize, lo: f64, hi: f64| rng.vec(n, |r| r.range_f64(lo, hi) as f32);
+        let (u, delta, z, dout) = (v(bdl, -1.0, 1.0), v(bdl, -3.0, 1.0), v(bdl, -3.0, 3.0), v(bdl, -1.0, 1.0));
+        let (b, c, a, d, bias, init) = (
+            v(nl, -1.0, 1.0),
+            v(11 * 5, -1.0, 1.0),
+            v(11 * 5, -2.0, -0.1),
+            v(11, -1.0, 1.0),
+            v(11, -0.5, 0.5),
+            v(110, -1.0, 1.0),
+        );
+        let args = SelectiveScan::new(
+            shape,
+            &u,
+            &delta,
+            &a,
+            Projection::Varying { data: &b, groups: 1 },
+            Projection::Fixed(&c),
+        )
+        .d(&d)
+        .z(&z)
+        .delta_bias(&bias)
+        .delta_softplus(true)
+        .initial_state(&init)
+        .return_last_state(true);
+        let cpu = Cpu::new().with_threads(1);
+        let (forward, backward) =
+            (cpu.selective_scan(&args).unwrap(), cpu.selective_scan_backward(&args, &dout).unwrap());
+        BASELINE.store(true, Ordering::SeqCst);
+        let (forward_base, backward_base) = (cpu.selective_scan(&args), cpu.selective_scan_backward(&args, &dout));
+        BASELINE.store(false, Ordering::SeqCst);
+        assert_eq!(forward_base.unwrap(), forward);
+        assert_eq!(backward_base.unwrap(), backward);
+    }
 }
