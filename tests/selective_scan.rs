@@ -395,6 +395,27 @@ fn the_cpu_blocks_of_rows_follow_the_groups_and_the_threads_change_nothing() {
     }
 }
 
+/// No rows (batch or dim 0) with rows long enough to be cut along L: empty
+/// outputs, no panic, on any number of threads; the backward too.
+#[test]
+fn no_rows_with_long_sequences_give_empty_results() {
+    for (batch, dim) in [(0, 1), (1, 0), (0, 0)] {
+        let shape = SsmShape { batch, dim, len: 4096, state: 2 };
+        let (a, bc) = (vec![-1.0f32; dim * 2], vec![0.5f32; batch * 2 * 4096]);
+        let b = Projection::Varying { data: &bc, groups: 1 };
+        let args = SelectiveScan::new(shape, &[], &[], &a, b, b).return_last_state(true);
+        for threads in [1, 2, 4] {
+            let cpu = Cpu::new().with_threads(threads);
+            let got = cpu.selective_scan(&args).unwrap();
+            assert!(got.out.is_empty() && got.last_state == Some(vec![]), "{shape:?}, {threads} threads");
+            let grads = cpu.selective_scan_backward(&args, &[]).unwrap();
+            assert!(grads.du.is_empty(), "{shape:?}, {threads} threads");
+            assert!(grads.da.len() == dim * 2 && grads.da.iter().all(|&v| v == 0.0), "{shape:?}: dA");
+            assert!(grads.db.iter().all(|&v| v == 0.0) && grads.db.len() == bc.len(), "{shape:?}: dB");
+        }
+    }
+}
+
 /// Few rows on several threads are cut into chunks along L; with a state
 /// that barely decays, every chunk's result depends on its carried start.
 #[test]

@@ -9,16 +9,20 @@
 //! again from its checkpoint (the decays `a_t` and `a_t x_{t-1}` kept for
 //! the chunk), then the adjoint `g_t = C_t dy_t + a_{t+1} g_{t+1}` backwards
 //! from the carry, and every gradient term of the step. Two exponentials
-//! per (row, step, state), none stored beyond a chunk: memory is the
-//! checkpoints (L / 64 x N lanes) and the outputs.
+//! per (row, step, state), none stored beyond a chunk. Memory besides the
+//! outputs, per thread: a block's checkpoints (L / 64 x N lanes) and its
+//! sums of dB and dC (2 x N x L floats when B and C vary; for rows shorter
+//! than 2048 steps, those of the blocks claimed together, about 4096 steps
+//! in all), held until they are added. A block is one thread's work: the backward does not cut rows
+//! along L (the forward does), so 8 rows or fewer run on one thread.
 //!
 //! Gradients of one row (du, ddelta, dz, the initial state's) are written
 //! by its block. Gradients shared by rows (A and D and delta_bias over the
 //! batch, B and C over the channels of a group, or over the steps when
 //! fixed) are summed within a block in a fixed order (lanes by
 //! [`lanes::sum`]), and the blocks' sums are added into the totals in
-//! block order. So the gradients are bitwise the same for every number of
-//! threads, as well as from run to run.
+//! block order ([`map_fold_in_order`]). So the gradients are bitwise the
+//! same for every number of threads, as well as from run to run.
 
 use scan_core::selective::backward::{check_dout, SsmGrads};
 use scan_core::selective::{Projection, SelectiveScan, SsmShape};
@@ -26,7 +30,7 @@ use scan_core::Result;
 
 use super::block::{self, forward_chunk, Block, Lines, Produce, Rows, Steps, CHUNK};
 use super::lanes::{self, mul, mul_add, Lanes, LANES};
-use crate::parallel::for_each_part;
+use crate::parallel::map_fold_in_order;
 
 /// One block's share of the gradients that rows share.
 struct Shared {
@@ -103,12 +107,12 @@ pub(crate) fn backward(args: &SelectiveScan<'_>, dout: &[f32], threads: usize) -
     let (mut du, mut ddelta) = (vec![0.0f32; bdl], vec![0.0f32; bdl]);
     let mut dz = args.z.map(|_| vec![0.0f32; bdl]);
     let mut dx0 = args.initial_state.map(|_| vec![0.0f32; batch * dim * state]);
-    let mut da = vec![0.0f32; dim * state];
-    let (mut db, mut dc) = (vec![0.0f32; args.b.data().len()], vec![0.0f32; args.c.data().len()]);
-    let (mut dd, mut dbias) = (vec![0.0f32; dim], vec![0.0f32; dim]);
+    let da = vec![0.0f32; dim * state];
+    let (db, dc) = (vec![0.0f32; args.b.data().len()], vec![0.0f32; args.c.data().len()]);
+    let (dd, dbias) = (vec![0.0f32; dim], vec![0.0f32; dim]);
 
     let blocks = block::blocks(args);
-    let mut units: Vec<(Block, RowsOut<'_>, Option<Shared>)> = Vec::with_capacity(blocks.len());
+    let mut units: Vec<(Block, RowsOut<'_>)> = Vec::with_capacity(blocks.len());
     {
         let (mut du, mut ddelta) = (&mut du[..], &mut ddelta[..]);
         let (mut dz, mut dx0) = (dz.as_deref_mut(), dx0.as_deref_mut());
@@ -130,21 +134,23 @@ pub(crate) fn backward(args: &SelectiveScan<'_>, dout: &[f32], threads: usize) -
                 }
                 None => (None, None),
             };
-            units.push((block, RowsOut { du: du_here, ddelta: dd_here, dz: dz_here, dx0: x0_here }, None));
+            units.push((block, RowsOut { du: du_here, ddelta: dd_here, dz: dz_here, dx0: x0_here }));
             (du, ddelta, dz, dx0) = (du_rest, dd_rest, dz_rest, x0_rest);
         }
     }
-    // Waves of blocks bound the memory of their shared sums; the sums are
-    // added in block order whatever the wave, so the size of a wave changes
-    // nothing in the results.
-    for wave in units.chunks_mut(threads.max(1)) {
-        for_each_part(wave, threads, |part| {
-            for (block, out, shared) in part.iter_mut() {
-                *shared = Some(block_backward(args, dout, *block, out));
-            }
-        });
-        for (_, _, shared) in wave.iter_mut() {
-            let Some(s) = shared.take() else { unreachable!("every unit of the wave ran") };
+    // Blocks in order on the threads; their shared sums are added in block
+    // order as they come (a thread that finishes early waits for its turn),
+    // so the totals do not depend on the threads (nor on the claims' size).
+    let mut totals = (da, db, dc, dd, dbias);
+    // Claims of about 4096 steps of work (blocks of short rows together).
+    let per_claim = 4096 / len.max(1);
+    map_fold_in_order(
+        &mut units,
+        threads,
+        per_claim,
+        &mut totals,
+        |(block, out)| block_backward(args, dout, *block, out),
+        |(da, db, dc, dd, dbias), s| {
             let Block { d0, rows, .. } = s.block;
             for j in 0..rows {
                 for n in 0..state {
@@ -153,10 +159,11 @@ pub(crate) fn backward(args: &SelectiveScan<'_>, dout: &[f32], threads: usize) -
                 dd[d0 + j] += s.dd[j];
                 dbias[d0 + j] += s.dbias[j];
             }
-            s.db.add_into(&mut db, args.b, s.block, shape);
-            s.dc.add_into(&mut dc, args.c, s.block, shape);
-        }
-    }
+            s.db.add_into(db, args.b, s.block, shape);
+            s.dc.add_into(dc, args.c, s.block, shape);
+        },
+    );
+    let (da, db, dc, dd, dbias) = totals;
     Ok(SsmGrads {
         du,
         ddelta,

@@ -38,9 +38,11 @@ pub(crate) fn mul_add(a: Lanes, b: Lanes, c: Lanes) -> Lanes {
 /// `2^x` per lane, to about 2 units in the last place: `x = i + f` with `i`
 /// the nearest integer and `|f| <= 1/2`, `2^f` by its Taylor polynomial of
 /// degree 7 (remainder under 6e-9 relative), `2^i` put in the exponent. `x`
-/// is clamped to [-126, 127] first (below, `2^-126` stands for the
-/// underflowed values: the selective scan's decays multiply states, where
-/// 1.2e-38 and 0 are the same); NaN stays NaN.
+/// is clamped to [-126, 128] first: below, `2^-126` stands for the
+/// underflowed values (the selective scan's decays multiply states, where
+/// 1.2e-38 and 0 are the same); from 127.5 up, `i = 128` is the exponent of
+/// infinity (so the overflow comes a little early, within a factor of
+/// `sqrt(2)` of `f32::MAX`). NaN stays NaN.
 #[inline(always)]
 pub(crate) fn exp2(x: Lanes) -> Lanes {
     // 1.5 * 2^23: adding and subtracting it rounds to the nearest integer
@@ -53,7 +55,7 @@ pub(crate) fn exp2(x: Lanes) -> Lanes {
         // Comparisons, not f32::max/min: those would turn NaN into the bound.
         let x = x[j];
         let x = if x < -126.0 { -126.0 } else { x };
-        let x = if x > 127.0 { 127.0 } else { x };
+        let x = if x > 128.0 { 128.0 } else { x };
         let shifted = x + ROUND;
         let i = shifted - ROUND;
         let f = x - i;
@@ -141,6 +143,10 @@ mod tests {
         assert!(worst <= 2.0, "worst error {worst} ulps");
         assert_eq!(exp2(splat(0.0)), splat(1.0));
         assert_eq!(exp2(splat(-1000.0))[0], 2f32.powi(-126));
+        assert_eq!(exp2(splat(127.0))[0], 2f32.powi(127));
+        assert!(exp2(splat(127.4))[0].is_finite());
+        assert_eq!(exp2(splat(200.0))[0], f32::INFINITY);
+        assert_eq!(exp2(splat(f32::INFINITY))[0], f32::INFINITY);
         assert!(exp2(splat(f32::NAN))[0].is_nan());
     }
 

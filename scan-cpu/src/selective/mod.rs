@@ -156,9 +156,10 @@ impl Cpu {
     /// exactly as they are read. Shapes are checked first: a wrong one is an
     /// [`Error::WrongShape`](scan_core::Error::WrongShape) naming the argument.
     /// The outputs are bitwise the same for every number of threads
-    /// whenever there are at least as many blocks of 8 rows as threads or
-    /// rows are shorter than 2048 steps; fewer, longer rows are cut into a
-    /// range per thread, and the last bits follow that grouping.
+    /// whenever there are at least as many blocks as threads (a block is up
+    /// to 8 consecutive rows of one batch and one group of B and C) or rows
+    /// are shorter than 2048 steps; fewer, longer rows are cut into a range
+    /// per thread, and the last bits follow that grouping.
     ///
     /// ```
     /// use scan_core::selective::{Projection, SelectiveScan, SsmShape};
@@ -185,7 +186,7 @@ impl Cpu {
                 let at = block.row0(dim) * state;
                 last[at..at + block.rows * state].copy_from_slice(&initial(args, *block));
             }
-        } else if blocks.len() >= threads || len < 2 * MIN_RANGE {
+        } else if blocks.is_empty() || blocks.len() >= threads || len < 2 * MIN_RANGE {
             let mut units: Vec<(Block, &mut [f32], &mut [f32])> = Vec::with_capacity(blocks.len());
             let (mut out_rest, mut last_rest) = (&mut out[..], &mut last[..]);
             for &block in &blocks {
@@ -213,11 +214,11 @@ impl Cpu {
     /// see [`scan_core::selective::backward`]): given `dout` = dL/d`out`,
     /// the gradients of every argument, the optional ones where the argument
     /// is given. In f32, eight rows at a time as the forward, each block of
-    /// rows recomputing its states from checkpoints every 64 steps (never the
-    /// whole (batch, dim, L, N)); the gradients shared by rows (A, B, C, D,
-    /// delta_bias) are summed per block and then in block order, so they are
-    /// bitwise the same for every number of threads. Within mamba_ssm's
-    /// tolerances of the f64 reference
+    /// rows (one thread's work) recomputing its states from checkpoints every
+    /// 64 steps (never the whole (batch, dim, L, N)); the gradients shared by
+    /// rows (A, B, C, D, delta_bias) are summed per block and then in block
+    /// order, so they are bitwise the same for every number of threads.
+    /// Within mamba_ssm's tolerances of the f64 reference
     /// ([`reference_backward`](scan_core::selective::backward::reference_backward)).
     ///
     /// ```
