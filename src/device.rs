@@ -9,7 +9,7 @@ use scan_core::maps::CudaMaps;
 use scan_core::selective::backward::SsmGrads;
 use scan_core::selective::{SelectiveScan, SsmInput, SsmOutput};
 use scan_core::{CudaOp, CudaSource, Error, Result, Scan, ScanOp, ScanSpec};
-use scan_cpu::Cpu;
+use scan_cpu::{Cpu, SelectiveCheckpoints};
 use scan_cuda::cudarc::driver::CudaContext;
 use scan_cuda::{Cuda, DeviceSelectiveScan, HostInputs, SelectiveSaved};
 
@@ -44,11 +44,15 @@ enum Backend {
 /// What [`Device::selective_scan_for_training`] keeps for
 /// [`Device::selective_scan_backward_saved`]: the arguments (borrowed), and
 /// on a GPU their device copy and the states the forward saved (see
-/// `scan::cuda::SelectiveSaved`; about twice `u`'s size at 16 states).
+/// `scan::cuda::SelectiveSaved`; about twice `u`'s size at 16 states), on
+/// the CPU the states before every 64 steps
+/// ([`SelectiveCheckpoints`](crate::SelectiveCheckpoints); 1/64 of the
+/// (batch, dim, L, N) states).
 #[derive(Debug)]
 pub struct SavedForward<'a> {
     args: SelectiveScan<'a>,
     on_device: Option<Box<OnDevice>>,
+    on_cpu: Option<SelectiveCheckpoints>,
 }
 
 /// A saved forward's device side: the arguments' copy, the saved states,
@@ -61,10 +65,11 @@ struct OnDevice {
 }
 
 impl SavedForward<'_> {
-    /// Whether the GPU saved states that the backward will reuse (false on
-    /// the CPU, and where the backward recomputes them anyway).
+    /// Whether the forward saved states that the backward will reuse
+    /// (false where the backward computes them itself).
     pub fn holds_states(&self) -> bool {
         self.on_device.as_ref().is_some_and(|kept| kept.saved.holds_states())
+            || self.on_cpu.as_ref().is_some_and(SelectiveCheckpoints::holds_states)
     }
 }
 
@@ -381,10 +386,14 @@ impl Device {
                 let saved = cuda.run_selective_saving(&mut inputs)?;
                 let out = inputs.download()?;
                 let on_device = OnDevice { inputs, saved, context: cuda.context().clone() };
-                return Ok((out, SavedForward { args: *args, on_device: Some(Box::new(on_device)) }));
+                return Ok((out, SavedForward { args: *args, on_device: Some(Box::new(on_device)), on_cpu: None }));
             }
         }
-        Ok((self.selective_scan(args)?, SavedForward { args: *args, on_device: None }))
+        if let Backend::Cpu(cpu) = &self.backend {
+            let (out, kept) = cpu.selective_scan_saving(args)?;
+            return Ok((out, SavedForward { args: *args, on_device: None, on_cpu: Some(kept) }));
+        }
+        Ok((self.selective_scan(args)?, SavedForward { args: *args, on_device: None, on_cpu: None }))
     }
 
     /// The backward of a training step after
@@ -396,13 +405,14 @@ impl Device {
     /// [`Error::WrongShape`](crate::Error::WrongShape) for `dout`, and those
     /// of the backward on this device.
     pub fn selective_scan_backward_saved(&self, saved: &SavedForward<'_>, dout: &[f32]) -> Result<SsmGrads> {
-        match (&self.backend, &saved.on_device) {
+        match (&self.backend, &saved.on_device, &saved.on_cpu) {
             // Device memory of this executor's context only.
-            (Backend::Cuda(cuda), Some(kept)) if Arc::ptr_eq(&kept.context, cuda.context()) => {
+            (Backend::Cuda(cuda), Some(kept), _) if Arc::ptr_eq(&kept.context, cuda.context()) => {
                 // (The backward checks dout's length against the shape.)
                 let dout = cuda.upload(dout)?;
                 cuda.run_selective_backward_saved(&kept.inputs, &dout, &kept.saved)?.download()
             }
+            (Backend::Cpu(cpu), _, Some(kept)) => cpu.selective_scan_backward_saved(&saved.args, kept, dout),
             _ => self.selective_scan_backward(&saved.args, dout),
         }
     }

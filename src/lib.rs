@@ -129,7 +129,7 @@ pub use scan_core::{
     backward, blelloch, maps, ops, reference, selective, CudaOp, CudaSource, Direction, Error, Kind, Result, Scan,
     ScanOp, ScanSpec,
 };
-pub use scan_cpu::{Algorithm, Cpu};
+pub use scan_cpu::{Algorithm, Cpu, SelectiveCheckpoints};
 /// The CUDA backend crate (its `cudarc` re-export included).
 pub use scan_cuda as cuda;
 pub use scan_cuda::{CompileStats, Cuda, DeviceBuffer};

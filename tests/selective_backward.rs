@@ -538,21 +538,61 @@ fn large_states_go_to_the_cpu_and_bad_calls_are_errors_on_the_gpu() {
     assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == "dout"), "{err}");
 }
 
+/// `Cpu::selective_scan_saving` keeps each block's states before every 64
+/// steps and `selective_scan_backward_saved` starts from them: outputs and
+/// gradients bit for bit those of the plain calls, on rows around the
+/// chunks, every option, several thread counts; where the forward cuts few
+/// long rows into ranges nothing is kept and the gradients are the same
+/// still; states kept for another shape are an error naming `saved`.
+#[test]
+fn the_cpus_saved_states_give_the_backwards_gradients_bit_for_bit() {
+    let mut rng = Rng::fresh("selective saved cpu");
+    // (batch, dim, L, N, groups, threads, states kept)
+    let cases = [
+        (2, 12, 130, 3, 3, 1, true),
+        (1, 20, 64, 5, 2, 3, true),
+        (2, 9, 1, 2, 1, 2, true),
+        (1, 2, 4097, 4, 1, 1, true),
+        (1, 2, 4097, 4, 1, 4, false),
+    ];
+    for (batch, dim, len, state, groups, threads, kept) in cases {
+        let shape = SsmShape { batch, dim, len, state };
+        let cpu = Cpu::new().with_threads(threads);
+        for options in [0u32, 15, 16, 32, 63] {
+            let o = owned(&mut rng, shape, groups, options);
+            let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
+            let a = args(&o, options).return_last_state(true);
+            let (out, saved) = cpu.selective_scan_saving(&a).unwrap();
+            let case = format!("{shape:?}, {threads} threads, options {options:#b}");
+            assert_eq!(out, cpu.selective_scan(&a).unwrap(), "{case}: outputs");
+            assert_eq!(saved.holds_states(), kept, "{case}: states kept");
+            let grads = cpu.selective_scan_backward_saved(&a, &saved, &w).unwrap();
+            assert_eq!(grads, cpu.selective_scan_backward(&a, &w).unwrap(), "{case}: gradients");
+        }
+    }
+    let o = owned(&mut rng, SsmShape { batch: 1, dim: 3, len: 10, state: 2 }, 1, 0);
+    let (_, saved) = Cpu::new().selective_scan_saving(&args(&o, 0)).unwrap();
+    let other = owned(&mut rng, SsmShape { batch: 1, dim: 3, len: 11, state: 2 }, 1, 0);
+    let err = Cpu::new().selective_scan_backward_saved(&args(&other, 0), &saved, &[0.0; 33]).unwrap_err();
+    assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == "saved"), "{err}");
+}
+
 /// `Device`'s training pair on the CPU: the forward is `selective_scan`'s,
-/// nothing is saved, and the backward is `selective_scan_backward`'s, bit
-/// for bit, for every option; a wrong `dout` is an error naming it.
+/// the states before every 64 steps are kept, and the backward from them is
+/// `selective_scan_backward`'s, bit for bit, for every option; a wrong
+/// `dout` is an error naming it.
 #[test]
 fn the_devices_training_pair_on_the_cpu_is_its_forward_and_backward() {
     let device = scan::Device::cpu();
     let mut rng = Rng::fresh("selective training pair cpu");
-    let shape = SsmShape { batch: 2, dim: 3, len: 17, state: 4 };
+    let shape = SsmShape { batch: 2, dim: 3, len: 130, state: 4 };
     for options in [0u32, 15, 16, 32, 63] {
         let o = owned(&mut rng, shape, 1, options);
-        let w = rng.vec(2 * 3 * 17, |r| r.range_f64(-1.0, 1.0) as f32);
+        let w = rng.vec(2 * 3 * 130, |r| r.range_f64(-1.0, 1.0) as f32);
         let a = args(&o, options);
         let (out, saved) = device.selective_scan_for_training(&a).unwrap();
         assert_eq!(out, device.selective_scan(&a).unwrap(), "options {options:#b}");
-        assert!(!saved.holds_states());
+        assert!(saved.holds_states());
         let grads = device.selective_scan_backward_saved(&saved, &w).unwrap();
         assert_eq!(grads, device.selective_scan_backward(&a, &w).unwrap(), "options {options:#b}");
         let err = device.selective_scan_backward_saved(&saved, &w[1..]).unwrap_err();

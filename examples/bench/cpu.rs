@@ -339,7 +339,8 @@ fn selective_scan(reps: usize) -> Result<Vec<Row>, String> {
 
 /// The selective scan's backward on the same arguments: this executor on
 /// all threads and on one (time, and its ratio to the forward on as many
-/// threads), against the f64 reference backward (the x sequential column).
+/// threads), plain and from the states a `selective_scan_saving` forward
+/// kept, against the f64 reference backward (the x sequential column).
 /// GB/s count what the forward reads plus dout read and du, ddelta, dz
 /// written.
 fn selective_backward(
@@ -369,22 +370,31 @@ fn selective_backward(
                 return Err(format!("{name}: {what}[{i}] = {}, the reference {}", x[i], y[i]));
             }
         }
-        let mut run = || {
+        let (_, saved) = cpu.selective_scan_saving(args).map_err(err)?;
+        if cpu.selective_scan_backward_saved(args, &saved, &dout).map_err(err)? != got {
+            return Err(format!("{name}: the backward from the saved states differs from the plain one"));
+        }
+        let mut plain = || {
             let _ = cpu.selective_scan_backward(args, &dout);
         };
-        let time = median_times(reps, &mut [&mut run])[0];
-        rows.push(Row {
-            case: name.into(),
-            method: format!(
-                "Cpu::selective_scan_backward ({} threads, {:.1} ms, {:.2}x the forward)",
-                cpu.threads(),
-                time.as_secs_f64() * 1e3,
-                time.as_secs_f64() / forward.as_secs_f64()
-            ),
-            gbps: bytes / time.as_secs_f64() / 1e9,
-            vs_copy: f64::NAN,
-            vs_sequential: reference_time.as_secs_f64() / time.as_secs_f64(),
-        });
+        let mut from_saved = || {
+            let _ = cpu.selective_scan_backward_saved(args, &saved, &dout);
+        };
+        let times = median_times(reps, &mut [&mut plain, &mut from_saved]);
+        for (time, how) in times.into_iter().zip(["selective_scan_backward", "selective_scan_backward_saved"]) {
+            rows.push(Row {
+                case: name.into(),
+                method: format!(
+                    "Cpu::{how} ({} threads, {:.1} ms, {:.2}x the forward)",
+                    cpu.threads(),
+                    time.as_secs_f64() * 1e3,
+                    time.as_secs_f64() / forward.as_secs_f64()
+                ),
+                gbps: bytes / time.as_secs_f64() / 1e9,
+                vs_copy: f64::NAN,
+                vs_sequential: reference_time.as_secs_f64() / time.as_secs_f64(),
+            });
+        }
     }
     rows.push(Row {
         case: name.into(),

@@ -40,4 +40,5 @@ mod tiled;
 
 pub use blelloch::BLOCK_LEN as BLELLOCH_BLOCK_LEN;
 pub use cpu::{Algorithm, Cpu};
+pub use selective::SelectiveCheckpoints;
 pub use tiled::{tile_len, STREAM_MIN_BYTES};

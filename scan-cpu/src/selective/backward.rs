@@ -99,7 +99,14 @@ struct RowsOut<'a> {
 }
 
 /// The backward pass (see the module docs) on `threads` threads.
-pub(crate) fn backward(args: &SelectiveScan<'_>, dout: &[f32], threads: usize) -> Result<SsmGrads> {
+/// With `kept`, each block's states before every chunk, from the forward
+/// (`Cpu::selective_scan_saving`): the first pass is skipped.
+pub(crate) fn backward(
+    args: &SelectiveScan<'_>,
+    dout: &[f32],
+    threads: usize,
+    kept: Option<&[Vec<Lanes>]>,
+) -> Result<SsmGrads> {
     check_dout(args, dout)?;
     let shape = args.shape;
     let SsmShape { batch, dim, len, state } = shape;
@@ -112,11 +119,11 @@ pub(crate) fn backward(args: &SelectiveScan<'_>, dout: &[f32], threads: usize) -
     let (dd, dbias) = (vec![0.0f32; dim], vec![0.0f32; dim]);
 
     let blocks = block::blocks(args);
-    let mut units: Vec<(Block, RowsOut<'_>)> = Vec::with_capacity(blocks.len());
+    let mut units: Vec<(Block, RowsOut<'_>, Option<&[Lanes]>)> = Vec::with_capacity(blocks.len());
     {
         let (mut du, mut ddelta) = (&mut du[..], &mut ddelta[..]);
         let (mut dz, mut dx0) = (dz.as_deref_mut(), dx0.as_deref_mut());
-        for &block in &blocks {
+        for (i, &block) in blocks.iter().enumerate() {
             let (rows_len, rows_state) = (block.rows * len, block.rows * state);
             let (du_here, du_rest) = std::mem::take(&mut du).split_at_mut(rows_len);
             let (dd_here, dd_rest) = std::mem::take(&mut ddelta).split_at_mut(rows_len);
@@ -134,7 +141,8 @@ pub(crate) fn backward(args: &SelectiveScan<'_>, dout: &[f32], threads: usize) -
                 }
                 None => (None, None),
             };
-            units.push((block, RowsOut { du: du_here, ddelta: dd_here, dz: dz_here, dx0: x0_here }));
+            let checkpoints = kept.map(|k| &k[i][..]);
+            units.push((block, RowsOut { du: du_here, ddelta: dd_here, dz: dz_here, dx0: x0_here }, checkpoints));
             (du, ddelta, dz, dx0) = (du_rest, dd_rest, dz_rest, x0_rest);
         }
     }
@@ -149,7 +157,7 @@ pub(crate) fn backward(args: &SelectiveScan<'_>, dout: &[f32], threads: usize) -
         threads,
         per_claim,
         &mut totals,
-        |(block, out)| block_backward(args, dout, *block, out),
+        |(block, out, checkpoints)| block_backward(args, dout, *block, out, *checkpoints),
         |(da, db, dc, dd, dbias), s| {
             let Block { d0, rows, .. } = s.block;
             for j in 0..rows {
@@ -177,20 +185,32 @@ pub(crate) fn backward(args: &SelectiveScan<'_>, dout: &[f32], threads: usize) -
     })
 }
 
-fn block_backward(args: &SelectiveScan<'_>, dout: &[f32], block: Block, out: &mut RowsOut<'_>) -> Shared {
+fn block_backward(
+    args: &SelectiveScan<'_>,
+    dout: &[f32],
+    block: Block,
+    out: &mut RowsOut<'_>,
+    kept: Option<&[Lanes]>,
+) -> Shared {
     #[cfg(target_arch = "x86_64")]
     if super::avx2() {
         // SAFETY: the CPU has AVX2.
-        return unsafe { block_backward_avx2(args, dout, block, out) };
+        return unsafe { block_backward_avx2(args, dout, block, out, kept) };
     }
-    block_backward_portable(args, dout, block, out)
+    block_backward_portable(args, dout, block, out, kept)
 }
 
 /// [`block_backward`] compiled for AVX2 (as `super::run_avx2`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn block_backward_avx2(args: &SelectiveScan<'_>, dout: &[f32], block: Block, out: &mut RowsOut<'_>) -> Shared {
-    block_backward_portable(args, dout, block, out)
+unsafe fn block_backward_avx2(
+    args: &SelectiveScan<'_>,
+    dout: &[f32],
+    block: Block,
+    out: &mut RowsOut<'_>,
+    kept: Option<&[Lanes]>,
+) -> Shared {
+    block_backward_portable(args, dout, block, out, kept)
 }
 
 /// Per-step lanes of a chunk in the backward, besides [`Steps`].
@@ -210,7 +230,13 @@ struct Chunk {
 }
 
 #[inline(always)]
-fn block_backward_portable(args: &SelectiveScan<'_>, dout: &[f32], block: Block, out: &mut RowsOut<'_>) -> Shared {
+fn block_backward_portable(
+    args: &SelectiveScan<'_>,
+    dout: &[f32],
+    block: Block,
+    out: &mut RowsOut<'_>,
+    kept: Option<&[Lanes]>,
+) -> Shared {
     let SsmShape { dim, len, state, .. } = args.shape;
     let rows = Rows::new(args, block);
     let a_lanes: Vec<Lanes> = (0..state)
@@ -220,15 +246,23 @@ fn block_backward_portable(args: &SelectiveScan<'_>, dout: &[f32], block: Block,
     let mut lines = Lines::new();
     let chunks: Vec<std::ops::Range<usize>> = (0..len).step_by(CHUNK).map(|s| s..(s + CHUNK).min(len)).collect();
 
-    // (1) The states before every chunk.
-    let initial = super::initial(args, block);
-    let mut x = rows.states_to_lanes(state, &initial);
-    let mut checkpoints: Vec<Lanes> = Vec::with_capacity(chunks.len() * state);
-    for range in &chunks {
-        checkpoints.extend_from_slice(&x);
-        steps.load(args, &rows, range.clone());
-        forward_chunk(args, &rows, &steps, &mut lines, &mut x, Produce::States);
-    }
+    // (1) The states before every chunk, unless the forward kept them.
+    let computed: Vec<Lanes>;
+    let checkpoints = match kept {
+        Some(kept) => kept,
+        None => {
+            let initial = super::initial(args, block);
+            let mut x = rows.states_to_lanes(state, &initial);
+            let mut states = Vec::with_capacity(chunks.len() * state);
+            for range in &chunks {
+                states.extend_from_slice(&x);
+                steps.load(args, &rows, range.clone());
+                forward_chunk(args, &rows, &steps, &mut lines, &mut x, Produce::States);
+            }
+            computed = states;
+            &computed[..]
+        }
+    };
 
     // (2) The chunks backwards.
     let v = || vec![[0.0f32; LANES]; CHUNK];

@@ -149,6 +149,83 @@ fn lanes_to_states(x: &[Lanes], rows: usize, to: &mut [f32]) {
     }
 }
 
+/// The states a CPU forward kept for the backward
+/// ([`Cpu::selective_scan_saving`]): each block's states before every 64
+/// steps, for [`Cpu::selective_scan_backward_saved`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct SelectiveCheckpoints {
+    shape: SsmShape,
+    blocks: Vec<Block>,
+    /// Per block, in order; empty where the forward kept nothing.
+    states: Vec<Vec<Lanes>>,
+}
+
+impl SelectiveCheckpoints {
+    /// Whether states were kept (not where the forward cut rows into
+    /// ranges); without them the backward computes them itself.
+    pub fn holds_states(&self) -> bool {
+        !self.states.is_empty() || self.blocks.is_empty()
+    }
+}
+
+/// The forward on `threads` threads; with `save`, each block's states
+/// before every chunk where it runs whole blocks (`None` otherwise).
+#[allow(clippy::type_complexity)]
+fn forward<T: SsmInput>(
+    args: &SelectiveScan<'_, T>,
+    threads: usize,
+    save: bool,
+) -> Result<(SsmOutput, Option<Vec<Vec<Lanes>>>)> {
+    args.validate()?;
+    let SsmShape { batch, dim, len, state } = args.shape;
+    let rows = batch * dim;
+    let mut out = vec![0.0f32; rows * len];
+    let mut last = vec![0.0f32; rows * state];
+    let blocks = block::blocks(args);
+    let mut saved = None;
+    if len == 0 {
+        // No steps: the last state is the initial one.
+        for block in &blocks {
+            let at = block.row0(dim) * state;
+            last[at..at + block.rows * state].copy_from_slice(&initial(args, *block));
+        }
+        saved = save.then(|| vec![Vec::new(); blocks.len()]);
+    } else if blocks.is_empty() || blocks.len() >= threads || len < 2 * MIN_RANGE {
+        let mut units: Vec<(Block, &mut [f32], &mut [f32], Vec<Lanes>)> = Vec::with_capacity(blocks.len());
+        let (mut out_rest, mut last_rest) = (&mut out[..], &mut last[..]);
+        for &block in &blocks {
+            let (o, o_tail) = out_rest.split_at_mut(block.rows * len);
+            let (l, l_tail) = last_rest.split_at_mut(block.rows * state);
+            units.push((block, o, l, Vec::new()));
+            (out_rest, last_rest) = (o_tail, l_tail);
+        }
+        for_each_part(&mut units, threads, |part| {
+            for (block, o, l, kept) in part.iter_mut() {
+                let rows = Rows::new(args, *block);
+                let mut x = rows.states_to_lanes(state, &initial(args, *block));
+                let mut outs: Vec<&mut [f32]> = o.chunks_mut(len).collect();
+                if save {
+                    // A chunk at a time, keeping the states before each
+                    // (the chunks of the backward's first pass).
+                    for start in (0..len).step_by(CHUNK) {
+                        let chunk = start..(start + CHUNK).min(len);
+                        kept.extend_from_slice(&x);
+                        let mut parts: Vec<&mut [f32]> = outs.iter_mut().map(|o| &mut o[chunk.clone()]).collect();
+                        run(args, &rows, chunk, &mut x, Some(&mut parts), None);
+                    }
+                } else {
+                    run(args, &rows, 0..len, &mut x, Some(&mut outs), None);
+                }
+                lanes_to_states(&x, block.rows, l);
+            }
+        });
+        saved = save.then(|| units.into_iter().map(|u| u.3).collect());
+    } else {
+        ranged(args, &blocks, threads, &mut out, &mut last);
+    }
+    Ok((SsmOutput { out, last_state: args.return_last_state.then_some(last) }, saved))
+}
+
 impl Cpu {
     /// The selective scan of Mamba (mamba_ssm's `selective_scan_fn`; see
     /// [`scan_core::selective`] for the definition and layouts), in f32 on
@@ -173,41 +250,33 @@ impl Cpu {
     /// # Ok::<(), scan_core::Error>(())
     /// ```
     pub fn selective_scan<T: SsmInput>(&self, args: &SelectiveScan<'_, T>) -> Result<SsmOutput> {
-        args.validate()?;
-        let SsmShape { batch, dim, len, state } = args.shape;
-        let rows = batch * dim;
-        let mut out = vec![0.0f32; rows * len];
-        let mut last = vec![0.0f32; rows * state];
-        let threads = self.threads();
+        Ok(forward(args, self.threads(), false)?.0)
+    }
+
+    /// [`Cpu::selective_scan`], also keeping what
+    /// [`Cpu::selective_scan_backward_saved`] needs to skip the backward's
+    /// first pass: each block's states before every 64 steps (1/64 of the
+    /// (batch, dim, L, N) states). The outputs are `selective_scan`'s, bit for
+    /// bit. Where the forward cuts rows into ranges (few rows on many threads)
+    /// nothing is kept ([`SelectiveCheckpoints::holds_states`] is false) and
+    /// the backward computes the states itself.
+    ///
+    /// ```
+    /// use scan_core::selective::{Projection, SelectiveScan, SsmShape};
+    /// let cpu = scan_cpu::Cpu::new();
+    /// let shape = SsmShape { batch: 1, dim: 1, len: 1, state: 1 };
+    /// let one = Projection::Fixed(&[1.0]);
+    /// let args = SelectiveScan::new(shape, &[2.0], &[0.5], &[-1.0], one, one);
+    /// let (forward, saved) = cpu.selective_scan_saving(&args)?;
+    /// assert_eq!(forward.out, [1.0]);
+    /// let grads = cpu.selective_scan_backward_saved(&args, &saved, &[1.0])?;
+    /// assert_eq!(grads, cpu.selective_scan_backward(&args, &[1.0])?);
+    /// # Ok::<(), scan_core::Error>(())
+    /// ```
+    pub fn selective_scan_saving(&self, args: &SelectiveScan<'_>) -> Result<(SsmOutput, SelectiveCheckpoints)> {
+        let (out, states) = forward(args, self.threads(), true)?;
         let blocks = block::blocks(args);
-        if len == 0 {
-            // No steps: the last state is the initial one.
-            for block in &blocks {
-                let at = block.row0(dim) * state;
-                last[at..at + block.rows * state].copy_from_slice(&initial(args, *block));
-            }
-        } else if blocks.is_empty() || blocks.len() >= threads || len < 2 * MIN_RANGE {
-            let mut units: Vec<(Block, &mut [f32], &mut [f32])> = Vec::with_capacity(blocks.len());
-            let (mut out_rest, mut last_rest) = (&mut out[..], &mut last[..]);
-            for &block in &blocks {
-                let (o, o_tail) = out_rest.split_at_mut(block.rows * len);
-                let (l, l_tail) = last_rest.split_at_mut(block.rows * state);
-                units.push((block, o, l));
-                (out_rest, last_rest) = (o_tail, l_tail);
-            }
-            for_each_part(&mut units, threads, |part| {
-                for (block, o, l) in part.iter_mut() {
-                    let rows = Rows::new(args, *block);
-                    let mut x = rows.states_to_lanes(state, &initial(args, *block));
-                    let mut outs: Vec<&mut [f32]> = o.chunks_mut(len).collect();
-                    run(args, &rows, 0..len, &mut x, Some(&mut outs), None);
-                    lanes_to_states(&x, block.rows, l);
-                }
-            });
-        } else {
-            ranged(args, &blocks, threads, &mut out, &mut last);
-        }
-        Ok(SsmOutput { out, last_state: args.return_last_state.then_some(last) })
+        Ok((out, SelectiveCheckpoints { shape: args.shape, blocks, states: states.unwrap_or_default() }))
     }
 
     /// The selective scan's backward pass (mamba_ssm's `selective_scan_bwd`;
@@ -232,7 +301,32 @@ impl Cpu {
     /// # Ok::<(), scan_core::Error>(())
     /// ```
     pub fn selective_scan_backward(&self, args: &SelectiveScan<'_>, dout: &[f32]) -> Result<SsmGrads> {
-        backward::backward(args, dout, self.threads())
+        backward::backward(args, dout, self.threads(), None)
+    }
+
+    /// [`Cpu::selective_scan_backward`] from the states that
+    /// [`Cpu::selective_scan_saving`] kept for the same `args` (the
+    /// backward's first pass skipped): the same gradients, bit for bit.
+    /// Errors: those of `selective_scan_backward`, and
+    /// [`Error::WrongShape`](scan_core::Error::WrongShape) naming `saved`
+    /// when it was kept for arguments of another shape or grouping.
+    pub fn selective_scan_backward_saved(
+        &self,
+        args: &SelectiveScan<'_>,
+        saved: &SelectiveCheckpoints,
+        dout: &[f32],
+    ) -> Result<SsmGrads> {
+        args.validate()?;
+        let blocks = block::blocks(args);
+        if saved.shape != args.shape || saved.blocks != blocks {
+            return Err(scan_core::Error::WrongShape {
+                argument: "saved".into(),
+                expected: format!("states kept by a forward of shape {:?} in {} blocks", args.shape, blocks.len()),
+                found: format!("states of shape {:?} in {} blocks", saved.shape, saved.blocks.len()),
+            });
+        }
+        let kept = (!saved.states.is_empty()).then_some(&saved.states[..]);
+        backward::backward(args, dout, self.threads(), kept)
     }
 }
 
