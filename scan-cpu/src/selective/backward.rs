@@ -125,25 +125,11 @@ pub(crate) fn backward(
         let (mut dz, mut dx0) = (dz.as_deref_mut(), dx0.as_deref_mut());
         for (i, &block) in blocks.iter().enumerate() {
             let (rows_len, rows_state) = (block.rows * len, block.rows * state);
-            let (du_here, du_rest) = std::mem::take(&mut du).split_at_mut(rows_len);
-            let (dd_here, dd_rest) = std::mem::take(&mut ddelta).split_at_mut(rows_len);
-            let (dz_here, dz_rest) = match dz.take() {
-                Some(v) => {
-                    let (h, r) = v.split_at_mut(rows_len);
-                    (Some(h), Some(r))
-                }
-                None => (None, None),
-            };
-            let (x0_here, x0_rest) = match dx0.take() {
-                Some(v) => {
-                    let (h, r) = v.split_at_mut(rows_state);
-                    (Some(h), Some(r))
-                }
-                None => (None, None),
-            };
+            let (du_here, dd_here) = (super::split_front(&mut du, rows_len), super::split_front(&mut ddelta, rows_len));
+            let dz_here = dz.as_mut().map(|v| super::split_front(v, rows_len));
+            let x0_here = dx0.as_mut().map(|v| super::split_front(v, rows_state));
             let checkpoints = kept.map(|k| &k[i][..]);
             units.push((block, RowsOut { du: du_here, ddelta: dd_here, dz: dz_here, dx0: x0_here }, checkpoints));
-            (du, ddelta, dz, dx0) = (du_rest, dd_rest, dz_rest, x0_rest);
         }
     }
     // Blocks in order on the threads; their shared sums are added in block

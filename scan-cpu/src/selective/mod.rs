@@ -139,6 +139,13 @@ fn initial<T: SsmInput>(args: &SelectiveScan<'_, T>, block: Block) -> Vec<f32> {
     args.initial_state.map_or_else(|| vec![0.0; block.rows * n], |s| s[at..at + block.rows * n].to_vec())
 }
 
+/// The first `n` values of `rest`, leaving the others in it.
+pub(super) fn split_front<'a>(rest: &mut &'a mut [f32], n: usize) -> &'a mut [f32] {
+    let (head, tail) = std::mem::take(rest).split_at_mut(n);
+    *rest = tail;
+    head
+}
+
 /// Writes lanes per state index back as the block's rows' states.
 fn lanes_to_states(x: &[Lanes], rows: usize, to: &mut [f32]) {
     let state = x.len();
@@ -194,10 +201,9 @@ fn forward<T: SsmInput>(
         let mut units: Vec<(Block, &mut [f32], &mut [f32], Vec<Lanes>)> = Vec::with_capacity(blocks.len());
         let (mut out_rest, mut last_rest) = (&mut out[..], &mut last[..]);
         for &block in &blocks {
-            let (o, o_tail) = out_rest.split_at_mut(block.rows * len);
-            let (l, l_tail) = last_rest.split_at_mut(block.rows * state);
+            let (o, l) =
+                (split_front(&mut out_rest, block.rows * len), split_front(&mut last_rest, block.rows * state));
             units.push((block, o, l, Vec::new()));
-            (out_rest, last_rest) = (o_tail, l_tail);
         }
         for_each_part(&mut units, threads, |part| {
             for (block, o, l, kept) in part.iter_mut() {
