@@ -8,6 +8,7 @@ namespace scan {
 // 2^x by the SFU alone (ex2.approx: relative error about 2^-22, far inside
 // the tolerances of an f32 selective scan; exp2f adds range handling around
 // it that costs more instructions than the recurrence itself).
+#ifndef SCAN_HOST_EMULATION
 __device__ __forceinline__ float ssm_exp2(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
@@ -25,6 +26,12 @@ __device__ __forceinline__ float ssm_reciprocal(float x) {
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
+#else
+// The host emulation (scan-cuda/emulator) has no SFU: the libm functions.
+inline float ssm_exp2(float x) { return exp2f(x); }
+inline float ssm_log2(float x) { return log2f(x); }
+inline float ssm_reciprocal(float x) { return 1.0f / x; }
+#endif
 
 // log2(e): exponentials are ex2 of x log2(e).
 constexpr float SSM_LOG2E = 1.4426950408889634f;

@@ -78,11 +78,15 @@ __device__ __forceinline__ int ssm_bc_at(int step, int i) {
 // less (the host passes sizeof(Shared); a smaller launch must not corrupt).
 template <typename Shared>
 __device__ __forceinline__ Shared& ssm_dynamic_shared() {
+#ifndef SCAN_HOST_EMULATION
     extern __shared__ __align__(16) unsigned char ssm_dynamic[];
     unsigned dynamic_bytes;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_bytes));
     if (dynamic_bytes < sizeof(Shared)) __trap();
     return *reinterpret_cast<Shared*>(ssm_dynamic);
+#else
+    return *static_cast<Shared*>(scan_emulator::dynamic_shared(sizeof(Shared)));
+#endif
 }
 
 template <int G>

@@ -1,0 +1,261 @@
+// A host emulation of the CUDA execution model, for running kernel
+// templates (kernels/*.cuh) on a machine without a GPU: each CUDA thread is
+// a fiber (ucontext) of one OS thread, and a block's fibers run until they
+// meet at __syncthreads or a warp shuffle; blocks run one after another.
+// It checks a kernel's logic (indexing, barriers, shuffles, partial sums),
+// not its memory-model use or its speed; results differ from the GPU's in
+// the last bits where the GPU contracts a * b + c into an FMA or uses the
+// SFU's approximations (ex2.approx and friends are exp2f and friends here).
+//
+// Include this before the kernel headers. What it provides:
+//   - threadIdx, blockIdx, blockDim, gridDim; __syncthreads, __syncwarp;
+//     __shfl_sync / _up / _down / _xor with the full mask;
+//   - float2, float4, make_float2, make_float4, __trap (an abort);
+//   - dynamic shared memory through `dynamic_shared(bytes)` (the kernel
+//     headers take it under SCAN_HOST_EMULATION): a launch's block gets
+//     `shared_bytes` bytes filled with a NaN pattern, so a read of shared
+//     memory nobody wrote shows up as NaN;
+//   - `launch(grid, block, shared_bytes, seed, body)`: the fibers of each
+//     block are resumed in an order shuffled by `seed` at every round, so
+//     a missing barrier shows as a wrong result rather than passing by
+//     luck of the order; a deadlock (every fiber waiting, none released)
+//     aborts with a message.
+// Static `__shared__` arrays are NOT emulated (they would be per-fiber
+// here); only kernels whose shared memory is dynamic can be run.
+
+#pragma once
+
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#define SCAN_HOST_EMULATION 1
+#define __device__
+#define __global__
+#define __host__
+#define __forceinline__ inline
+#define __align__(n) alignas(n)
+#define __launch_bounds__(...)
+#define __shared__
+#define __restrict__
+
+struct dim3 {
+    unsigned x = 1, y = 1, z = 1;
+};
+struct alignas(8) float2 {
+    float x, y;
+};
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+inline float2 make_float2(float x, float y) { return float2{x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+
+namespace scan_emulator {
+
+[[noreturn]] inline void fail(const char* what) {
+    std::fprintf(stderr, "cuda emulator: %s\n", what);
+    std::abort();
+}
+
+struct Fiber {
+    ucontext_t context;
+    std::vector<char> stack;
+    dim3 index;
+    bool done = false;
+};
+
+// The block being run: its fibers, barriers and shared memory.
+struct Block {
+    std::vector<Fiber> fibers;
+    unsigned live = 0;  // fibers not yet returned
+    unsigned arrived = 0;
+    unsigned long long generation = 0;
+    std::vector<unsigned> warp_arrived;
+    std::vector<unsigned long long> warp_generation;
+    std::vector<unsigned long long> slots;  // one 8-byte word per thread, for shuffles
+    std::vector<unsigned char> shared;
+    bool progress = false;
+};
+
+inline Block* block = nullptr;
+inline Fiber* current = nullptr;
+inline ucontext_t scheduler;
+inline dim3 block_index, block_dim, grid_dim;
+inline const std::function<void()>* body = nullptr;
+
+inline void yield() { swapcontext(&current->context, &scheduler); }
+
+inline unsigned flat_thread() {
+    const dim3 i = current->index;
+    return i.x + block_dim.x * (i.y + block_dim.y * i.z);
+}
+
+inline void sync_block() {
+    Block& b = *block;
+    b.progress = true;
+    const unsigned long long generation = b.generation;
+    if (++b.arrived == b.live) {
+        b.arrived = 0;
+        ++b.generation;
+    } else {
+        while (b.generation == generation) yield();
+    }
+}
+
+inline void sync_warp() {
+    Block& b = *block;
+    b.progress = true;
+    const unsigned warp = flat_thread() / 32;
+    const unsigned threads = block_dim.x * block_dim.y * block_dim.z;
+    const unsigned size = std::min(32u, threads - 32 * warp);
+    const unsigned long long generation = b.warp_generation[warp];
+    if (++b.warp_arrived[warp] == size) {
+        b.warp_arrived[warp] = 0;
+        ++b.warp_generation[warp];
+    } else {
+        while (b.warp_generation[warp] == generation) yield();
+    }
+}
+
+// Every lane offers `value`; returns the one lane `source(lane)` offered.
+template <class T, class Source>
+inline T exchange(unsigned mask, T value, Source source) {
+    static_assert(sizeof(T) <= 8, "shuffles move at most 8 bytes");
+    if (mask != 0xffffffffu) fail("shuffles with a partial mask are not emulated");
+    const unsigned me = flat_thread(), lane = me % 32;
+    unsigned long long word = 0;
+    std::memcpy(&word, &value, sizeof(T));
+    block->slots[me] = word;
+    sync_warp();
+    const unsigned from = me - lane + source(lane);
+    std::memcpy(&value, &block->slots[from], sizeof(T));
+    sync_warp();
+    return value;
+}
+
+inline void* dynamic_shared(std::size_t bytes) {
+    if (block->shared.size() < bytes) fail("the launch gave less dynamic shared memory than the kernel uses");
+    return block->shared.data();
+}
+
+inline void trampoline() {
+    (*body)();
+    current->done = true;
+    --block->live;
+    block->progress = true;
+    // A block barrier that waited only for this fiber is now complete.
+    if (block->arrived != 0 && block->arrived == block->live) {
+        block->arrived = 0;
+        ++block->generation;
+    }
+    swapcontext(&current->context, &scheduler);
+}
+
+// Runs `kernel` (the body of a __global__ function) on a grid of `grid`
+// blocks of `threads` threads (x only), one block at a time.
+inline void launch(dim3 grid, dim3 threads, std::size_t shared_bytes, unsigned seed,
+                   const std::function<void()>& kernel) {
+    constexpr std::size_t STACK = 256 * 1024;
+    std::mt19937 random(seed);
+    grid_dim = grid;
+    block_dim = threads;
+    body = &kernel;
+    const unsigned count = threads.x * threads.y * threads.z;
+    for (unsigned bz = 0; bz < grid.z; ++bz)
+        for (unsigned by = 0; by < grid.y; ++by)
+            for (unsigned bx = 0; bx < grid.x; ++bx) {
+                Block b;
+                block = &b;
+                block_index = dim3{bx, by, bz};
+                b.fibers.resize(count);
+                b.live = count;
+                b.warp_arrived.assign((count + 31) / 32, 0);
+                b.warp_generation.assign((count + 31) / 32, 0);
+                b.slots.assign(count, 0);
+                b.shared.assign(shared_bytes, 0xff);  // NaN floats
+                for (unsigned t = 0; t < count; ++t) {
+                    Fiber& f = b.fibers[t];
+                    f.index = dim3{t % threads.x, t / threads.x % threads.y, t / (threads.x * threads.y)};
+                    f.stack.resize(STACK);
+                    getcontext(&f.context);
+                    f.context.uc_stack.ss_sp = f.stack.data();
+                    f.context.uc_stack.ss_size = STACK;
+                    f.context.uc_link = nullptr;
+                    makecontext(&f.context, trampoline, 0);
+                }
+                std::vector<unsigned> order(count);
+                for (unsigned t = 0; t < count; ++t) order[t] = t;
+                while (b.live > 0) {
+                    std::shuffle(order.begin(), order.end(), random);
+                    b.progress = false;
+                    for (unsigned t : order) {
+                        Fiber& f = b.fibers[t];
+                        if (f.done) continue;
+                        current = &f;
+                        swapcontext(&scheduler, &f.context);
+                    }
+                    if (!b.progress) fail("deadlock: every thread waits at a barrier that none will complete");
+                }
+                block = nullptr;
+                current = nullptr;
+            }
+}
+
+}  // namespace scan_emulator
+
+#define threadIdx (scan_emulator::current->index)
+#define blockIdx (scan_emulator::block_index)
+#define blockDim (scan_emulator::block_dim)
+#define gridDim (scan_emulator::grid_dim)
+
+inline void __syncthreads() { scan_emulator::sync_block(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) {
+    if (mask != 0xffffffffu) scan_emulator::fail("__syncwarp with a partial mask is not emulated");
+    scan_emulator::sync_warp();
+}
+[[noreturn]] inline void __trap() { scan_emulator::fail("__trap"); }
+// A streaming store (st.global.cs): a plain store here.
+inline void __stcs(float4* p, float4 v) { *p = v; }
+inline void __stcs(float* p, float v) { *p = v; }
+template <class T>
+inline T min(T a, T b) {
+    return a < b ? a : b;
+}
+template <class T>
+inline T max(T a, T b) {
+    return a < b ? b : a;
+}
+template <class T>
+inline T __shfl_sync(unsigned mask, T v, int lane, int width = 32) {
+    return scan_emulator::exchange(mask, v, [&](unsigned me) { return (me & ~(unsigned)(width - 1)) + lane % width; });
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T v, int m, int width = 32) {
+    return scan_emulator::exchange(mask, v, [&](unsigned me) {
+        const unsigned to = me ^ (unsigned)m;
+        return (to & ~(unsigned)(width - 1)) == (me & ~(unsigned)(width - 1)) ? to : me;
+    });
+}
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+    return scan_emulator::exchange(mask, v, [&](unsigned me) {
+        const unsigned base = me & ~(unsigned)(width - 1);
+        return me >= base + delta ? me - delta : me;
+    });
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+    return scan_emulator::exchange(mask, v, [&](unsigned me) {
+        const unsigned base = me & ~(unsigned)(width - 1);
+        return me + delta < base + (unsigned)width ? me + delta : me;
+    });
+}

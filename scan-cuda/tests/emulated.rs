@@ -1,0 +1,259 @@
+//! The selective scan's tile kernels (forward with checkpoints, and the
+//! backward's gradient kernel) run without a GPU, in the host emulation of
+//! scan-cuda/emulator: each CUDA thread a fiber, blocks one after another,
+//! the fibers resumed in a shuffled order at every barrier. The harness
+//! (emulator/selective_backward_tiles.cpp) launches them as
+//! selective_backward_tiles.rs does; this test checks what comes out
+//! against scan_core's f64 reference, on shapes around the kernels' tiles
+//! (16 and 32 steps), checkpoints (8), and states past N.
+//!
+//! This is how a change to those kernels is checked on a machine with no
+//! GPU (the H200 runs the real thing: tests/selective_backward.rs and
+//! support/gpu.rs, `--ignored`). Needs a C++20 compiler: `c++`, or the one
+//! named by `CXX`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use scan_core::selective::backward::{reference_backward, SsmGrads};
+use scan_core::selective::{reference, Projection, SelectiveScan, SsmShape};
+
+/// The harness, compiled once per test run.
+fn harness() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("emulator/selective_backward_tiles.cpp");
+        let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join("emulated_selective_backward_tiles");
+        let compiler = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+        let output = Command::new(&compiler)
+            .args(["-std=c++20", "-O2", "-Wall", "-Wno-unknown-pragmas", "-Werror", "-o"])
+            .arg(&binary)
+            .arg(&source)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run the C++ compiler `{compiler}` (set CXX): {e}"));
+        assert!(
+            output.status.success(),
+            "the emulation harness did not compile:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        binary
+    })
+}
+
+/// A deterministic stream of floats in [lo, hi).
+struct Values(u64);
+
+impl Values {
+    fn next(&mut self, lo: f32, hi: f32) -> f32 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let unit = (self.0 >> 40) as f32 / (1u64 << 24) as f32;
+        lo + (hi - lo) * unit
+    }
+    fn fill(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+        (0..n).map(|_| self.next(lo, hi)).collect()
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    batch: usize,
+    dim: usize,
+    len: usize,
+    state: usize,
+    b_groups: usize,
+    c_groups: usize,
+    d: bool,
+    z: bool,
+    bias: bool,
+    softplus: bool,
+    x0: bool,
+    warps: u32,
+    rotated: bool,
+}
+
+/// What the harness writes: the forward's output and the gradients.
+struct Emulated {
+    out: Vec<f32>,
+    grads: SsmGrads,
+}
+
+fn run_case(case: Case, seed: u64) {
+    let Case { batch, dim, len, state, b_groups, c_groups, .. } = case;
+    let rows = batch * dim;
+    let mut v = Values(seed);
+    let u = v.fill(rows * len, -1.0, 1.0);
+    let delta = v.fill(rows * len, if case.softplus { -2.0 } else { 0.01 }, if case.softplus { 0.5 } else { 0.3 });
+    let a = v.fill(dim * state, -2.0, -0.1);
+    let b = v.fill(batch * b_groups * state * len, -1.0, 1.0);
+    let c = v.fill(batch * c_groups * state * len, -1.0, 1.0);
+    let d = v.fill(dim, -1.0, 1.0);
+    let z = v.fill(rows * len, -2.0, 2.0);
+    let bias = v.fill(dim, -0.5, 0.5);
+    let x0 = v.fill(rows * state, -1.0, 1.0);
+    let dout = v.fill(rows * len, -1.0, 1.0);
+
+    let shape = SsmShape { batch, dim, len, state };
+    let mut args = SelectiveScan::new(
+        shape,
+        &u,
+        &delta,
+        &a,
+        Projection::Varying { data: &b, groups: b_groups },
+        Projection::Varying { data: &c, groups: c_groups },
+    )
+    .delta_softplus(case.softplus);
+    if case.d {
+        args = args.d(&d);
+    }
+    if case.z {
+        args = args.z(&z);
+    }
+    if case.bias {
+        args = args.delta_bias(&bias);
+    }
+    if case.x0 {
+        args = args.initial_state(&x0);
+    }
+
+    // The harness's input: the header, then the arrays it takes.
+    let header: [u64; 16] = [
+        batch as u64,
+        dim as u64,
+        len as u64,
+        state as u64,
+        b_groups as u64,
+        c_groups as u64,
+        case.d.into(),
+        case.z.into(),
+        case.bias.into(),
+        case.softplus.into(),
+        case.x0.into(),
+        case.warps.into(),
+        case.rotated.into(),
+        seed,
+        0,
+        0,
+    ];
+    let mut input: Vec<u8> = header.iter().flat_map(|h| h.to_le_bytes()).collect();
+    let mut put = |xs: &[f32]| input.extend(xs.iter().flat_map(|x| x.to_le_bytes()));
+    for (xs, present) in [
+        (&u, true),
+        (&delta, true),
+        (&a, true),
+        (&b, true),
+        (&c, true),
+        (&d, case.d),
+        (&z, case.z),
+        (&bias, case.bias),
+        (&x0, case.x0),
+        (&dout, true),
+    ] {
+        if present {
+            put(xs);
+        }
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let tag = format!("{}-{seed}", std::process::id());
+    let (in_path, out_path) = (dir.join(format!("emulated-{tag}.in")), dir.join(format!("emulated-{tag}.out")));
+    std::fs::write(&in_path, &input).unwrap();
+    let status = Command::new(harness()).arg(&in_path).arg(&out_path).output().unwrap();
+    assert!(status.status.success(), "{case:?}: the harness failed:\n{}", String::from_utf8_lossy(&status.stderr));
+    let bytes = std::fs::read(&out_path).unwrap();
+    let _ = std::fs::remove_file(&in_path);
+    let _ = std::fs::remove_file(&out_path);
+    let floats: Vec<f32> = bytes.chunks_exact(4).map(|w| f32::from_le_bytes(w.try_into().unwrap())).collect();
+    let mut rest = &floats[..];
+    let mut take = |n: usize| {
+        assert!(rest.len() >= n, "{case:?}: the harness wrote too little");
+        let (head, tail) = rest.split_at(n);
+        rest = tail;
+        head.to_vec()
+    };
+    let out = take(rows * len);
+    let du = take(rows * len);
+    let ddelta = take(rows * len);
+    let da = take(dim * state);
+    let db = take(b.len());
+    let dc = take(c.len());
+    let dd = case.d.then(|| take(dim));
+    let dz = case.z.then(|| take(rows * len));
+    let ddelta_bias = case.bias.then(|| take(dim));
+    let dinitial_state = case.x0.then(|| take(rows * state));
+    assert!(rest.is_empty(), "{case:?}: the harness wrote {} floats too many", rest.len());
+    let got = Emulated { out, grads: SsmGrads { du, ddelta, da, db, dc, dd, dz, ddelta_bias, dinitial_state } };
+
+    let (want_out, _) = reference(&args).unwrap();
+    let want = reference_backward(&args, &dout).unwrap();
+    // f32 against f64, over sums of at most a few hundred terms.
+    let close = |name: &str, got: &[f32], want: &[f32]| {
+        assert_eq!(got.len(), want.len(), "{case:?}: {name} length");
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            let tolerance = 2e-4 * (1.0 + w.abs());
+            assert!((g - w).abs() <= tolerance, "{case:?}: {name}[{i}] = {g}, the reference {w}");
+        }
+    };
+    let want_out: Vec<f32> = want_out.iter().map(|&y| y as f32).collect();
+    close("out", &got.out, &want_out);
+    let (g, w) = (&got.grads, &want);
+    close("du", &g.du, &w.du);
+    close("ddelta", &g.ddelta, &w.ddelta);
+    close("dA", &g.da, &w.da);
+    close("dB", &g.db, &w.db);
+    close("dC", &g.dc, &w.dc);
+    for (name, got, want) in [
+        ("dD", &g.dd, &w.dd),
+        ("dz", &g.dz, &w.dz),
+        ("d delta_bias", &g.ddelta_bias, &w.ddelta_bias),
+        ("dx0", &g.dinitial_state, &w.dinitial_state),
+    ] {
+        assert_eq!(got.is_some(), want.is_some(), "{case:?}: {name} present");
+        if let (Some(got), Some(want)) = (got, want) {
+            close(name, got, want);
+        }
+    }
+}
+
+const BASE: Case = Case {
+    batch: 1,
+    dim: 32,
+    len: 48,
+    state: 16,
+    b_groups: 1,
+    c_groups: 1,
+    d: true,
+    z: true,
+    bias: true,
+    softplus: true,
+    x0: false,
+    warps: 4,
+    rotated: true,
+};
+
+#[test]
+fn the_tile_backward_matches_the_reference_with_every_option() {
+    // Rotated or not; every option on, then off, then the initial state.
+    run_case(BASE, 1);
+    run_case(Case { rotated: false, ..BASE }, 2);
+    run_case(Case { d: false, z: false, bias: false, softplus: false, ..BASE }, 3);
+    run_case(Case { x0: true, ..BASE }, 4);
+}
+
+#[test]
+fn the_tile_backward_matches_the_reference_around_its_tiles_and_checkpoints() {
+    // L around the 8-step checkpoints, the 16-step gradient tiles and the
+    // forward's 32-step tiles; one step.
+    for (i, len) in [1, 7, 8, 9, 15, 16, 17, 31, 33, 47, 65].into_iter().enumerate() {
+        run_case(Case { len, x0: i % 2 == 0, ..BASE }, 10 + i as u64);
+    }
+}
+
+#[test]
+fn the_tile_backward_matches_the_reference_on_batches_groups_and_states_past_n() {
+    // Two batches of two blocks, B and C in groups of 32 and of 64 channels.
+    run_case(Case { batch: 2, dim: 64, len: 21, b_groups: 2, c_groups: 1, ..BASE }, 30);
+    // N below 16 (states past N stay 0) on 4 warps, and N up to 8 on 2.
+    run_case(Case { state: 13, len: 19, ..BASE }, 31);
+    run_case(Case { state: 8, warps: 2, rotated: false, len: 37, ..BASE }, 32);
+    run_case(Case { state: 5, warps: 2, rotated: true, len: 12, batch: 2, x0: true, ..BASE }, 33);
+}
