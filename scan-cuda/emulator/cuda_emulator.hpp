@@ -22,10 +22,20 @@
 //     aborts with a message.
 // Static `__shared__` arrays are NOT emulated (they would be per-fiber
 // here); only kernels whose shared memory is dynamic can be run.
+//
+// What it cannot see (compute-sanitizer on the GPU can): a fiber runs
+// without interruption from one barrier or shuffle to the next, so a race
+// inside such a segment shows as one order or the other, never a torn
+// mix; every shuffle also orders the warp's shared-memory accesses, which
+// the GPU does not promise; __syncwarp and a shuffle's internal barrier
+// are not told apart. Out-of-bounds global accesses are the host's (build
+// with -fsanitize=address to catch them).
 
 #pragma once
 
+#include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -66,9 +76,28 @@ namespace scan_emulator {
     std::abort();
 }
 
+// A fiber's stack, with an inaccessible page below it, so that an overflow
+// faults instead of corrupting a neighbour.
+struct Stack {
+    static constexpr std::size_t BYTES = 256 * 1024;
+    unsigned char* mapping = nullptr;
+    std::size_t page = 0;
+    Stack() {
+        page = (std::size_t)sysconf(_SC_PAGESIZE);
+        void* m = mmap(nullptr, BYTES + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) fail("cannot map a fiber stack");
+        mapping = static_cast<unsigned char*>(m);
+        if (mprotect(mapping, page, PROT_NONE) != 0) fail("cannot protect a fiber stack's guard page");
+    }
+    Stack(const Stack&) = delete;
+    Stack& operator=(const Stack&) = delete;
+    ~Stack() { munmap(mapping, BYTES + page); }
+    void* base() const { return mapping + page; }
+};
+
 struct Fiber {
     ucontext_t context;
-    std::vector<char> stack;
+    Stack stack;
     dim3 index;
     bool done = false;
 };
@@ -164,7 +193,6 @@ inline void trampoline() {
 // blocks of `threads` threads (x only), one block at a time.
 inline void launch(dim3 grid, dim3 threads, std::size_t shared_bytes, unsigned seed,
                    const std::function<void()>& kernel) {
-    constexpr std::size_t STACK = 256 * 1024;
     std::mt19937 random(seed);
     grid_dim = grid;
     block_dim = threads;
@@ -176,7 +204,7 @@ inline void launch(dim3 grid, dim3 threads, std::size_t shared_bytes, unsigned s
                 Block b;
                 block = &b;
                 block_index = dim3{bx, by, bz};
-                b.fibers.resize(count);
+                b.fibers = std::vector<Fiber>(count);
                 b.live = count;
                 b.warp_arrived.assign((count + 31) / 32, 0);
                 b.warp_generation.assign((count + 31) / 32, 0);
@@ -185,10 +213,9 @@ inline void launch(dim3 grid, dim3 threads, std::size_t shared_bytes, unsigned s
                 for (unsigned t = 0; t < count; ++t) {
                     Fiber& f = b.fibers[t];
                     f.index = dim3{t % threads.x, t / threads.x % threads.y, t / (threads.x * threads.y)};
-                    f.stack.resize(STACK);
                     getcontext(&f.context);
-                    f.context.uc_stack.ss_sp = f.stack.data();
-                    f.context.uc_stack.ss_size = STACK;
+                    f.context.uc_stack.ss_sp = f.stack.base();
+                    f.context.uc_stack.ss_size = Stack::BYTES;
                     f.context.uc_link = nullptr;
                     makecontext(&f.context, trampoline, 0);
                 }
@@ -234,19 +261,32 @@ template <class T>
 inline T max(T a, T b) {
     return a < b ? b : a;
 }
+// The shuffles as the CUDA programming guide defines them for a `width`
+// (a power of two up to 32) of lanes: a source outside the caller's group
+// of `width` reads the caller's own value, except for xor, which may read
+// an earlier group.
+namespace scan_emulator {
+inline unsigned checked_width(int width) {
+    if (width < 1 || width > 32 || (width & (width - 1)) != 0) fail("a shuffle width that is not a power of two up to 32");
+    return (unsigned)width;
+}
+}  // namespace scan_emulator
 template <class T>
 inline T __shfl_sync(unsigned mask, T v, int lane, int width = 32) {
-    return scan_emulator::exchange(mask, v, [&](unsigned me) { return (me & ~(unsigned)(width - 1)) + lane % width; });
+    const unsigned w = scan_emulator::checked_width(width);
+    return scan_emulator::exchange(mask, v, [&](unsigned me) { return (me & ~(w - 1)) + ((unsigned)lane & (w - 1)); });
 }
 template <class T>
 inline T __shfl_xor_sync(unsigned mask, T v, int m, int width = 32) {
+    const unsigned w = scan_emulator::checked_width(width);
     return scan_emulator::exchange(mask, v, [&](unsigned me) {
-        const unsigned to = me ^ (unsigned)m;
-        return (to & ~(unsigned)(width - 1)) == (me & ~(unsigned)(width - 1)) ? to : me;
+        const unsigned to = (me ^ (unsigned)m) & 31u;
+        return to <= (me | (w - 1)) ? to : me;
     });
 }
 template <class T>
 inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+    scan_emulator::checked_width(width);
     return scan_emulator::exchange(mask, v, [&](unsigned me) {
         const unsigned base = me & ~(unsigned)(width - 1);
         return me >= base + delta ? me - delta : me;
@@ -254,6 +294,7 @@ inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
 }
 template <class T>
 inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+    scan_emulator::checked_width(width);
     return scan_emulator::exchange(mask, v, [&](unsigned me) {
         const unsigned base = me & ~(unsigned)(width - 1);
         return me + delta < base + (unsigned)width ? me + delta : me;

@@ -8,9 +8,10 @@
 //
 // Usage: selective_backward_tiles IN OUT. IN: 16 u64 (batch, dim, len,
 // state, b_groups, c_groups, has D, has z, has delta_bias, softplus, has
-// x0, warps G, rotated, seed, 0, 0), then f32 arrays: u, delta, A, B, C, D?,
-// z?, delta_bias?, x0?, dout. OUT: f32 arrays: out, du, ddelta, dA, dB, dC,
-// dD?, dz?, d delta_bias?, dx0?.
+// x0, warps G, rotated, the schedule's seed, 0, 0), then f32 arrays: u,
+// delta, A, B, C, D?, z?, delta_bias?, x0?, dout. OUT: f32 arrays: out, the
+// last state, du, ddelta, dA, dB, dC, dD?, dz?, d delta_bias?, dx0?. Every
+// output buffer starts as NaNs, so one a kernel leaves unwritten shows.
 
 #include "cuda_emulator.hpp"
 
@@ -79,10 +80,11 @@ int run(const Input& in, std::FILE* out_file) {
 
     // The training forward: the output and its checkpoints (the shared
     // memory's NaN pattern stands for whatever an earlier block left).
-    std::vector<float> out(rows * in.len), saved(checks_len, -1.0f);
+    const float nan = std::nanf("");
+    std::vector<float> out(rows * in.len, nan), last(rows * in.state, nan), saved(checks_len, -1.0f);
     scan_emulator::launch(grid, block, forward_shared, in.seed, [&] {
         scan::ssm_tiles_forward<G, YS, true, true>(in.u.data(), in.delta.data(), in.a.data(), pb, pc, d, z, bias, x0,
-                                                   out.data(), nullptr, saved.data(), in.dim, in.len, in.state,
+                                                   out.data(), last.data(), saved.data(), in.dim, in.len, in.state,
                                                    in.softplus);
     });
     // The backward's own checkpoints: the same bits.
@@ -98,10 +100,10 @@ int run(const Input& in, std::FILE* out_file) {
     }
 
     // The gradients and the partials.
-    std::vector<float> du(rows * in.len), ddelta(rows * in.len), dz(in.has_z ? rows * in.len : 0);
-    std::vector<float> dx0(in.has_x0 ? rows * in.state : 0);
-    std::vector<float> part_b(in.batch * chunks * in.state * in.len), part_c(part_b.size());
-    std::vector<float> part_a(rows * in.state), part_d(rows), part_bias(rows);
+    std::vector<float> du(rows * in.len, nan), ddelta(rows * in.len, nan), dz(in.has_z ? rows * in.len : 0, nan);
+    std::vector<float> dx0(in.has_x0 ? rows * in.state : 0, nan);
+    std::vector<float> part_b(in.batch * chunks * in.state * in.len, nan), part_c(part_b.size(), nan);
+    std::vector<float> part_a(rows * in.state, nan), part_d(rows, nan), part_bias(rows, nan);
     auto gradients = [&](auto rotated) {
         constexpr bool ROT = decltype(rotated)::value;
         scan_emulator::launch(grid, block, sizeof(typename scan::SsmBackTiles<G, ROT>::Shared), in.seed + 2, [&] {
@@ -120,6 +122,7 @@ int run(const Input& in, std::FILE* out_file) {
 
     const u64 parts = in.batch;
     write_floats(out_file, out);
+    write_floats(out_file, last);
     write_floats(out_file, du);
     write_floats(out_file, ddelta);
     write_floats(out_file, sum_parts(part_a, 1, parts, in.dim * in.state));

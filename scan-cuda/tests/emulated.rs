@@ -19,26 +19,40 @@ use std::sync::OnceLock;
 use scan_core::selective::backward::{reference_backward, SsmGrads};
 use scan_core::selective::{reference, Projection, SelectiveScan, SsmShape};
 
+/// `emulator/{name}.cpp` compiled into the test's scratch directory.
+fn compile(name: &str) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("emulator/{name}.cpp"));
+    let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("emulated_{name}"));
+    let compiler = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let output = Command::new(&compiler)
+        .args(["-std=c++20", "-O2", "-Wall", "-Wno-unknown-pragmas", "-o"])
+        .arg(&binary)
+        .arg(&source)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the C++ compiler `{compiler}` (set CXX): {e}"));
+    assert!(output.status.success(), "{name}.cpp did not compile:\n{}", String::from_utf8_lossy(&output.stderr));
+    binary
+}
+
 /// The harness, compiled once per test run.
 fn harness() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("emulator/selective_backward_tiles.cpp");
-        let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join("emulated_selective_backward_tiles");
-        let compiler = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-        let output = Command::new(&compiler)
-            .args(["-std=c++20", "-O2", "-Wall", "-Wno-unknown-pragmas", "-Werror", "-o"])
-            .arg(&binary)
-            .arg(&source)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run the C++ compiler `{compiler}` (set CXX): {e}"));
-        assert!(
-            output.status.success(),
-            "the emulation harness did not compile:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        binary
-    })
+    BUILT.get_or_init(|| compile("selective_backward_tiles"))
+}
+
+/// The emulator's own semantics (emulator/self_test.cpp): shuffles of
+/// every kind and width, sources out of range, barriers after some threads
+/// exited, shared memory across a barrier, on four schedules.
+#[test]
+fn the_emulator_follows_the_cuda_semantics_it_claims() {
+    let output = Command::new(compile("self_test")).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "emulator self-test: ok");
 }
 
 /// A deterministic stream of floats in [lo, hi).
@@ -72,10 +86,29 @@ struct Case {
     rotated: bool,
 }
 
-/// What the harness writes: the forward's output and the gradients.
+/// What the harness writes: the forward's output and last state, and the
+/// gradients.
 struct Emulated {
     out: Vec<f32>,
+    last: Vec<f32>,
     grads: SsmGrads,
+}
+
+/// The harness's output for `input` with the fibers resumed in the order
+/// `schedule` seeds.
+fn emulate(case: Case, mut input: Vec<u8>, schedule: u64, tag: &str) -> Vec<u8> {
+    // Header word 13: the schedule's seed.
+    input[13 * 8..14 * 8].copy_from_slice(&schedule.to_le_bytes());
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let tag = format!("{}-{tag}-{schedule}", std::process::id());
+    let (in_path, out_path) = (dir.join(format!("emulated-{tag}.in")), dir.join(format!("emulated-{tag}.out")));
+    std::fs::write(&in_path, &input).unwrap();
+    let status = Command::new(harness()).arg(&in_path).arg(&out_path).output().unwrap();
+    assert!(status.status.success(), "{case:?}: the harness failed:\n{}", String::from_utf8_lossy(&status.stderr));
+    let bytes = std::fs::read(&out_path).unwrap();
+    let _ = std::fs::remove_file(&in_path);
+    let _ = std::fs::remove_file(&out_path);
+    bytes
 }
 
 fn run_case(case: Case, seed: u64) {
@@ -153,15 +186,11 @@ fn run_case(case: Case, seed: u64) {
             put(xs);
         }
     }
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let tag = format!("{}-{seed}", std::process::id());
-    let (in_path, out_path) = (dir.join(format!("emulated-{tag}.in")), dir.join(format!("emulated-{tag}.out")));
-    std::fs::write(&in_path, &input).unwrap();
-    let status = Command::new(harness()).arg(&in_path).arg(&out_path).output().unwrap();
-    assert!(status.status.success(), "{case:?}: the harness failed:\n{}", String::from_utf8_lossy(&status.stderr));
-    let bytes = std::fs::read(&out_path).unwrap();
-    let _ = std::fs::remove_file(&in_path);
-    let _ = std::fs::remove_file(&out_path);
+    // Two schedules of the fibers: every sum is in a fixed order, so the
+    // same bits (a missing barrier usually changes them too).
+    let bytes = emulate(case, input.clone(), seed, &seed.to_string());
+    let again = emulate(case, input, seed ^ 0x5eed_5eed, &seed.to_string());
+    assert!(bytes == again, "{case:?}: another schedule of the threads gave other bits");
     let floats: Vec<f32> = bytes.chunks_exact(4).map(|w| f32::from_le_bytes(w.try_into().unwrap())).collect();
     let mut rest = &floats[..];
     let mut take = |n: usize| {
@@ -171,6 +200,7 @@ fn run_case(case: Case, seed: u64) {
         head.to_vec()
     };
     let out = take(rows * len);
+    let last = take(rows * state);
     let du = take(rows * len);
     let ddelta = take(rows * len);
     let da = take(dim * state);
@@ -181,9 +211,9 @@ fn run_case(case: Case, seed: u64) {
     let ddelta_bias = case.bias.then(|| take(dim));
     let dinitial_state = case.x0.then(|| take(rows * state));
     assert!(rest.is_empty(), "{case:?}: the harness wrote {} floats too many", rest.len());
-    let got = Emulated { out, grads: SsmGrads { du, ddelta, da, db, dc, dd, dz, ddelta_bias, dinitial_state } };
+    let got = Emulated { out, last, grads: SsmGrads { du, ddelta, da, db, dc, dd, dz, ddelta_bias, dinitial_state } };
 
-    let (want_out, _) = reference(&args).unwrap();
+    let (want_out, want_last) = reference(&args.return_last_state(true)).unwrap();
     let want = reference_backward(&args, &dout).unwrap();
     // f32 against f64, over sums of at most a few hundred terms.
     let close = |name: &str, got: &[f32], want: &[f32]| {
@@ -195,6 +225,8 @@ fn run_case(case: Case, seed: u64) {
     };
     let want_out: Vec<f32> = want_out.iter().map(|&y| y as f32).collect();
     close("out", &got.out, &want_out);
+    let want_last: Vec<f32> = want_last.expect("asked for").iter().map(|&x| x as f32).collect();
+    close("last state", &got.last, &want_last);
     let (g, w) = (&got.grads, &want);
     close("du", &g.du, &w.du);
     close("ddelta", &g.ddelta, &w.ddelta);
