@@ -10,7 +10,8 @@
 //! This is how a change to those kernels is checked on a machine with no
 //! GPU (the H200 runs the real thing: tests/selective_backward.rs and
 //! support/gpu.rs, `--ignored`). Needs a C++20 compiler: `c++`, or the one
-//! named by `CXX`.
+//! named by `CXX`, which may carry flags (`CXX="c++ -fsanitize=address"`
+//! checks the kernels' global accesses too).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -23,8 +24,12 @@ use scan_core::selective::{reference, Projection, SelectiveScan, SsmShape};
 fn compile(name: &str) -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("emulator/{name}.cpp"));
     let binary = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("emulated_{name}"));
+    // `CXX` may carry flags too ("c++ -fsanitize=address").
     let compiler = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    let output = Command::new(&compiler)
+    let mut words = compiler.split_whitespace();
+    let program = words.next().unwrap_or("c++");
+    let output = Command::new(program)
+        .args(words)
         .args(["-std=c++20", "-O2", "-Wall", "-Wno-unknown-pragmas", "-o"])
         .arg(&binary)
         .arg(&source)
