@@ -2,7 +2,9 @@
 // run in the host emulation, launched as scan-cuda/src/selective_backward_tiles.rs
 // launches it: the training forward (which saves checkpoints beside its
 // output), the backward's own checkpoint kernel (whose checkpoints must be
-// the same bits), the gradient kernel, and the partial sums in index order.
+// the same bits), the gradient kernel, and the partial sums in index order;
+// and the plain tile forward (selective_tiles.cuh), whose output and last
+// state must be the training forward's bits.
 // scan-cuda/tests/emulated.rs writes the inputs, runs this and checks the
 // outputs against scan_core's f64 reference.
 //
@@ -96,6 +98,26 @@ int run(const Input& in, std::FILE* out_file) {
     });
     if (std::memcmp(saved.data(), checks.data(), checks_len * sizeof(float)) != 0) {
         std::fprintf(stderr, "the training forward's checkpoints differ from the checkpoint kernel's\n");
+        return 3;
+    }
+    // The plain forward (selective_scan_tiles, what `run_selective` launches;
+    // its other y-step counts too, for 4 warps): the training forward's
+    // output and last state, bit for bit.
+    auto plain = [&](auto y_steps) {
+        constexpr int Y = decltype(y_steps)::value;
+        std::vector<float> out2(rows * in.len, nan), last2(rows * in.state, nan);
+        scan_emulator::launch(grid, block, forward_shared, in.seed + 3, [&] {
+            scan::selective_scan_tiles<G, Y>(in.u.data(), in.delta.data(), in.a.data(), pb, pc, d, z, bias, x0,
+                                             out2.data(), last2.data(), in.batch, in.dim, in.len, in.state,
+                                             in.softplus);
+        });
+        return std::memcmp(out.data(), out2.data(), out.size() * sizeof(float)) == 0 &&
+               std::memcmp(last.data(), last2.data(), last.size() * sizeof(float)) == 0;
+    };
+    bool same = plain(std::integral_constant<int, YS>{});
+    if constexpr (G == 4) same = same && plain(std::integral_constant<int, 4>{}) && plain(std::integral_constant<int, 8>{});
+    if (!same) {
+        std::fprintf(stderr, "the plain forward's output or last state differs from the training forward's\n");
         return 3;
     }
 
