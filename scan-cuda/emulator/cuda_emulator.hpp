@@ -166,6 +166,7 @@ inline T exchange(unsigned mask, T value, Source source) {
     block->slots[me] = word;
     sync_warp();
     const unsigned from = me - lane + source(lane);
+    if (from >= block->slots.size()) fail("a shuffle from a lane past the block's last thread");
     std::memcpy(&value, &block->slots[from], sizeof(T));
     sync_warp();
     return value;
@@ -190,7 +191,7 @@ inline void trampoline() {
 }
 
 // Runs `kernel` (the body of a __global__ function) on a grid of `grid`
-// blocks of `threads` threads (x only), one block at a time.
+// blocks of `threads` threads, one block at a time, x fastest.
 inline void launch(dim3 grid, dim3 threads, std::size_t shared_bytes, unsigned seed,
                    const std::function<void()>& kernel) {
     std::mt19937 random(seed);
