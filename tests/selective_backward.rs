@@ -165,6 +165,49 @@ fn the_cpu_matches_the_reference_on_one_and_several_threads() {
     }
 }
 
+/// Few blocks of long rows (fewer than 8 blocks, rows of 2048 steps or
+/// more): each row is cut into ranges of steps, joined through the
+/// forward's and the adjoint's aggregates, so that a block's rows run on
+/// several threads. Against the reference; bitwise the same on 1..=8
+/// threads (the cut follows the shape alone); through the training pair
+/// (`selective_scan_saving`, which keeps nothing here, and
+/// `selective_scan_backward_saved`), the same bits again. Ranges of 1024 to 2560 steps, the last one
+/// short, 1 to 6 blocks, blocks cut by groups.
+#[test]
+fn the_cpu_backward_cuts_few_long_rows_into_ranges() {
+    let mut rng = Rng::fresh("selective backward cpu ranges");
+    // (batch, dim, L, N, groups)
+    let shapes = [(1, 3, 2048, 16, 1), (1, 8, 5000, 4, 1), (2, 12, 4100, 3, 3), (1, 20, 2200, 5, 2)];
+    for (batch, dim, len, state, groups) in shapes {
+        for options in [0u32, 1, 2, 4, 8, 16, 32, 15, 63] {
+            let shape = SsmShape { batch, dim, len, state };
+            let o = owned(&mut rng, shape, groups, options);
+            let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
+            let a = args(&o, options);
+            let want = reference_backward(&a, &w).unwrap();
+            let first = Cpu::new().with_threads(1).selective_scan_backward(&a, &w).unwrap();
+            // 1e-4: f32 sums along 2048 to 5000 steps (dA, dD and d
+            // delta_bias sum every step; whole rows of 5000 steps, not cut,
+            // miss 1e-5 as well: 5.4e-5 relative on dA, 2026-12-05).
+            if let Err(e) = grads_close_to(&first, &want, 1e-4) {
+                panic!("{shape:?}, options {options:#b}: {e}");
+            }
+            for threads in 2..=8 {
+                let got = Cpu::new().with_threads(threads).selective_scan_backward(&a, &w).unwrap();
+                assert_eq!(got, first, "{shape:?}, options {options:#b}, {threads} threads");
+            }
+            for threads in [1, 3] {
+                let cpu = Cpu::new().with_threads(threads);
+                let (_, saved) = cpu.selective_scan_saving(&a).unwrap();
+                // The backward reads no kept states here, so none are kept.
+                assert!(!saved.holds_states(), "{shape:?}: states kept for a backward that cuts its rows");
+                let got = cpu.selective_scan_backward_saved(&a, &saved, &w).unwrap();
+                assert_eq!(got, first, "{shape:?}, options {options:#b}, from saved states on {threads} threads");
+            }
+        }
+    }
+}
+
 /// Every gradient of `got` within `rel` (relative to 1 + |want|) of
 /// `want`, and present exactly where `want`'s is.
 fn grads_close_to(got: &SsmGrads, want: &SsmGrads, rel: f32) -> Result<(), String> {
@@ -541,9 +584,11 @@ fn large_states_go_to_the_cpu_and_bad_calls_are_errors_on_the_gpu() {
 /// `Cpu::selective_scan_saving` keeps each block's states before every 64
 /// steps and `selective_scan_backward_saved` starts from them: outputs and
 /// gradients bit for bit those of the plain calls, on rows around the
-/// chunks, every option, several thread counts; where the forward cuts few
-/// long rows into ranges nothing is kept and the gradients are the same
-/// still; states kept for another shape are an error naming `saved`.
+/// chunks, every option, several thread counts; where the forward or the
+/// backward cuts few long rows into ranges (fewer than 8 blocks of rows of
+/// 2048 steps or more: one block here on 1 thread and on 4) nothing is kept
+/// and the gradients are the same still; states kept for another shape are
+/// an error naming `saved`.
 #[test]
 fn the_cpus_saved_states_give_the_backwards_gradients_bit_for_bit() {
     let mut rng = Rng::fresh("selective saved cpu");
@@ -552,7 +597,8 @@ fn the_cpus_saved_states_give_the_backwards_gradients_bit_for_bit() {
         (2, 12, 130, 3, 3, 1, true),
         (1, 20, 64, 5, 2, 3, true),
         (2, 9, 1, 2, 1, 2, true),
-        (1, 2, 4097, 4, 1, 1, true),
+        (1, 64, 4097, 4, 1, 1, true),
+        (1, 2, 4097, 4, 1, 1, false),
         (1, 2, 4097, 4, 1, 4, false),
     ];
     for (batch, dim, len, state, groups, threads, kept) in cases {

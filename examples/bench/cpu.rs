@@ -277,14 +277,23 @@ fn fused_recurrence(pairs: &[(f32, f32)], reps: usize) -> Result<Vec<Row>, Strin
     ])
 }
 
-/// Mamba's selective scan at batch 1, dim 256, L 4096, N 16 (B and C varying,
-/// D, z, delta bias and softplus): this executor on all threads and on one,
-/// against the sequential f64 reference (the x sequential column: its time
-/// over theirs), then its backward ([`selective_backward`]). GB/s count u,
-/// delta, z, B, C read and out written.
+/// Mamba's selective scan at batch 1, dim 256, L 4096, N 16, and on few
+/// long rows, batch 1, dim 8, L 65536 (one block of rows, which both passes
+/// cut into ranges of steps): [`selective_scan_at`].
 fn selective_scan(reps: usize) -> Result<Vec<Row>, String> {
-    use scan::selective::{reference, Projection, SelectiveScan, SsmShape};
-    let shape = SsmShape { batch: 1, dim: 256, len: 4096, state: 16 };
+    use scan::selective::SsmShape;
+    let mut rows = selective_scan_at(SsmShape { batch: 1, dim: 256, len: 4096, state: 16 }, reps)?;
+    rows.extend(selective_scan_at(SsmShape { batch: 1, dim: 8, len: 65536, state: 16 }, reps)?);
+    Ok(rows)
+}
+
+/// The selective scan of `shape` (B and C varying, D, z, delta bias and
+/// softplus): this executor on all threads and on one, against the
+/// sequential f64 reference (the x sequential column: its time over
+/// theirs), then its backward ([`selective_backward`]). GB/s count u,
+/// delta, z, B, C read and out written.
+fn selective_scan_at(shape: scan::selective::SsmShape, reps: usize) -> Result<Vec<Row>, String> {
+    use scan::selective::{reference, Projection, SelectiveScan};
     let mut rng = Rng::fresh("bench selective scan");
     let (bdl, nl, dn) = (shape.dim * shape.len, shape.state * shape.len, shape.dim * shape.state);
     let mut v = |n: usize, lo: f64, hi: f64| rng.vec(n, |r| r.range_f64(lo, hi) as f32);
@@ -297,7 +306,7 @@ fn selective_scan(reps: usize) -> Result<Vec<Row>, String> {
         .z(&z)
         .delta_bias(&bias)
         .delta_softplus(true);
-    let name = "selective scan 1x256x4096, N 16";
+    let name = format!("selective scan {}x{}x{}, N {}", shape.batch, shape.dim, shape.len, shape.state);
     let err = |e: scan::Error| format!("{name}: {e}");
     let started = Instant::now();
     let (want, _) = reference(&args).map_err(err)?;
@@ -319,7 +328,7 @@ fn selective_scan(reps: usize) -> Result<Vec<Row>, String> {
         let time = median_times(reps, &mut [&mut run])[0];
         forward_times[rows.len()] = time;
         rows.push(Row {
-            case: name.into(),
+            case: name.clone(),
             method: format!("Cpu::selective_scan ({} threads, {:.1} ms)", cpu.threads(), time.as_secs_f64() * 1e3),
             gbps: bytes / time.as_secs_f64() / 1e9,
             vs_copy: f64::NAN,
@@ -327,7 +336,7 @@ fn selective_scan(reps: usize) -> Result<Vec<Row>, String> {
         });
     }
     rows.push(Row {
-        case: name.into(),
+        case: name.clone(),
         method: format!("f64 reference, sequential ({:.1} ms)", reference_time.as_secs_f64() * 1e3),
         gbps: bytes / reference_time.as_secs_f64() / 1e9,
         vs_copy: f64::NAN,
@@ -350,7 +359,7 @@ fn selective_backward(
 ) -> Result<Vec<Row>, String> {
     use scan::selective::backward::reference_backward;
     let shape = args.shape;
-    let name = "selective scan backward 1x256x4096, N 16";
+    let name = format!("selective scan backward {}x{}x{}, N {}", shape.batch, shape.dim, shape.len, shape.state);
     let err = |e: scan::Error| format!("{name}: {e}");
     let bdl = shape.batch * shape.dim * shape.len;
     let dout = Rng::fresh("bench selective backward").vec(bdl, |r| r.range_f64(-1.0, 1.0) as f32);
@@ -383,7 +392,7 @@ fn selective_backward(
         let times = median_times(reps, &mut [&mut plain, &mut from_saved]);
         for (time, how) in times.into_iter().zip(["selective_scan_backward", "selective_scan_backward_saved"]) {
             rows.push(Row {
-                case: name.into(),
+                case: name.clone(),
                 method: format!(
                     "Cpu::{how} ({} threads, {:.1} ms, {:.2}x the forward)",
                     cpu.threads(),
@@ -397,7 +406,7 @@ fn selective_backward(
         }
     }
     rows.push(Row {
-        case: name.into(),
+        case: name.clone(),
         method: format!("f64 reference backward, sequential ({:.1} ms)", reference_time.as_secs_f64() * 1e3),
         gbps: bytes / reference_time.as_secs_f64() / 1e9,
         vs_copy: f64::NAN,

@@ -67,7 +67,7 @@ const USAGE: &str =
     "usage: bench [--cpu] [--gpu] [--gpu-policies] [--size-log2 N] [--reps R] [--out FILE] [--sweep-out FILE]
   --cpu            run the CPU cases (the default when neither --cpu nor --gpu is given)
   --cpu-rows-only  time only the CPU's batched rows (4096 x 4096 and 2^20 x 16)
-  --cpu-selective-only  time only the CPU's selective scan and its backward (1 x 256 x 4096, N 16)
+  --cpu-selective-only  time only the CPU's selective scan and its backward (1 x 256 x 4096 and 1 x 8 x 65536, N 16)
   --gpu            run the GPU cases (fixed sizes, DESIGN.md's table; --size-log2 is for the CPU)
   --gpu-policies   with --gpu, also time single-pass tile shapes and status layouts
   --gpu-policies-only  time only those (GPU)

@@ -234,13 +234,16 @@ pub(crate) fn forward_chunk<T: SsmInput>(
                 }
             }
             Produce::Decays(prod) => {
-                let mut p = splat(1.0);
+                // The product of the chunk's decays as one exponential of
+                // its summed steps (a running product of decays crawls
+                // through subnormal floats, each multiply a microcode assist).
+                let mut dt_sum = splat(0.0);
                 for k in 0..k_len {
                     let a = lanes::exp2(mul(dt[k], a2));
                     xn = mul_add(a, xn, mul(dtu[k], bs[k]));
-                    p = mul(p, a);
+                    dt_sum = lanes::add(dt_sum, dt[k]);
                 }
-                prod[n] = mul(prod[n], p);
+                prod[n] = mul(prod[n], lanes::exp2(mul(dt_sum, a2)));
             }
         }
         *x = xn;

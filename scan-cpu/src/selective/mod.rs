@@ -263,9 +263,10 @@ impl Cpu {
     /// [`Cpu::selective_scan_backward_saved`] needs to skip the backward's
     /// first pass: each block's states before every 64 steps (1/64 of the
     /// (batch, dim, L, N) states). The outputs are `selective_scan`'s, bit for
-    /// bit. Where the forward cuts rows into ranges (few rows on many threads)
-    /// nothing is kept ([`SelectiveCheckpoints::holds_states`] is false) and
-    /// the backward computes the states itself.
+    /// bit. Where the forward cuts rows into ranges (few rows on many
+    /// threads), or the backward will (fewer than 8 blocks of rows of 2048
+    /// steps or more), nothing is kept ([`SelectiveCheckpoints::holds_states`]
+    /// is false) and the backward computes the states itself.
     ///
     /// ```
     /// use scan_core::selective::{Projection, SelectiveScan, SsmShape};
@@ -280,8 +281,9 @@ impl Cpu {
     /// # Ok::<(), scan_core::Error>(())
     /// ```
     pub fn selective_scan_saving(&self, args: &SelectiveScan<'_>) -> Result<(SsmOutput, SelectiveCheckpoints)> {
-        let (out, states) = forward(args, self.threads(), true)?;
         let blocks = block::blocks(args);
+        let keep = !backward::cuts_rows(blocks.len(), args.shape.len);
+        let (out, states) = forward(args, self.threads(), keep)?;
         Ok((out, SelectiveCheckpoints { shape: args.shape, blocks, states: states.unwrap_or_default() }))
     }
 
@@ -289,10 +291,12 @@ impl Cpu {
     /// see [`scan_core::selective::backward`]): given `dout` = dL/d`out`,
     /// the gradients of every argument, the optional ones where the argument
     /// is given. In f32, eight rows at a time as the forward, each block of
-    /// rows (one thread's work) recomputing its states from checkpoints every
-    /// 64 steps (never the whole (batch, dim, L, N)); the gradients shared by
-    /// rows (A, B, C, D, delta_bias) are summed per block and then in block
-    /// order, so they are bitwise the same for every number of threads.
+    /// rows (one thread's work; with fewer than 8 blocks of rows of 2048
+    /// steps or more, each range of a row's steps) recomputing its states
+    /// from checkpoints every 64 steps (never the whole (batch, dim, L, N));
+    /// the gradients shared by rows (A, B, C, D, delta_bias) are summed per
+    /// unit and then in unit order, and the cut follows the shape alone, so
+    /// they are bitwise the same for every number of threads.
     /// Within mamba_ssm's tolerances of the f64 reference
     /// ([`reference_backward`](scan_core::selective::backward::reference_backward)).
     ///
@@ -336,24 +340,27 @@ impl Cpu {
     }
 }
 
-/// Few blocks: each block's rows in ranges of steps, joined through the
-/// linear-recurrence monoid (see the module docs).
-fn ranged<T: SsmInput>(
+/// `len` steps in `count` ranges or fewer, each of whole chunks, so that
+/// each range's chunks are the whole row's (the same grouping of the work,
+/// however the ranges fall).
+fn whole_chunk_ranges(len: usize, count: usize) -> Vec<Range<usize>> {
+    let range_len = len.div_ceil(count.max(1)).next_multiple_of(CHUNK).max(CHUNK);
+    (0..len).step_by(range_len).map(|s| s..(s + range_len).min(len)).collect()
+}
+
+/// The states each block's rows start each of `ranges` from (block-major:
+/// `blocks.len() x ranges.len()` lane vectors per state index), and each
+/// block's states after the last step: (1) every range's aggregate, the
+/// product of its decays and its end state from zero, in parallel; (2) the
+/// aggregates combined in order through the linear-recurrence monoid.
+fn range_starts<T: SsmInput>(
     args: &SelectiveScan<'_, T>,
     blocks: &[Block],
+    ranges: &[Range<usize>],
     threads: usize,
-    out: &mut [f32],
-    last: &mut [f32],
-) {
-    let SsmShape { dim, len, state, .. } = args.shape;
-    let per_block = threads.div_ceil(blocks.len()).min(len / MIN_RANGE).max(1);
-    // Whole chunks per range, so that each range's chunks are the whole
-    // row's (the same grouping of the work, whatever the threads).
-    let range_len = len.div_ceil(per_block).next_multiple_of(CHUNK);
-    let ranges: Vec<Range<usize>> = (0..len).step_by(range_len).map(|s| s..(s + range_len).min(len)).collect();
+) -> (Vec<Vec<Lanes>>, Vec<Vec<Lanes>>) {
+    let state = args.shape.state;
     let per = ranges.len();
-
-    // 1. Each range's aggregate: (product of a, end state from zero), per n.
     let mut aggregates: Vec<(usize, usize, Vec<Lanes>, Vec<Lanes>)> = (0..blocks.len())
         .flat_map(|i| (0..per).map(move |c| (i, c, vec![[1.0; LANES]; state], vec![[0.0; LANES]; state])))
         .collect();
@@ -363,9 +370,8 @@ fn ranged<T: SsmInput>(
             run(args, &rows, ranges[*c].clone(), end, None, Some(prod));
         }
     });
-
-    // 2. In order: each range's starting state.
     let mut starts = vec![Vec::new(); blocks.len() * per];
+    let mut lasts = Vec::with_capacity(blocks.len());
     for (i, &block) in blocks.iter().enumerate() {
         let rows = Rows::new(args, block);
         let mut carry = rows.states_to_lanes(state, &initial(args, block));
@@ -379,8 +385,30 @@ fn ranged<T: SsmInput>(
                 }
             }
         }
+        lasts.push(carry);
+    }
+    (starts, lasts)
+}
+
+/// Few blocks: each block's rows in ranges of steps, joined through the
+/// linear-recurrence monoid (see the module docs).
+fn ranged<T: SsmInput>(
+    args: &SelectiveScan<'_, T>,
+    blocks: &[Block],
+    threads: usize,
+    out: &mut [f32],
+    last: &mut [f32],
+) {
+    let SsmShape { dim, len, state, .. } = args.shape;
+    let per_block = threads.div_ceil(blocks.len()).min(len / MIN_RANGE).max(1);
+    let ranges = whole_chunk_ranges(len, per_block);
+    let per = ranges.len();
+
+    // 1 and 2: each range's starting state, and each block's last.
+    let (starts, lasts) = range_starts(args, blocks, &ranges, threads);
+    for (block, carry) in blocks.iter().zip(&lasts) {
         let at = block.row0(dim) * state;
-        lanes_to_states(&carry, block.rows, &mut last[at..at + block.rows * state]);
+        lanes_to_states(carry, block.rows, &mut last[at..at + block.rows * state]);
     }
 
     // 3. Every range again from its start, writing its outputs.
