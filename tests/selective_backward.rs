@@ -171,8 +171,8 @@ fn the_cpu_matches_the_reference_on_one_and_several_threads() {
 /// several threads. Against the reference; bitwise the same on 1..=8
 /// threads (the cut follows the shape alone); through the training pair
 /// (`selective_scan_saving`, which keeps nothing here, and
-/// `selective_scan_backward_saved`), the same bits again. Ranges of 1024 to 2560 steps, the last one
-/// short, 1 to 6 blocks, blocks cut by groups.
+/// `selective_scan_backward_saved`), the same bits again. Ranges of 1024
+/// to 2112 steps, the last one short, 1 to 6 blocks, blocks cut by groups.
 #[test]
 fn the_cpu_backward_cuts_few_long_rows_into_ranges() {
     let mut rng = Rng::fresh("selective backward cpu ranges");
@@ -621,6 +621,18 @@ fn the_cpus_saved_states_give_the_backwards_gradients_bit_for_bit() {
     let other = owned(&mut rng, SsmShape { batch: 1, dim: 3, len: 11, state: 2 }, 1, 0);
     let err = Cpu::new().selective_scan_backward_saved(&args(&other, 0), &saved, &[0.0; 33]).unwrap_err();
     assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == "saved"), "{err}");
+    // Groups that do not divide the channels: an error naming B, not a
+    // division by zero while the saving forward cuts its blocks (found by
+    // this session's review: it checked after).
+    let o = owned(&mut rng, SsmShape { batch: 1, dim: 2, len: 4096, state: 2 }, 1, 0);
+    for groups in [0, 3] {
+        let mut a = args(&o, 0);
+        a.b = Projection::Varying { data: &o.b, groups };
+        match Cpu::new().selective_scan_saving(&a) {
+            Err(Error::WrongShape { argument, .. }) if argument == "B" => {}
+            r => panic!("groups {groups}: {:?}", r.map(drop)),
+        }
+    }
 }
 
 /// `Device`'s training pair on the CPU: the forward is `selective_scan`'s,

@@ -31,7 +31,7 @@
 //! the bits stay the same for every thread count and with or without them.
 //!
 //! Gradients of one row (du, ddelta, dz, the initial state's) are written
-//! by its block. Gradients shared by rows (A and D and delta_bias over the
+//! by its units (the initial state's by the unit of its first steps). Gradients shared by rows (A and D and delta_bias over the
 //! batch, B and C over the channels of a group, or over the steps when
 //! fixed) are summed within a unit in a fixed order (lanes by
 //! [`lanes::sum`]), and the units' sums are added into the totals in
@@ -140,7 +140,8 @@ struct Start<'a> {
 
 /// Fewer blocks than this cut their rows into ranges (a shape-only rule, so
 /// that the gradients' bits do not follow the thread count), about
-/// `RANGE_UNITS` units in all, of at least `super::MIN_RANGE` steps.
+/// `RANGE_UNITS` units in all, each but a row's last of at least
+/// `super::MIN_RANGE` steps.
 const FEW_BLOCKS: usize = 8;
 const RANGE_UNITS: usize = 16;
 
@@ -202,8 +203,10 @@ pub(crate) fn backward(
     // order as they come (a thread that finishes early waits for its turn),
     // so the totals do not depend on the threads (nor on the claims' size).
     let mut totals = (da, db, dc, dd, dbias);
-    // Claims of about 4096 steps of work (units of short rows together).
-    let per_claim = 4096 / ranges[0].len().max(1);
+    // Claims of about 4096 steps of work (units of short rows together);
+    // ranges, long by construction, one a claim (a claim of several would
+    // leave threads idle on few units).
+    let per_claim = if per > 1 { 1 } else { 4096 / len.max(1) };
     map_fold_in_order(
         &mut units,
         threads,

@@ -169,7 +169,8 @@ pub struct SelectiveCheckpoints {
 
 impl SelectiveCheckpoints {
     /// Whether states were kept (not where the forward cut rows into
-    /// ranges); without them the backward computes them itself.
+    /// ranges, nor where the backward will); without them the backward
+    /// computes them itself.
     pub fn holds_states(&self) -> bool {
         !self.states.is_empty() || self.blocks.is_empty()
     }
@@ -281,6 +282,8 @@ impl Cpu {
     /// # Ok::<(), scan_core::Error>(())
     /// ```
     pub fn selective_scan_saving(&self, args: &SelectiveScan<'_>) -> Result<(SsmOutput, SelectiveCheckpoints)> {
+        // Before the blocks, which divide by the groups' sizes.
+        args.validate()?;
         let blocks = block::blocks(args);
         let keep = !backward::cuts_rows(blocks.len(), args.shape.len);
         let (out, states) = forward(args, self.threads(), keep)?;
