@@ -1,7 +1,7 @@
 //! One GPU scan, run a few times, for profilers (Nsight Compute) to look at:
 //!
 //! ```text
-//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|f32-add-offsets|selective|selective-backward|selective-backward-ab|linrec-fused-ab] [log2 n] [single-pass|blelloch]
+//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|f32-add-offsets|selective|selective-backward|selective-backward-ab|selective-backward-narrow-ab|linrec-fused-ab] [log2 n] [single-pass|blelloch]
 //! ncu --launch-skip 2 --launch-count 1 -k regex:single_pass target/release/examples/gpu_profile f32-add 28
 //! ```
 //!
@@ -19,7 +19,9 @@
 //! blocks over whole rows or ranges of 256 steps). `selective-backward-ab`
 //! times the tile backward with its states in order and rotated
 //! (`Tuning::selective_backward_rotated_states`), alternating in one process
-//! (20 rounds of 3 calls each), and prints each one's median;
+//! (20 rounds of 3 calls each), and prints each one's median
+//! (`selective-backward-narrow-ab`: the rotated kernel with and without
+//! `Tuning::selective_backward_narrow_steps`);
 //! `linrec-fused-ab` the fused recurrence with grouped runs and through item
 //! slots (`Tuning::grouped_runs`), alternating with a copy of its bytes.
 
@@ -69,7 +71,8 @@ fn main() -> scan::Result<()> {
             };
             selective(&Cuda::new()?.with_tuning(form), true)
         }
-        "selective-backward-ab" => selective_backward_ab(),
+        "selective-backward-ab" => selective_backward_ab(false),
+        "selective-backward-narrow-ab" => selective_backward_ab(true),
         "linrec-fused-ab" => linrec_fused_ab(n),
         "i32-add" => {
             run::<Add<i32>>(&cuda, &(0..n).map(|i| (u(i) * 2e9) as i32 - 1_000_000_000).collect::<Vec<_>>(), 1)
@@ -201,10 +204,21 @@ fn linrec_fused_ab(n: usize) -> scan::Result<()> {
 
 /// The tile backward of the 8/11 benchmark's shape, in order and rotated,
 /// alternating: each one's median of 60 calls.
-fn selective_backward_ab() -> scan::Result<()> {
+fn selective_backward_ab(narrow: bool) -> scan::Result<()> {
     let tuning = Tuning::default().selective_backward_tiles(true);
-    let plain = Cuda::new()?.with_tuning(tuning.selective_backward_rotated_states(false));
-    let rotated = Cuda::new()?.with_tuning(tuning.selective_backward_rotated_states(true));
+    // Rotated states against in order; with `narrow`, the rotated kernel
+    // with narrow steps against without.
+    let (first, second) = if narrow {
+        let rotated = tuning.selective_backward_rotated_states(true);
+        (rotated.selective_backward_narrow_steps(false), rotated.selective_backward_narrow_steps(true))
+    } else {
+        let plain = tuning.selective_backward_rotated_states(false);
+        (plain, tuning.selective_backward_rotated_states(true).selective_backward_narrow_steps(false))
+    };
+    let names =
+        if narrow { ["rotated, wide steps", "rotated, narrow steps"] } else { ["states in order", "states rotated"] };
+    let plain = Cuda::new()?.with_tuning(first);
+    let rotated = Cuda::new()?.with_tuning(second);
     let args = selective_args();
     let on_device = plain.upload_selective(&args.scan())?;
     let dout = plain.upload(&vec![1.0f32; args.shape.batch * args.shape.dim * args.shape.len])?;
@@ -220,7 +234,7 @@ fn selective_backward_ab() -> scan::Result<()> {
             }
         }
     }
-    for (name, mut t) in ["states in order", "states rotated"].into_iter().zip(times) {
+    for (name, mut t) in names.into_iter().zip(times) {
         t.sort_by(f32::total_cmp);
         let (median, min, max) = (t[t.len() / 2], t[0], t[t.len() - 1]);
         println!("tile backward, {name}: median {median:.3} ms, min {min:.3}, max {max:.3} ({} calls)", t.len());

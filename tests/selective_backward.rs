@@ -365,12 +365,13 @@ fn the_gpu_matches_the_reference_within_mamba_tolerances() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_tile_backward_matches_the_reference() {
-    // The gradient kernel with the states in order, and with the upper
-    // half-warp's rotated (`Tuning::selective_backward_rotated_states`).
+    // The gradient kernel with the states in order, with the upper
+    // half-warp's rotated (`Tuning::selective_backward_rotated_states`), and
+    // rotated with narrow steps (`Tuning::selective_backward_narrow_steps`).
     let tuning = scan::cuda::Tuning::default().selective_backward_tiles(true);
-    for rotated in [false, true] {
-        let cuda = gpu().with_tuning(tuning.selective_backward_rotated_states(rotated));
-        tile_backward_matches_the_reference(&cuda, &format!("rotated states {rotated}"));
+    for (rotated, narrow) in [(false, false), (true, false), (true, true)] {
+        let form = tuning.selective_backward_rotated_states(rotated).selective_backward_narrow_steps(narrow);
+        tile_backward_matches_the_reference(&gpu().with_tuning(form), &format!("rotated {rotated}, narrow {narrow}"));
     }
 }
 

@@ -47,7 +47,7 @@
 
 namespace scan {
 
-template <int G, bool ROT>
+template <int G, bool ROT, bool NARROW = false>
 struct SsmBackTiles {
     static_assert(G == 2 || G == 4, "N up to 8 or 16, four states a warp");
     static constexpr int ROWS = 32;
@@ -59,6 +59,7 @@ struct SsmBackTiles {
     static constexpr int STEPS_STRIDE = T + 1;            // float4 per row of `steps`
     static constexpr int BC_STRIDE = 2 * STATES;          // floats per step of `bc` and `sums`
     static constexpr int PARTIAL_STRIDE = T;              // floats per row of `partial`
+    static constexpr int NARROW_STRIDE = T + 1;           // float2 / float per row of `steps2` / `dys`
     static_assert(T % R == 0 && R % 4 == 0, "whole sub-runs of whole quads in a tile");
     static_assert(THREADS == 2 * STATES * (T / 4), "a thread per (B or C, state, quad of steps)");
 
@@ -74,6 +75,15 @@ struct SsmBackTiles {
         // the prepare to the finish ([kind][unit p][thread]; in registers
         // they spilled under the 3-block bound).
         float4 gates[2 * UNITS * THREADS];
+    };
+    // With NARROW, after `Shared`: each step's (dt, dt u) again as a float2,
+    // and dy as a float, in rows of 17. The scan's forward then loads 8
+    // bytes a lane (LDS.64: a half-warp's 16 rows on distinct bank pairs, 2
+    // wavefronts) instead of `steps`' 16 (4 wavefronts: its stride of 17
+    // float4 serves quarter-warps only), and its backward 8 + 4 (3).
+    struct Narrow {
+        float2 steps2[ROWS * NARROW_STRIDE];
+        float dys[ROWS * NARROW_STRIDE];
     };
 
     // The float4 of step t in a row of `steps`: the quad q's steps 4 q + j
@@ -150,7 +160,7 @@ __device__ __forceinline__ float ssm_warp_sums8_rotated(float (&v)[8], unsigned 
     return s;
 }
 
-template <int G, bool ROT>
+template <int G, bool ROT, bool NARROW = false>
 __device__ __forceinline__ void selective_backward_tiles(const float* u, const float* delta, const float* A,
                                                          SsmProjection B, SsmProjection C, const float* D,
                                                          const float* z, const float* delta_bias, const float* dout,
@@ -158,11 +168,13 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
                                                          float* ddelta, float* dz, float* part_b, float* part_c,
                                                          float* part_a, float* part_d, float* part_bias, u64 dim,
                                                          u64 len, u64 state, bool softplus) {
-    typedef SsmBackTiles<G, ROT> Tiles;
+    typedef SsmBackTiles<G, ROT, NARROW> Tiles;
     constexpr int ROWS = Tiles::ROWS, T = Tiles::T, R = Tiles::R, UNITS = Tiles::UNITS;
     constexpr int THREADS = Tiles::THREADS, STATES = Tiles::STATES;
     constexpr float LN2 = 0.6931471805599453f;
-    typename Tiles::Shared& sh = ssm_dynamic_shared<typename Tiles::Shared>();
+    typename Tiles::Shared& sh =
+        ssm_dynamic_shared<typename Tiles::Shared>(NARROW ? (unsigned)sizeof(typename Tiles::Narrow) : 0u);
+    typename Tiles::Narrow& narrow_sh = *reinterpret_cast<typename Tiles::Narrow*>(&sh + 1);
 
     const u64 row0 = (u64)blockIdx.x * ROWS;
     const u64 b = row0 / dim, d0 = row0 % dim;
@@ -191,13 +203,14 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
     // p THREADS) / 4, steps 4 unit_quad .. 4 unit_quad + 3 of the tile.
     const unsigned unit_quad = tid % 4;
     u64 unit_at[UNITS];
-    int steps_row[UNITS], partial_at[UNITS];
+    int steps_row[UNITS], partial_at[UNITS], narrow_row[UNITS];
     float skip[UNITS], bias[UNITS], acc_dd[UNITS], acc_bias[UNITS];
 #pragma unroll
     for (int p = 0; p < UNITS; ++p) {
         const unsigned unit_row = (tid + p * THREADS) / 4;
         unit_at[p] = (row0 + unit_row) * len;
         steps_row[p] = unit_row * Tiles::STEPS_STRIDE;
+        narrow_row[p] = unit_row * Tiles::NARROW_STRIDE;
         partial_at[p] = Tiles::partial_at(unit_row, unit_quad);
         const u64 d = d0 + unit_row;
         skip[p] = D != nullptr ? D[d] : 0.0f;
@@ -283,6 +296,11 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
                     fz[j] = go[j] * sig * fmaf(zz[j], 1.0f - sig, 1.0f);
                 }
                 sh.steps[steps_row[p] + Tiles::step_at(4 * unit_quad + j)] = make_float4(dt, dt * uu[j], dy, uu[j]);
+                if constexpr (NARROW) {
+                    const int at = narrow_row[p] + 4 * unit_quad + j;
+                    narrow_sh.steps2[at] = make_float2(dt, dt * uu[j]);
+                    narrow_sh.dys[at] = dy;
+                }
             }
             my_gates[p * THREADS] = make_float4(fz[0], fz[1], fz[2], fz[3]);
             my_gates[(UNITS + p) * THREADS] = make_float4(fsp[0], fsp[1], fsp[2], fsp[3]);
@@ -304,6 +322,8 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
 
     auto scan_tile = [&]() {
         const float4* my_steps = sh.steps + lane * Tiles::STEPS_STRIDE;
+        const float2* my_steps2 = narrow_sh.steps2 + lane * Tiles::NARROW_STRIDE;
+        const float* my_dys = narrow_sh.dys + lane * Tiles::NARROW_STRIDE;
         const float* my_bc = ROT && rot != 0 ? sh.bc_rot : sh.bc;
         // Where this lane's sum over rows goes in a step of `sums` (lanes 4 i
         // only): kind and state as the reduce-scatter leaves them.
@@ -325,7 +345,13 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
 #pragma unroll
             for (int s = 0; s < R; ++s) {
                 const int t = run * R + s;
-                const float4 st = my_steps[Tiles::step_at(t)];
+                float2 st;  // dt, dt u
+                if constexpr (NARROW) {
+                    st = my_steps2[t];
+                } else {
+                    const float4 wide = my_steps[Tiles::step_at(t)];
+                    st = make_float2(wide.x, wide.y);
+                }
                 const float4 bb = *reinterpret_cast<const float4*>(my_bc + Tiles::bc_at(t, 8 * g));
                 const float bv[4] = {bb.x, bb.y, bb.z, bb.w};
 #pragma unroll
@@ -340,7 +366,13 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
 #pragma unroll
             for (int s = R - 1; s >= 0; --s) {
                 const int t = run * R + s;
-                const float4 st = my_steps[Tiles::step_at(t)];  // dt, dt u, dy, u
+                float4 st;  // dt, dt u, dy (and u, unused here)
+                if constexpr (NARROW) {
+                    const float2 narrow = my_steps2[t];
+                    st = make_float4(narrow.x, narrow.y, my_dys[t], 0.0f);
+                } else {
+                    st = my_steps[Tiles::step_at(t)];
+                }
                 const float4 bb = *reinterpret_cast<const float4*>(my_bc + Tiles::bc_at(t, 8 * g));
                 const float4 cc = *reinterpret_cast<const float4*>(my_bc + Tiles::bc_at(t, 8 * g + 4));
                 const float bv[4] = {bb.x, bb.y, bb.z, bb.w};

@@ -74,18 +74,19 @@ __device__ __forceinline__ int ssm_bc_at(int step, int i) {
     return step * BC_STRIDE + 4 * ((i / 4) ^ ((step >> 2) & (BC_STRIDE / 4 - 1))) + i % 4;
 }
 
-// The block's dynamic shared memory as a `Shared`; traps if the launch gave
-// less (the host passes sizeof(Shared); a smaller launch must not corrupt).
+// The block's dynamic shared memory as a `Shared` (and `beyond` bytes after
+// it); traps if the launch gave less (the host passes the size; a smaller
+// launch must not corrupt).
 template <typename Shared>
-__device__ __forceinline__ Shared& ssm_dynamic_shared() {
+__device__ __forceinline__ Shared& ssm_dynamic_shared(unsigned beyond = 0) {
 #ifndef SCAN_HOST_EMULATION
     extern __shared__ __align__(16) unsigned char ssm_dynamic[];
     unsigned dynamic_bytes;
     asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dynamic_bytes));
-    if (dynamic_bytes < sizeof(Shared)) __trap();
+    if (dynamic_bytes < sizeof(Shared) + beyond) __trap();
     return *reinterpret_cast<Shared*>(ssm_dynamic);
 #else
-    return *static_cast<Shared*>(scan_emulator::dynamic_shared(sizeof(Shared)));
+    return *static_cast<Shared*>(scan_emulator::dynamic_shared(sizeof(Shared) + beyond));
 #endif
 }
 

@@ -741,6 +741,7 @@ pub struct Tuning {
     selective_backward_whole_rows: Option<bool>,
     selective_backward_tiles: Option<bool>,
     selective_backward_rotated_states: Option<bool>,
+    selective_backward_narrow_steps: Option<bool>,
     adversarial_seed: u32,
     host_chunk_bytes: Option<usize>,
 }
@@ -904,7 +905,10 @@ impl Tuning {
     /// instructions a step instead of 110, sm_90 SASS), at 2 KiB more shared
     /// memory a block. On by default: on the H200 (8/11's shape, both forms
     /// alternating in one process, 60 calls each) the whole backward took
-    /// 1.909 ms rotated against 1.923 in order (medians; min 1.891 / 1.903).
+    /// 1.909 ms rotated against 1.923 in order (medians; min 1.891 / 1.903);
+    /// after the twenty-first session's bank-conflict fix 1.769-1.779 against
+    /// 1.814-1.824 (2026-12-05, three runs). Narrow steps
+    /// ([`Tuning::selective_backward_narrow_steps`]) apply to this form.
     pub fn selective_backward_rotated_states(mut self, rotated: bool) -> Self {
         self.selective_backward_rotated_states = Some(rotated);
         self
@@ -913,6 +917,26 @@ impl Tuning {
     /// [`Tuning::selective_backward_rotated_states`] as set.
     pub(crate) fn selective_backward_rotated_states_setting(self) -> Option<bool> {
         self.selective_backward_rotated_states
+    }
+
+    /// Whether the selective backward's rotated tile gradient kernel also
+    /// keeps each step's (dt, dt u) as a float2 and dy as a float in shared
+    /// memory (`true`), so that its scan loads 8 bytes a lane going forward
+    /// and 12 going back instead of 16 and 16 (the shared-memory pipe is
+    /// that kernel's busiest unit), at 6.4 KiB more shared memory a block.
+    /// Ignored with the states in order. On by default where it fits: on the
+    /// H200 (8/11's shape, both forms alternating in one process, 60 calls
+    /// each, four runs in two calls) the whole backward took 1.739-1.793 ms
+    /// with narrow steps against 1.766-1.821 without (-1.5% every time; the
+    /// gradient kernel under ncu 1.36 against 1.39 ms).
+    pub fn selective_backward_narrow_steps(mut self, narrow: bool) -> Self {
+        self.selective_backward_narrow_steps = Some(narrow);
+        self
+    }
+
+    /// [`Tuning::selective_backward_narrow_steps`] as set.
+    pub(crate) fn selective_backward_narrow_steps_setting(self) -> Option<bool> {
+        self.selective_backward_narrow_steps
     }
 
     /// The chunk size, in bytes, of scans of host slices (which travel to

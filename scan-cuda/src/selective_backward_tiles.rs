@@ -57,6 +57,9 @@ pub(crate) struct BackwardTileKernels {
     /// The gradient kernel with the upper half-warp's states rotated
     /// (`ROT`), and the dynamic shared memory it is opted in to.
     gradients_rotated: (CudaFunction, usize),
+    /// The rotated kernel with the narrow copies of each step (`NARROW`),
+    /// and its opt-in.
+    gradients_narrow: (CudaFunction, usize),
     saving: CudaFunction,
 }
 
@@ -64,8 +67,9 @@ fn checkpoints_name(warps: u32) -> String {
     format!("selective_checkpoints_tiles_{warps}")
 }
 
-fn gradients_name(warps: u32, rotated: bool) -> String {
-    format!("selective_backward_tiles_{warps}{}", if rotated { "_rot" } else { "" })
+fn gradients_name(warps: u32, rotated: bool, narrow: bool) -> String {
+    let narrow = if rotated && narrow { "_narrow" } else { "" };
+    format!("selective_backward_tiles_{warps}{}{narrow}", if rotated { "_rot" } else { "" })
 }
 
 fn saving_name(warps: u32) -> String {
@@ -75,14 +79,17 @@ fn saving_name(warps: u32) -> String {
 /// The gradient kernel's shared memory, as `SsmBackTiles<G>::Shared`: a
 /// float4 per (row, step) (stride 17), B and C per step, three partial sums
 /// per (warp, row, step) (rows of 16 floats, their quads rotated), the
-/// block's dB and dC per step, and two float4 per (row, 4 steps) unit.
-fn gradients_shared_bytes(warps: u32, rotated: bool) -> usize {
+/// block's dB and dC per step, and two float4 per (row, 4 steps) unit;
+/// with `narrow` (rotated only), a float2 and a float per (row, step) in
+/// rows of 17.
+fn gradients_shared_bytes(warps: u32, rotated: bool, narrow: bool) -> usize {
     let states = 4 * warps as usize;
     // A thread's (row, 4 steps) units: two float4 each.
     let gates = 16 * 2 * ROWS * STEPS / 4;
     // With the states rotated, B and C again with their chunks' halves swapped.
     let bc_rot = 4 * if rotated { STEPS * 2 * states } else { 4 };
-    16 * ROWS * (STEPS + 1) + 4 * (2 * STEPS * 2 * states + 3 * warps as usize * ROWS * STEPS) + gates + bc_rot
+    let narrow = if rotated && narrow { 12 * ROWS * (STEPS + 1) } else { 0 };
+    16 * ROWS * (STEPS + 1) + 4 * (2 * STEPS * 2 * states + 3 * warps as usize * ROWS * STEPS) + gates + bc_rot + narrow
 }
 
 /// The kernels' instantiations.
@@ -117,8 +124,8 @@ pub(crate) fn source() -> String {
              \x20     nullptr, checkpoints, dim, len, state, softplus != 0);\n\
              }}\n"
         ));
-        for rotated in [false, true] {
-            let gradients = gradients_name(g, rotated);
+        for (rotated, narrow) in [(false, false), (true, false), (true, true)] {
+            let gradients = gradients_name(g, rotated, narrow);
             code.push_str(&format!(
                 "extern \"C\" __global__ void __launch_bounds__({threads}, {per_sm}) {gradients}(\n\
              \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
@@ -127,7 +134,7 @@ pub(crate) fn source() -> String {
              \x20   float* ddelta, float* dz, float* part_b, float* part_c, float* part_a, float* part_d,\n\
              \x20   float* part_bias, unsigned long long dim, unsigned long long len, unsigned long long state,\n\
              \x20   int softplus) {{\n\
-             \x20 scan::selective_backward_tiles<{g}, {rotated}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
+             \x20 scan::selective_backward_tiles<{g}, {rotated}, {narrow}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
              \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, dout, checkpoints, dx0, du, ddelta, dz,\n\
              \x20     part_b, part_c, part_a, part_d, part_bias, dim, len, state, softplus != 0);\n\
              }}\n"
@@ -143,12 +150,15 @@ pub(crate) fn load(module: &std::sync::Arc<CudaModule>, limit: usize) -> Result<
     WARPS
         .into_iter()
         .map(|g| {
-            let rotated = lookup(module, &gradients_name(g, true))?;
+            let rotated = lookup(module, &gradients_name(g, true, false))?;
             let rotated_limit = opt_in_dynamic_shared(&rotated, limit)?;
+            let narrow = lookup(module, &gradients_name(g, true, true))?;
+            let narrow_limit = opt_in_dynamic_shared(&narrow, limit)?;
             let kernels = BackwardTileKernels {
                 checkpoints: lookup(module, &checkpoints_name(g))?,
-                gradients: lookup(module, &gradients_name(g, false))?,
+                gradients: lookup(module, &gradients_name(g, false, false))?,
                 gradients_rotated: (rotated, rotated_limit),
+                gradients_narrow: (narrow, narrow_limit),
                 saving: lookup(module, &saving_name(g))?,
             };
             Ok((g, kernels))
@@ -358,16 +368,21 @@ impl Cuda {
             // Rotated by default where the GPU gives it its shared memory
             // (else in order, which needs 2 KiB less); when asked for, an
             // error if it does not fit.
+            // The narrow copies likewise, for the rotated kernel only.
             let asked = self.tuning().selective_backward_rotated_states_setting();
-            let rotated = asked.unwrap_or(gradients_shared_bytes(warps, true) <= tile.gradients_rotated.1);
-            let shared = gradients_shared_bytes(warps, rotated);
+            let rotated = asked.unwrap_or(gradients_shared_bytes(warps, true, false) <= tile.gradients_rotated.1);
+            let asked_narrow = self.tuning().selective_backward_narrow_steps_setting();
+            let narrow =
+                rotated && asked_narrow.unwrap_or(gradients_shared_bytes(warps, true, true) <= tile.gradients_narrow.1);
+            let shared = gradients_shared_bytes(warps, rotated, narrow);
             let function = if rotated {
-                let (function, limit) = &tile.gradients_rotated;
+                let (function, limit) = if narrow { &tile.gradients_narrow } else { &tile.gradients_rotated };
                 if shared > *limit {
                     return Err(Error::TooLarge {
                         what: format!(
-                            "the selective backward's rotated tile kernel needs {shared} bytes of shared memory; this \
-                             GPU gives it {limit}"
+                            "the selective backward's rotated tile kernel{} needs {shared} bytes of shared memory; \
+                             this GPU gives it {limit}",
+                            if narrow { " with narrow steps" } else { "" }
                         ),
                     });
                 }
@@ -424,10 +439,13 @@ mod tests {
     fn the_gradient_blocks_fit_in_the_default_shared_memory() {
         // G = 4: 32 x 17 float4 steps, 16 x 32 B and C, 3 x 4 x 32 x 16
         // partial sums, 16 x 32 block sums, 2 x 128 float4 gates.
-        assert_eq!(gradients_shared_bytes(4, false), 16 * 32 * 17 + 4 * (512 + 6144 + 512) + 16 * 256 + 16);
-        assert_eq!(gradients_shared_bytes(4, true), 16 * 32 * 17 + 4 * (512 + 6144 + 512) + 16 * 256 + 2048);
+        assert_eq!(gradients_shared_bytes(4, false, false), 16 * 32 * 17 + 4 * (512 + 6144 + 512) + 16 * 256 + 16);
+        assert_eq!(gradients_shared_bytes(4, false, true), gradients_shared_bytes(4, false, false));
+        assert_eq!(gradients_shared_bytes(4, true, false), 16 * 32 * 17 + 4 * (512 + 6144 + 512) + 16 * 256 + 2048);
+        // The narrow copies: a float2 and a float per (row, step), rows of 17.
+        assert_eq!(gradients_shared_bytes(4, true, true), gradients_shared_bytes(4, true, false) + 12 * 32 * 17);
         for g in WARPS {
-            assert!(gradients_shared_bytes(g, false) <= 48 * 1024, "G = {g}");
+            assert!(gradients_shared_bytes(g, false, false) <= 48 * 1024, "G = {g}");
             assert!(tiles_shared_bytes(g) <= 48 * 1024, "G = {g}");
         }
     }

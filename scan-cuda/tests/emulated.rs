@@ -89,6 +89,8 @@ struct Case {
     x0: bool,
     warps: u32,
     rotated: bool,
+    /// The rotated kernel with narrow steps (`Tuning::selective_backward_narrow_steps`).
+    narrow: bool,
 }
 
 /// What the harness writes: the forward's output and last state, and the
@@ -170,7 +172,7 @@ fn run_case(case: Case, seed: u64) {
         case.warps.into(),
         case.rotated.into(),
         seed,
-        0,
+        case.narrow.into(),
         0,
     ];
     let mut input: Vec<u8> = header.iter().flat_map(|h| h.to_le_bytes()).collect();
@@ -265,6 +267,7 @@ const BASE: Case = Case {
     x0: false,
     warps: 4,
     rotated: true,
+    narrow: false,
 };
 
 #[test]
@@ -293,4 +296,17 @@ fn the_tile_backward_matches_the_reference_on_batches_groups_and_states_past_n()
     run_case(Case { state: 13, len: 19, ..BASE }, 31);
     run_case(Case { state: 8, warps: 2, rotated: false, len: 37, ..BASE }, 32);
     run_case(Case { state: 5, warps: 2, rotated: true, len: 12, batch: 2, x0: true, ..BASE }, 33);
+}
+
+#[test]
+fn the_tile_backward_with_narrow_steps_matches_the_reference() {
+    let narrow = Case { narrow: true, ..BASE };
+    run_case(narrow, 60);
+    run_case(Case { d: false, z: false, bias: false, softplus: false, x0: true, ..narrow }, 61);
+    for (i, len) in [1, 8, 15, 17, 33].into_iter().enumerate() {
+        run_case(Case { len, x0: i % 2 == 1, ..narrow }, 62 + i as u64);
+    }
+    run_case(Case { batch: 2, dim: 64, len: 21, b_groups: 2, c_groups: 1, ..narrow }, 70);
+    run_case(Case { state: 13, len: 19, ..narrow }, 71);
+    run_case(Case { state: 6, warps: 2, len: 37, ..narrow }, 72);
 }
