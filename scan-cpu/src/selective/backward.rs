@@ -75,7 +75,8 @@ fn add_wide(acc: &mut Wide, chunk: Lanes) {
 
 /// dB or dC of a unit: per (state, step) of its group over the unit's
 /// steps (varying, N x steps), or per (state, row) (fixed: summed along the
-/// unit's steps in f64, a chunk's f32 sums at a time, as dA).
+/// unit's steps in f64, a chunk's f32 sums at a time, as dA; unlike dA's,
+/// the totals over units stay f32, one rounding a unit).
 enum Along {
     Steps(Vec<f32>),
     Fixed { sums: Vec<Wide>, chunk: Vec<Lanes> },
@@ -189,7 +190,8 @@ pub(crate) fn backward(
     let mut dz = args.z.map(|_| touched_zeros(bdl));
     let mut dx0 = args.initial_state.map(|_| touched_zeros(batch * dim * state));
     let (db, dc) = (touched_zeros(args.b.data().len()), touched_zeros(args.c.data().len()));
-    // The sums along the rows, in f64 until the end (dim x N floats).
+    // The sums along the rows, in f64 until the end (dim x N + 2 dim; small,
+    // so their pages need no touching).
     let (da, dd, dbias) = (vec![0.0f64; dim * state], vec![0.0f64; dim], vec![0.0f64; dim]);
 
     let blocks = block::blocks(args);
