@@ -106,3 +106,71 @@ fn batched_rows_and_bad_shapes_through_the_facade() {
         assert!(matches!(err, Err(Error::BadShape { rows, .. }) if rows == bad_rows), "{bad_rows}: {err:?}");
     }
 }
+
+/// Inputs at the edges of what the calls take are answers or errors, never
+/// panics: a thread count of `usize::MAX` (the executor uses what the work
+/// allows), strided rows of no items however many, and a selective scan of
+/// L = 0 whose state (batch, dim, N) could not be held.
+#[test]
+fn absurd_thread_counts_empty_rows_and_unholdable_states_are_not_panics() {
+    use scan::maps::{bf16, Widen};
+    use scan::selective::{Projection, SelectiveScan, SsmShape};
+
+    let x: Vec<i64> = (1..=64).collect();
+    let spec = ScanSpec::inclusive();
+    for algorithm in Algorithm::ALL {
+        let cpu = Cpu::new().with_algorithm(algorithm).with_threads(usize::MAX);
+        let what = format!("{algorithm:?}");
+        assert_eq!(cpu.scan::<Add<i64>>(&x, spec).unwrap(), reference::scan::<Add<i64>>(&x, spec), "{what}");
+        let mut out = vec![0; 64];
+        cpu.scan_rows::<Add<i64>>(&x, &mut out, 4, spec).unwrap();
+        assert_eq!(out, reference::scan_rows::<Add<i64>>(&x, 4, spec).unwrap(), "{what}");
+        cpu.scan_segments::<Add<i64>>(&x, &mut out, &[0, 10, 10, 40], spec).unwrap();
+        assert_eq!(out, reference::scan_segments::<Add<i64>>(&x, &[0, 10, 10, 40], spec).unwrap(), "{what}");
+        let flags: Vec<bool> = (0..64).map(|i| i % 7 == 0).collect();
+        cpu.scan_flagged::<Add<i64>>(&x, &mut out, &flags, spec).unwrap();
+        assert_eq!(out[7], 8, "{what}: a head restarts the sum");
+        // (The items between rows keep the output's values: start from x.)
+        out.copy_from_slice(&x);
+        cpu.scan_rows_strided::<Add<i64>>(&x, &mut out, 3, 5, 20, spec).unwrap();
+        assert_eq!(out, reference::scan_rows_strided::<Add<i64>>(&x, 3, 5, 20, spec).unwrap(), "{what}");
+        let halves: Vec<bf16> = (0..64).map(|i| bf16::from_f32(i as f32)).collect();
+        let mut sums = vec![0.0f32; 64];
+        cpu.scan_mapped_rows::<Add<f32>, Widen<bf16>, _>(&halves[..], &mut sums, 2, spec).unwrap();
+        assert_eq!((sums[31], sums[63]), (496.0, 1520.0), "{what}: two rows of 32");
+        cpu.scan_mapped::<Add<f32>, Widen<bf16>, _>(&halves[..], &mut sums, spec).unwrap();
+        assert_eq!(sums[63], 2016.0, "{what}");
+        assert_eq!(cpu.compact(&x, &flags).unwrap(), [1, 8, 15, 22, 29, 36, 43, 50, 57, 64], "{what}");
+    }
+
+    // Rows of no items: nothing to scan, whatever their count and stride.
+    let cpu = Cpu::new();
+    let mut out: Vec<i64> = vec![];
+    cpu.scan_rows_strided::<Add<i64>>(&[], &mut out, usize::MAX, 0, 0, spec).unwrap();
+    assert!(reference::strided_rows(0, usize::MAX, 0, 0).unwrap().is_empty());
+    let mut kept = x.clone();
+    cpu.scan_rows_strided::<Add<i64>>(&x, &mut kept, 65, 0, 1, spec).unwrap();
+    assert_eq!(kept, x, "rows of no items leave the output as it was");
+    // (Rows starting past the end do not fit, empty or not.)
+    let err = cpu.scan_rows_strided::<Add<i64>>(&x, &mut kept, usize::MAX, 0, 1, spec);
+    assert!(matches!(err, Err(Error::BadStride { .. })), "{err:?}");
+
+    // L = 0: no argument bounds batch x dim x N, so the shape check does.
+    let a = [-1.0f32; 4];
+    let shape = SsmShape { batch: 1 << 62, dim: 1, len: 0, state: 4 };
+    let args = SelectiveScan::new(shape, &[], &[], &a, Projection::Fixed(&a), Projection::Fixed(&a));
+    assert!(matches!(args.validate(), Err(Error::TooLarge { .. })), "{:?}", args.validate());
+    assert!(matches!(cpu.selective_scan(&args), Err(Error::TooLarge { .. })));
+    assert!(matches!(cpu.selective_scan_backward(&args, &[]), Err(Error::TooLarge { .. })));
+    assert!(matches!(scan::selective::reference(&args.return_last_state(true)), Err(Error::TooLarge { .. })));
+    let huge = SsmShape { batch: 1 << 32, dim: 1 << 32, len: 1, state: 1 };
+    let err = scan::selective::backward::check_dout_len(huge, 0);
+    assert!(matches!(err, Err(Error::WrongShape { .. })), "{err:?}");
+    // A shape that fits is still a scan: the last state is the initial one.
+    let init = [0.5f32; 8];
+    let small = SsmShape { batch: 2, dim: 1, len: 0, state: 4 };
+    let args = SelectiveScan::new(small, &[], &[], &a, Projection::Fixed(&a), Projection::Fixed(&a))
+        .initial_state(&init)
+        .return_last_state(true);
+    assert_eq!(cpu.selective_scan(&args).unwrap().last_state.unwrap(), init);
+}

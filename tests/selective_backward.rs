@@ -625,6 +625,18 @@ fn the_cpus_saved_states_give_the_backwards_gradients_bit_for_bit() {
     let other = owned(&mut rng, SsmShape { batch: 1, dim: 3, len: 11, state: 2 }, 1, 0);
     let err = Cpu::new().selective_scan_backward_saved(&args(&other, 0), &saved, &[0.0; 33]).unwrap_err();
     assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == "saved"), "{err}");
+    // The same shape, other arrays (a copy of u) or softplus toggled: the
+    // states would be another scan's, so an error too (as on the GPU).
+    let (_, saved) = Cpu::new().selective_scan_saving(&args(&o, 4)).unwrap();
+    let copy = o.u.clone();
+    let mut other_u = args(&o, 4);
+    other_u.u = &copy;
+    for (what, a) in [("a copy of u", other_u), ("softplus off", args(&o, 4).delta_softplus(false))] {
+        let err = Cpu::new().selective_scan_backward_saved(&a, &saved, &[0.0; 30]).unwrap_err();
+        assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == "saved"), "{what}: {err}");
+    }
+    let same = Cpu::new().selective_scan_backward_saved(&args(&o, 4), &saved, &[0.0; 30]);
+    assert!(same.is_ok(), "the arguments saved from: {same:?}");
     // Groups that do not divide the channels: an error naming B, not a
     // division by zero while the saving forward cuts its blocks (found by
     // this session's review: it checked after).

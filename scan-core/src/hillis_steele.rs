@@ -17,29 +17,36 @@
 //!
 //! let x = [3, 1, 7, 0, 4, 1, 6, 3];
 //! let mut next = [0; 8];
-//! hillis_steele::step::<Add<i32>>(&x, &mut next, 1);
+//! hillis_steele::step::<Add<i32>>(&x, &mut next, 1)?;
 //! assert_eq!(next, [3, 4, 8, 7, 4, 5, 7, 9]);
 //! let prev = next;
-//! hillis_steele::step::<Add<i32>>(&prev, &mut next, 2);
+//! hillis_steele::step::<Add<i32>>(&prev, &mut next, 2)?;
 //! assert_eq!(next, [3, 4, 11, 11, 12, 12, 11, 14]);
 //! let prev = next;
-//! hillis_steele::step::<Add<i32>>(&prev, &mut next, 4);
+//! hillis_steele::step::<Add<i32>>(&prev, &mut next, 4)?;
 //! assert_eq!(next, [3, 4, 11, 11, 15, 16, 22, 25]);
 //!
 //! let mut y = x;
 //! hillis_steele::scan_block::<Add<i32>>(&mut y, scan_core::ScanSpec::inclusive());
 //! assert_eq!(y, [3, 4, 11, 11, 15, 16, 22, 25]);
+//! assert!(hillis_steele::step::<Add<i32>>(&x, &mut [0; 7], 1).is_err()); // lengths differ
+//! # Ok::<(), scan_core::Error>(())
 //! ```
 
-use crate::{ScanOp, ScanSpec};
+use crate::{Error, Result, ScanOp, ScanSpec};
 
 /// One step at distance `d`: `next[i] = prev[i - d] ∘ prev[i]` for `i >= d`,
 /// `next[i] = prev[i]` below. The earlier item is the left operand.
-///
-/// # Panics
-/// If the slices differ in length (a caller's bug).
-pub fn step<Op: ScanOp>(prev: &[Op::Item], next: &mut [Op::Item], d: usize) {
-    assert_eq!(prev.len(), next.len(), "Hillis-Steele step over slices of different lengths");
+/// [`Error::LengthMismatch`] (and `next` unchanged) when the slices differ
+/// in length.
+pub fn step<Op: ScanOp>(prev: &[Op::Item], next: &mut [Op::Item], d: usize) -> Result<()> {
+    Error::check_lengths(prev.len(), next.len())?;
+    combine_at::<Op>(prev, next, d);
+    Ok(())
+}
+
+/// [`step`] on slices of one length.
+fn combine_at<Op: ScanOp>(prev: &[Op::Item], next: &mut [Op::Item], d: usize) {
     let d = d.min(prev.len());
     next[..d].copy_from_slice(&prev[..d]);
     for i in d..prev.len() {
@@ -56,7 +63,8 @@ pub fn scan_block<Op: ScanOp>(data: &mut [Op::Item], spec: ScanSpec) {
     let mut next = prev.clone();
     let mut d = 1;
     while d < n {
-        step::<Op>(&prev, &mut next, d);
+        // (The same lengths: `next` is a clone of `prev`.)
+        combine_at::<Op>(&prev, &mut next, d);
         std::mem::swap(&mut prev, &mut next);
         d *= 2;
     }

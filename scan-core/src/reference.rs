@@ -61,16 +61,22 @@ pub fn scan_rows<Op: ScanOp>(input: &[Op::Item], rows: usize, spec: ScanSpec) ->
 
 /// The index ranges of `rows` rows of `row_len` items whose starts are
 /// `stride` items apart, in a buffer of `len` items, or
-/// [`Error::BadStride`] when they do not fit.
+/// [`Error::BadStride`] when they do not fit. Rows of no items are listed
+/// as none, however many (there is nothing in them to scan, and their count
+/// is not bounded by `len`).
 ///
 /// ```
 /// use scan_core::reference::strided_rows;
 /// assert_eq!(strided_rows(10, 3, 2, 4).unwrap(), [0..2, 4..6, 8..10]);
 /// assert!(strided_rows(10, 3, 2, 5).is_err()); // the last row would end at 12
 /// assert!(strided_rows(10, 2, 4, 3).is_err()); // rows would overlap
+/// assert!(strided_rows(0, usize::MAX, 0, 0).unwrap().is_empty());
 /// ```
 pub fn strided_rows(len: usize, rows: usize, row_len: usize, stride: usize) -> Result<Vec<std::ops::Range<usize>>> {
     check_strided(len, rows, row_len, stride)?;
+    if row_len == 0 {
+        return Ok(Vec::new());
+    }
     Ok((0..rows).map(|r| r * stride..r * stride + row_len).collect())
 }
 

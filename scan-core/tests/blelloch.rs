@@ -141,8 +141,8 @@ fn the_sweeps_use_exactly_2_n_minus_1_combines() {
         let n = 1usize << log;
         let mut tree: Vec<u64> = (1..=n as u64).collect();
         COMBINES.with(|c| c.set(0));
-        block::up_sweep::<Counting>(&mut tree);
-        block::down_sweep::<Counting>(&mut tree);
+        block::up_sweep::<Counting>(&mut tree).unwrap();
+        block::down_sweep::<Counting>(&mut tree).unwrap();
         assert_eq!(COMBINES.with(Cell::get), 2 * (n - 1), "n = {n}");
         let want: Vec<u64> = (0..n as u64).map(|i| i * (i + 1) / 2).collect();
         assert_eq!(tree, want, "n = {n}: the sweeps leave the exclusive scan");

@@ -72,8 +72,8 @@ fn hillis_steele_does_about_n_log_n_combines_and_blelloch_about_2n() {
         assert_eq!(hs, n * log as usize - (n - 1), "Hillis-Steele, n = {n}");
         let bl = combines(|| {
             let mut y = x.clone();
-            block::up_sweep::<CountedAdd>(&mut y);
-            block::down_sweep::<CountedAdd>(&mut y);
+            block::up_sweep::<CountedAdd>(&mut y).unwrap();
+            block::down_sweep::<CountedAdd>(&mut y).unwrap();
         });
         // Up-sweep n - 1, down-sweep n - 1.
         assert_eq!(bl, 2 * (n - 1), "Blelloch, n = {n}");

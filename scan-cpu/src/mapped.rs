@@ -16,6 +16,7 @@ use scan_core::maps::{Inputs, Maps};
 use scan_core::{reference, Error, Result, ScanOp, ScanSpec};
 
 use crate::cpu::Cpu;
+use crate::parallel;
 
 /// Pieces smaller than this run on one thread: a thread's start costs more.
 const MIN_PIECE: usize = 1 << 15;
@@ -106,7 +107,7 @@ impl Cpu {
         let threads = self.threads();
         // Few rows long enough to split: each row on every thread. (Many
         // rows on few threads balance well; 3 rows on 2 threads do not.)
-        if rows < 4 * threads && row_len >= 2 * MIN_PIECE {
+        if rows < threads.saturating_mul(4) && row_len >= 2 * MIN_PIECE {
             for (r, out) in output.chunks_exact_mut(row_len).enumerate() {
                 scan_range::<Op, M, I>(&inputs, r * row_len, out, spec, threads);
             }
@@ -119,16 +120,15 @@ impl Cpu {
                 scan_range::<Op, M, I>(&inputs, base + j * row_len, row, spec, 1);
             }
         };
-        if block >= n {
-            scan_block(0, output);
-        } else {
-            std::thread::scope(|s| {
-                for (k, out) in output.chunks_mut(block).enumerate() {
-                    let scan_block = &scan_block;
-                    s.spawn(move || scan_block(k * block, out));
-                }
-            });
-        }
+        // (A block a thread; if the OS refuses a thread, the others take its
+        // block: `for_each_part`.)
+        let mut blocks: Vec<(usize, &mut [M::Output])> = output.chunks_mut(block).enumerate().collect();
+        let count = blocks.len();
+        parallel::for_each_part(&mut blocks, count, |part| {
+            for (k, out) in part.iter_mut() {
+                scan_block(*k * block, out);
+            }
+        });
         Ok(())
     }
 }
@@ -162,25 +162,24 @@ fn scan_range<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
     };
     let lift = |i: usize| M::lift(inputs.get(base + i));
 
-    // Pass 1: each piece's total (in memory order of pieces).
-    let totals: Vec<Option<Op::Item>> = if pieces == 1 {
-        vec![None] // one piece needs no prefix
-    } else {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..pieces)
-                .map(|k| s.spawn(move || order(k).fold(None, |acc, i| Some(then::<Op>(acc, lift(i))))))
-                .collect();
-            // A panic in a map (user code) is the caller's panic.
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
-        })
-    };
+    // Pass 1: each piece's total (in memory order of pieces; one piece
+    // needs no prefix). A piece a thread; if the OS refuses a thread, the
+    // others take its piece (`for_each_part`).
+    let mut totals: Vec<(usize, Option<Op::Item>)> = (0..pieces).map(|k| (k, None)).collect();
+    if pieces > 1 {
+        parallel::for_each_part(&mut totals, pieces, |part| {
+            for (k, total) in part.iter_mut() {
+                *total = order(*k).fold(None, |acc, i| Some(then::<Op>(acc, lift(i))));
+            }
+        });
+    }
     // Each piece's prefix: the totals of the pieces before it in scan order.
     let mut prefixes = vec![None; pieces];
     let mut acc: Option<Op::Item> = None;
     let scan_order: Vec<usize> = if reverse { (0..pieces).rev().collect() } else { (0..pieces).collect() };
     for k in scan_order {
         prefixes[k] = acc;
-        if let Some(t) = totals[k] {
+        if let Some(t) = totals[k].1 {
             acc = Some(then::<Op>(acc, t));
         }
     }
@@ -195,14 +194,10 @@ fn scan_range<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
             acc = Some(next);
         }
     };
-    if pieces == 1 {
-        run(0, output);
-    } else {
-        std::thread::scope(|s| {
-            for (k, out) in output.chunks_mut(piece).enumerate() {
-                let run = &run;
-                s.spawn(move || run(k, out));
-            }
-        });
-    }
+    let mut work: Vec<(usize, &mut [M::Output])> = output.chunks_mut(piece).enumerate().collect();
+    parallel::for_each_part(&mut work, pieces, |part| {
+        for (k, out) in part.iter_mut() {
+            run(*k, out);
+        }
+    });
 }

@@ -21,7 +21,7 @@ const LONG_ROW_BYTES: usize = 1 << 20;
 fn within_rows<T>(run: &Run, rows: usize, row_len: usize) -> bool {
     // Splitting rows over threads balances badly when there are few of them
     // (3 rows on 2 threads: one thread does 2), and costs nothing when many.
-    rows < 4 * run.threads && row_len.saturating_mul(std::mem::size_of::<T>()) >= LONG_ROW_BYTES
+    rows < run.threads.saturating_mul(4) && row_len.saturating_mul(std::mem::size_of::<T>()) >= LONG_ROW_BYTES
 }
 
 pub(crate) fn scan_rows<Op: ScanOp>(
@@ -82,7 +82,7 @@ fn for_each_segment<T, W: Send>(
     scan: impl Fn(&Run, &mut W) -> Result<()> + Sync,
 ) -> Result<()> {
     let run = cpu.run::<T>(len);
-    let within = work.len() < 4 * run.threads;
+    let within = work.len() < run.threads.saturating_mul(4);
     run_each(run, within, work, scan)
 }
 

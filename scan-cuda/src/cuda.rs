@@ -510,7 +510,8 @@ impl Cuda {
         graph.upload().map_err(|e| driver_error("graph upload", e))?;
         replay()?;
         self.synchronize()?;
-        let mut ms = Vec::with_capacity(replays);
+        // (Grown as the replays run: `replays` is the caller's, unbounded.)
+        let mut ms = Vec::new();
         for _ in 0..replays {
             ms.push(self.time(replay)?.1 / calls as f32);
         }

@@ -130,6 +130,9 @@ impl Drop for Program {
 
 /// The CUBIN and NVRTC's log.
 fn compile_unguarded(code: &str, op: &str, arch: &str, extra: &[&str]) -> Result<(Vec<u8>, String)> {
+    // An architecture like "sm_90" (a NUL in it would panic in the options'
+    // conversion, reported as a missing NVRTC function).
+    crate::cuda::capability_of(arch)?;
     let nvrtc_err =
         |during: &str, e: result::NvrtcError| Error::Driver { during: during.into(), message: e.to_string() };
     let src = CString::new(code).map_err(|_| Error::Compile {

@@ -497,13 +497,15 @@ impl SinglePassPolicy {
 
     /// Threads per block: the scanning threads and the look-back warp.
     pub fn block_threads(self) -> u32 {
-        self.threads + 32
+        // (Saturating: a tuning's threads are only checked by `validate`,
+        // and shapes are derived from them before that.)
+        self.threads.saturating_add(32)
     }
 
     /// The registers per thread the kernel's launch bounds allow
     /// (`blocks_per_sm` blocks in 64K registers, in steps of 8, at most 255).
     pub fn register_budget(self) -> u32 {
-        (65536 / (self.block_threads() * self.blocks_per_sm.max(1)) / 8 * 8).min(255)
+        (65536 / self.block_threads().saturating_mul(self.blocks_per_sm.max(1)) / 8 * 8).min(255)
     }
 
     /// Whether fused maps keep grouped runs ([`SinglePassPolicy::grouped_runs`],
@@ -975,7 +977,8 @@ impl Tuning {
     /// `blocks_per_sm` keeps the policy's threads per SM.
     pub fn apply(self, policy: SinglePassPolicy) -> SinglePassPolicy {
         let threads = self.threads.unwrap_or(policy.threads);
-        let same_threads_per_sm = (policy.block_threads() * policy.blocks_per_sm / (threads + 32)).max(1);
+        let same_threads_per_sm =
+            (policy.block_threads().saturating_mul(policy.blocks_per_sm) / threads.saturating_add(32)).max(1);
         SinglePassPolicy {
             threads,
             items_per_thread: self.items_per_thread.unwrap_or(policy.items_per_thread),
@@ -1042,6 +1045,22 @@ mod tests {
             let p = BlellochPolicy::for_item_size(size).unwrap();
             assert!(p.shared_bytes(size) <= SHARED_LIMIT, "size {size}: {p:?}");
             assert!(p.tile().is_power_of_two(), "size {size}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn absurd_tunings_are_errors_of_validate_not_panics_before_it() {
+        let p = SinglePassPolicy::for_item(8, 90).unwrap();
+        for tuning in [
+            Tuning::default().threads(u32::MAX),
+            Tuning::default().threads(u32::MAX - 31),
+            Tuning::default().blocks_per_sm(1 << 27),
+            Tuning::default().blocks_per_sm(u32::MAX).threads(u32::MAX),
+        ] {
+            let tuned = tuning.apply(p);
+            // What the module's shape is derived from before validation.
+            let _ = (tuned.register_budget(), tuned.grouped_runs_for(4, true, 4, 8), tuned.shared_bytes(8));
+            assert!(matches!(tuned.validate(8, 90), Err(Error::BadTuning(_))), "{tuning:?}");
         }
     }
 

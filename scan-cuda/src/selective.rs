@@ -255,7 +255,7 @@ impl TileKernel {
 /// two rows of a lane pair, the 32 of a tile block (forward and backward).
 pub(crate) fn runs_share(s: &DeviceSelectiveScan, k: usize) -> bool {
     let dim = s.shape.dim;
-    let shares = |groups: Option<usize>| groups.is_some_and(|g| (dim / g) % k == 0);
+    let shares = |groups: Option<usize>| groups.is_some_and(|g| g > 0 && dim % g == 0 && (dim / g) % k == 0);
     k > 0 && dim % k == 0 && shares(s.b.groups) && shares(s.c.groups)
 }
 
@@ -598,6 +598,20 @@ impl DeviceSelectiveScan {
 }
 
 impl Cuda {
+    /// Checks `s`'s arguments ([`DeviceSelectiveScan::validate`]) and that
+    /// every buffer of it belongs to this executor's context (a buffer of
+    /// another device would be a faulting launch, not an error).
+    pub(crate) fn check_selective(&self, s: &DeviceSelectiveScan) -> Result<()> {
+        s.validate()?;
+        for buffer in [&s.u, &s.delta, &s.a, &s.b.data, &s.c.data, &s.out] {
+            self.check_buffer(buffer)?;
+        }
+        for buffer in [&s.d, &s.z, &s.delta_bias, &s.initial_state, &s.last_state].into_iter().flatten() {
+            self.check_buffer(buffer)?;
+        }
+        Ok(())
+    }
+
     /// Mamba's selective scan (`selective_scan_fn` of mamba_ssm; see
     /// [`scan_core::selective`]) on the GPU, from and to host slices: the
     /// arguments are checked ([`Error::WrongShape`] names the argument and
@@ -659,7 +673,7 @@ impl Cuda {
     /// `s.last_state`): one launch, queued on the stream (see [`Cuda`] on
     /// when failures show).
     pub fn run_selective(&self, s: &mut DeviceSelectiveScan) -> Result<()> {
-        s.validate()?;
+        self.check_selective(s)?;
         let SsmShape { batch, dim, len, state } = s.shape;
         let rows = batch * dim;
         if rows == 0 {

@@ -333,7 +333,8 @@ impl Cuda {
     /// `out`; [`Error::Unsupported`] for N above
     /// [`SELECTIVE_BACKWARD_MAX_STATE`].
     pub fn run_selective_backward(&self, s: &DeviceSelectiveScan, dout: &DeviceBuffer<f32>) -> Result<DeviceSsmGrads> {
-        s.validate()?;
+        self.check_selective(s)?;
+        self.check_buffer(dout)?;
         check_dout_len(s.shape, dout.len())?;
         if let Some(warps) = self.backward_tiles_plan(s) {
             return self.run_selective_backward_tiles(s, dout, warps, None);

@@ -103,7 +103,7 @@ impl Cuda {
     /// # Ok(()) }
     /// ```
     pub fn run_selective_saving(&self, s: &mut DeviceSelectiveScan) -> Result<SelectiveSaved> {
-        s.validate()?;
+        self.check_selective(s)?;
         let mut saved = SelectiveSaved { checkpoints: None, warps: 0, from: self.origin(s) };
         self.run_selective_saving_into(s, &mut saved)?;
         Ok(saved)
@@ -138,7 +138,7 @@ impl Cuda {
     /// # Ok(()) }
     /// ```
     pub fn run_selective_saving_into(&self, s: &mut DeviceSelectiveScan, saved: &mut SelectiveSaved) -> Result<()> {
-        s.validate()?;
+        self.check_selective(s)?;
         // Taken out until the forward has written them, so that an error
         // leaves no stale states behind.
         let kept = saved.checkpoints.take();
@@ -147,7 +147,8 @@ impl Cuda {
             Some(warps) => {
                 let len = checkpoints_len(s.shape, warps);
                 let mut checkpoints = match kept {
-                    Some(c) if c.len() == len => c,
+                    // (Not a buffer of another executor's context.)
+                    Some(c) if c.len() == len && self.check_buffer(&c).is_ok() => c,
                     _ => self.alloc_unwritten(len)?,
                 };
                 self.run_selective_forward_saving(s, warps, &mut checkpoints)?;
@@ -176,8 +177,12 @@ impl Cuda {
         dout: &DeviceBuffer<f32>,
         saved: &SelectiveSaved,
     ) -> Result<DeviceSsmGrads> {
-        s.validate()?;
+        self.check_selective(s)?;
+        self.check_buffer(dout)?;
         check_dout_len(s.shape, dout.len())?;
+        if let Some(checkpoints) = &saved.checkpoints {
+            self.check_buffer(checkpoints)?;
+        }
         if saved.from != self.origin(s) {
             let describe = |o: &Origin| format!("{:?}, delta_softplus {}", o.shape, o.softplus);
             return Err(Error::WrongShape {

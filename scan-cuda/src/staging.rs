@@ -154,7 +154,9 @@ impl Staging {
             return Ok(());
         }
         self.slots.clear();
-        let bytes = bytes.next_power_of_two();
+        let bytes = bytes
+            .checked_next_power_of_two()
+            .ok_or_else(|| Error::TooLarge { what: format!("staging buffers of {bytes} bytes") })?;
         self.slots = (0..SLOTS).map(|_| Slot::new(&self.ctx, bytes)).collect::<Result<_>>()?;
         Ok(())
     }
@@ -183,8 +185,13 @@ impl Staging {
         if total == 0 {
             return Ok(());
         }
-        let chunk_bytes = policy.chunk_items(total / item_size, item_size) * item_size;
-        self.reserve(chunk_bytes)?;
+        // A chunk holds at most the whole input (a tuned chunk size,
+        // `Tuning::host_chunk_bytes`, may ask for more); the slots keep at
+        // least the default's smallest chunk, so that small scans do not
+        // shrink them for the next one.
+        let items = total / item_size;
+        let chunk_bytes = policy.chunk_items(items, item_size).min(items) * item_size;
+        self.reserve(chunk_bytes.max(policy.min_bytes.min(ChunkPolicy::default().min_bytes)))?;
         // Each chunk: where to read it (None: in place, from its output).
         let mut chunks: Vec<(Option<&Bytes>, &mut Bytes)> = match operands {
             HostBytes::Into { src, dst } => {

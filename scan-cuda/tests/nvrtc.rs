@@ -344,6 +344,27 @@ impl CudaOp for Broken {
     }
 }
 
+/// An architecture that is not one (a NUL in it, no "sm_" prefix) is an
+/// error saying so, from every compile helper, not a panic reported as a
+/// missing NVRTC function.
+#[test]
+#[ignore = "needs libnvrtc"]
+fn a_malformed_architecture_is_an_error_naming_it() {
+    for arch in ["sm_90\0", "90", ""] {
+        let results = [
+            scan_cuda::compile_for_arch::<Add<f32>>(arch).map(|_| ()),
+            scan_cuda::compile_compact_for_arch(arch).map(|_| ()),
+            scan_cuda::compile_selective_backward_for_arch(arch).map(|_| ()),
+        ];
+        for result in results {
+            assert!(
+                matches!(&result, Err(Error::Other(why)) if why.contains("not an architecture")),
+                "{arch:?}: {result:?}"
+            );
+        }
+    }
+}
+
 #[test]
 #[ignore = "needs libnvrtc"]
 fn a_compile_error_carries_the_nvrtc_log_and_the_source() {

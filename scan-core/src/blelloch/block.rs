@@ -6,29 +6,48 @@
 //! use scan_core::{blelloch::block, ops::Add, ScanSpec};
 //!
 //! let mut tree = [3, 1, 7, 0, 4, 1, 6, 3];
-//! block::up_sweep::<Add<i32>>(&mut tree);
+//! block::up_sweep::<Add<i32>>(&mut tree)?;
 //! assert_eq!(tree, [3, 4, 7, 11, 4, 5, 6, 25]); // the root holds the total
-//! block::down_sweep::<Add<i32>>(&mut tree);  // clears the root, hands prefixes down
+//! block::down_sweep::<Add<i32>>(&mut tree)?;  // clears the root, hands prefixes down
 //! assert_eq!(tree, [0, 3, 4, 11, 11, 15, 16, 22]);
+//! assert!(block::up_sweep::<Add<i32>>(&mut [1, 2, 3]).is_err()); // not a power of two
 //!
 //! let mut scratch = Vec::new();
 //! let mut x = [3, 1, 7, 0, 4, 1, 6, 3];
 //! let total = block::scan_block::<Add<i32>>(&mut x, ScanSpec::inclusive(), &mut scratch);
 //! assert_eq!(x, [3, 4, 11, 11, 15, 16, 22, 25]);
 //! assert_eq!(total, 25);
+//! # Ok::<(), scan_core::Error>(())
 //! ```
 
-use crate::{ScanOp, ScanSpec};
+use crate::{Error, Result, ScanOp, ScanSpec};
+
+/// A tree of `n` slots, as the sweeps take: none, or a power of two
+/// ([`Error::WrongShape`] naming `tree` otherwise).
+fn check_tree(n: usize) -> Result<()> {
+    if n == 0 || n.is_power_of_two() {
+        return Ok(());
+    }
+    Err(Error::WrongShape {
+        argument: "tree".into(),
+        expected: "a power of two items, or none (scan_block pads any length)".into(),
+        found: format!("{n} items"),
+    })
+}
 
 /// Builds the tree of partial combinations in place; the last slot ends up
-/// holding the combination of the whole slice.
-///
-/// # Panics
-/// If `tree.len()` is neither zero nor a power of two (a caller's bug:
-/// [`scan_block`] pads any length for you).
-pub fn up_sweep<Op: ScanOp>(tree: &mut [Op::Item]) {
+/// holding the combination of the whole slice. [`Error::WrongShape`] (and
+/// nothing changed) unless `tree.len()` is zero or a power of two:
+/// [`scan_block`] pads any length for you.
+pub fn up_sweep<Op: ScanOp>(tree: &mut [Op::Item]) -> Result<()> {
+    check_tree(tree.len())?;
+    sweep_up::<Op>(tree);
+    Ok(())
+}
+
+/// [`up_sweep`] on a checked tree.
+fn sweep_up<Op: ScanOp>(tree: &mut [Op::Item]) {
     let n = tree.len();
-    assert!(n == 0 || n.is_power_of_two(), "Blelloch tree length {n} is not a power of two");
     let mut d = 1;
     while d < n {
         for k in (0..n).step_by(2 * d) {
@@ -41,12 +60,17 @@ pub fn up_sweep<Op: ScanOp>(tree: &mut [Op::Item]) {
 /// Clears the root to the identity and hands the prefixes down the tree built by
 /// [`up_sweep`], leaving the exclusive scan. The left child receives its
 /// parent's prefix; the right child `prefix ∘ left subtree`, in that order.
-///
-/// # Panics
-/// If `tree.len()` is neither zero nor a power of two.
-pub fn down_sweep<Op: ScanOp>(tree: &mut [Op::Item]) {
+/// [`Error::WrongShape`] (and nothing changed) unless `tree.len()` is zero
+/// or a power of two.
+pub fn down_sweep<Op: ScanOp>(tree: &mut [Op::Item]) -> Result<()> {
+    check_tree(tree.len())?;
+    sweep_down::<Op>(tree);
+    Ok(())
+}
+
+/// [`down_sweep`] on a checked tree.
+fn sweep_down<Op: ScanOp>(tree: &mut [Op::Item]) {
     let n = tree.len();
-    assert!(n == 0 || n.is_power_of_two(), "Blelloch tree length {n} is not a power of two");
     if n == 0 {
         return;
     }
@@ -78,9 +102,10 @@ pub fn scan_block<Op: ScanOp>(data: &mut [Op::Item], spec: ScanSpec, scratch: &m
         scratch.extend_from_slice(data);
     }
     scratch.resize(n.next_power_of_two(), Op::identity());
-    up_sweep::<Op>(scratch);
+    // (A power of two by construction.)
+    sweep_up::<Op>(scratch);
     let total = scratch[scratch.len() - 1];
-    down_sweep::<Op>(scratch);
+    sweep_down::<Op>(scratch);
     let write = |slot: &mut Op::Item, exclusive: Op::Item| {
         *slot = if spec.is_inclusive() { Op::combine(exclusive, *slot) } else { exclusive };
     };

@@ -238,10 +238,12 @@ pub fn check_dout(args: &SelectiveScan<'_>, dout: &[f32]) -> Result<()> {
 /// anywhere (a host slice, a device buffer).
 pub fn check_dout_len(shape: SsmShape, len: usize) -> Result<()> {
     let SsmShape { batch, dim, len: steps, .. } = shape;
-    if len != batch * dim * steps {
+    let want = batch.checked_mul(dim).and_then(|rows| rows.checked_mul(steps));
+    if want != Some(len) {
+        let items = want.map_or("more items than fit in memory".to_string(), |n| format!("{n} items"));
         return Err(Error::WrongShape {
             argument: "dout".into(),
-            expected: format!("(batch, dim, L) = ({batch}, {dim}, {steps}), {} items", batch * dim * steps),
+            expected: format!("(batch, dim, L) = ({batch}, {dim}, {steps}), {items}"),
             found: format!("{len} items"),
         });
     }

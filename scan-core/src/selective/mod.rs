@@ -66,7 +66,8 @@ pub struct SsmLengths {
 impl SsmShape {
     /// Checks every argument's length against this shape; the error
     /// ([`Error::WrongShape`]) names the argument, the shape it must have
-    /// and what it has.
+    /// and what it has; [`Error::TooLarge`] when a state of (batch, dim, N)
+    /// floats would not fit in memory (with L = 0 no argument bounds it).
     pub fn check(&self, lengths: &SsmLengths) -> Result<()> {
         let SsmShape { batch, dim, len, state } = *self;
         let check = |name: &str, got: usize, dims: &[(&str, usize)]| -> Result<()> {
@@ -119,6 +120,15 @@ impl SsmShape {
         }
         if let Some(s) = lengths.initial_state {
             check("initial_state", s, &[("batch", batch), ("dim", dim), ("N", state)])?;
+        }
+        // The states (the last one, an initial one's gradient) hold (batch,
+        // dim, N) floats; with L = 0 no argument bounds that count.
+        let states = batch.checked_mul(dim).and_then(|rows| rows.checked_mul(state));
+        let bytes = states.and_then(|n| n.checked_mul(std::mem::size_of::<f32>()));
+        if !matches!(bytes, Some(b) if b <= isize::MAX as usize) {
+            return Err(Error::TooLarge {
+                what: format!("a state of (batch, dim, N) = ({batch}, {dim}, {state}) floats does not fit in memory"),
+            });
         }
         Ok(())
     }

@@ -162,9 +162,27 @@ fn lanes_to_states(x: &[Lanes], rows: usize, to: &mut [f32]) {
 #[derive(Clone, Debug, PartialEq)]
 pub struct SelectiveCheckpoints {
     shape: SsmShape,
+    /// The arguments the states depend on (`origin`).
+    from: [usize; 7],
     blocks: Vec<Block>,
     /// Per block, in order; empty where the forward kept nothing.
     states: Vec<Vec<Lanes>>,
+}
+
+/// What the forward's states depend on, as the GPU's saved states check
+/// it: the addresses of u, delta, A, B, delta_bias and the initial state (0
+/// when absent), and softplus. (The shape and grouping are checked apart.)
+fn origin(args: &SelectiveScan<'_>) -> [usize; 7] {
+    let at = |x: Option<&[f32]>| x.map_or(0, |x| x.as_ptr() as usize);
+    [
+        at(Some(args.u)),
+        at(Some(args.delta)),
+        at(Some(args.a)),
+        at(Some(args.b.data())),
+        at(args.delta_bias),
+        at(args.initial_state),
+        usize::from(args.delta_softplus),
+    ]
 }
 
 impl SelectiveCheckpoints {
@@ -287,7 +305,8 @@ impl Cpu {
         let blocks = block::blocks(args);
         let keep = !backward::cuts_rows(blocks.len(), args.shape.len);
         let (out, states) = forward(args, self.threads(), keep)?;
-        Ok((out, SelectiveCheckpoints { shape: args.shape, blocks, states: states.unwrap_or_default() }))
+        let states = states.unwrap_or_default();
+        Ok((out, SelectiveCheckpoints { shape: args.shape, from: origin(args), blocks, states }))
     }
 
     /// The selective scan's backward pass (mamba_ssm's `selective_scan_bwd`;
@@ -322,7 +341,10 @@ impl Cpu {
     /// backward's first pass skipped): the same gradients, bit for bit.
     /// Errors: those of `selective_scan_backward`, and
     /// [`Error::WrongShape`](scan_core::Error::WrongShape) naming `saved`
-    /// when it was kept for arguments of another shape or grouping.
+    /// when it was kept for arguments of another shape or grouping, or for
+    /// other arrays of u, delta, A, B, delta_bias or the initial state, or
+    /// another softplus setting (the arrays are told apart by address: the
+    /// same arrays changed since are not caught).
     pub fn selective_scan_backward_saved(
         &self,
         args: &SelectiveScan<'_>,
@@ -336,6 +358,15 @@ impl Cpu {
                 argument: "saved".into(),
                 expected: format!("states kept by a forward of shape {:?} in {} blocks", args.shape, blocks.len()),
                 found: format!("states of shape {:?} in {} blocks", saved.shape, saved.blocks.len()),
+            });
+        }
+        if saved.from != origin(args) {
+            return Err(scan_core::Error::WrongShape {
+                argument: "saved".into(),
+                expected: "the states kept by the forward of these arguments".into(),
+                found: "states kept by the forward of other arrays of u, delta, A, B, delta_bias or the initial \
+                        state, or another softplus setting"
+                    .into(),
             });
         }
         let kept = (!saved.states.is_empty()).then_some(&saved.states[..]);
