@@ -768,7 +768,8 @@ impl Cuda {
     /// block scan.
     fn selective_plan(&self, s: &DeviceSelectiveScan) -> Plan {
         let SsmShape { batch, dim, len, state } = s.shape;
-        let rows = batch * dim;
+        // (Saturating: `selective_kernel_name` takes fields not yet checked.)
+        let rows = batch.saturating_mul(dim);
         let choice = match self.tuning().selective() {
             SelectiveKernelChoice::Auto => SelectiveKernelChoice::from_env().unwrap_or_default(),
             chosen => chosen,
