@@ -152,8 +152,10 @@ fn scan_range<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
     if n == 0 {
         return;
     }
-    let pieces = threads.min(n / MIN_PIECE).max(1);
-    let piece = n.div_ceil(pieces);
+    let piece = n.div_ceil(threads.min(n / MIN_PIECE).max(1));
+    // As many pieces as `piece` cuts: fewer than asked when the thread
+    // count nears the piece length (n = 9 on 4 asks 3 of 3).
+    let pieces = n.div_ceil(piece);
     let reverse = spec.is_reverse();
     // The indices (within the range) of piece k, in scan order.
     let order = |k: usize| {

@@ -7,7 +7,8 @@ use std::sync::{Condvar, Mutex, PoisonError};
 ///
 /// Runs inline when one part would do. Parts are claimed from a counter, so if
 /// the OS refuses to start a thread the others (the calling thread included)
-/// still do every part.
+/// still do every part. A panic in `f` (user code, e.g. a map) reaches the
+/// caller as itself, not as the scope's "a scoped thread panicked".
 pub(crate) fn for_each_part<X: Send>(items: &mut [X], threads: usize, f: impl Fn(&mut [X]) + Sync) {
     let parts = threads.min(items.len()).max(1);
     if parts == 1 {
@@ -28,12 +29,14 @@ pub(crate) fn for_each_part<X: Send>(items: &mut [X], threads: usize, f: impl Fn
         }
     };
     std::thread::scope(|s| {
-        for _ in 1..parts.len() {
-            if std::thread::Builder::new().spawn_scoped(s, work).is_err() {
-                break;
+        let helpers: Vec<_> =
+            (1..parts.len()).map_while(|_| std::thread::Builder::new().spawn_scoped(s, work).ok()).collect();
+        work();
+        for helper in helpers {
+            if let Err(payload) = helper.join() {
+                std::panic::resume_unwind(payload);
             }
         }
-        work();
     });
 }
 
@@ -121,6 +124,25 @@ pub(crate) fn map_fold_in_order<X: Send, R: Send, S: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_in_a_part_reaches_the_caller_as_itself() {
+        for round in 0..20 {
+            let mut items: Vec<usize> = (0..8).collect();
+            let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                for_each_part(&mut items, 8, |part| {
+                    // Part 5 panics, on whichever thread claims it.
+                    if part[0] == 5 {
+                        panic!("part five failed");
+                    }
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                })
+            }));
+            let payload = got.expect_err("the panic is raised");
+            let message = payload.downcast_ref::<&str>().copied().or(payload.downcast_ref::<String>().map(|s| &s[..]));
+            assert_eq!(message, Some("part five failed"), "round {round}");
+        }
+    }
 
     #[test]
     fn results_are_folded_in_item_order_on_any_number_of_threads() {

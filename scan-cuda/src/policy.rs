@@ -945,8 +945,8 @@ impl Tuning {
     /// the GPU and back in chunks through pinned buffers, see
     /// [`Cuda::scan_into`](crate::Cuda::scan_into)), instead of one chosen
     /// by the input's size (an eighth of it, held between 4 and 16 MiB).
-    /// Rounded down to whole items, at least one. Small chunks make tests
-    /// cross many chunk boundaries.
+    /// Rounded down to whole items, at least one, and at most the input.
+    /// Small chunks make tests cross many chunk boundaries.
     pub fn host_chunk_bytes(mut self, bytes: usize) -> Self {
         self.host_chunk_bytes = Some(bytes.max(1));
         self

@@ -180,9 +180,6 @@ impl Cuda {
         self.check_selective(s)?;
         self.check_buffer(dout)?;
         check_dout_len(s.shape, dout.len())?;
-        if let Some(checkpoints) = &saved.checkpoints {
-            self.check_buffer(checkpoints)?;
-        }
         if saved.from != self.origin(s) {
             let describe = |o: &Origin| format!("{:?}, delta_softplus {}", o.shape, o.softplus);
             return Err(Error::WrongShape {
@@ -190,6 +187,11 @@ impl Cuda {
                 expected: format!("the states saved by the forward of these arguments ({})", describe(&self.origin(s))),
                 found: format!("states saved by the forward of other arguments ({})", describe(&saved.from)),
             });
+        }
+        if let Some(checkpoints) = &saved.checkpoints {
+            // (Saved by another executor's forward of buffers at the same
+            // addresses: not this context's memory.)
+            self.check_buffer(checkpoints)?;
         }
         match (self.backward_tiles_plan(s), &saved.checkpoints) {
             (Some(warps), Some(checkpoints)) if warps == saved.warps => {

@@ -186,9 +186,9 @@ impl Staging {
             return Ok(());
         }
         // A chunk holds at most the whole input (a tuned chunk size,
-        // `Tuning::host_chunk_bytes`, may ask for more); the slots keep at
-        // least the default's smallest chunk, so that small scans do not
-        // shrink them for the next one.
+        // `Tuning::host_chunk_bytes`, may ask for more); the slots are made
+        // at least the default's smallest chunk (4 MiB), as they always were
+        // for a small first scan, so that the next larger one reuses them.
         let items = total / item_size;
         let chunk_bytes = policy.chunk_items(items, item_size).min(items) * item_size;
         self.reserve(chunk_bytes.max(policy.min_bytes.min(ChunkPolicy::default().min_bytes)))?;

@@ -32,10 +32,19 @@ pub fn host_scratch<Op: ScanOp>(len: usize) -> Result<Vec<Op::Item>> {
 }
 
 /// Block `b` of `data[..len]` in scan order, as a range of buffer indices:
-/// for a reverse scan, block 0 is the last `block_len` items.
+/// for a reverse scan, block 0 is the last `block_len` items. A block past
+/// the end is empty.
+///
+/// ```
+/// use scan_core::{blelloch::block_range, ScanSpec};
+/// assert_eq!(block_range(1, 4, 10, ScanSpec::inclusive()), 4..8);
+/// assert_eq!(block_range(2, 4, 10, ScanSpec::inclusive().reversed()), 0..2);
+/// assert!(block_range(5, 4, 10, ScanSpec::inclusive().reversed()).is_empty());
+/// ```
 pub fn block_range(b: usize, block_len: usize, len: usize, spec: ScanSpec) -> std::ops::Range<usize> {
-    let start = b * block_len;
-    let end = (start + block_len).min(len);
+    // (A block past the end is empty: at `len`, or at 0 in reverse.)
+    let start = b.saturating_mul(block_len).min(len);
+    let end = start.saturating_add(block_len).min(len);
     if spec.is_reverse() {
         len - end..len - start
     } else {

@@ -84,7 +84,8 @@ impl RowGrads {
             dd: vec![0.0; dim],
             dz: vec![0.0; bdl],
             dbias: vec![0.0; dim],
-            dx0: vec![0.0; batch * dim * state],
+            // Only where there is an initial state (bounded by it then).
+            dx0: if args.initial_state.is_some() { vec![0.0; batch * dim * state] } else { Vec::new() },
         }
     }
 
@@ -187,7 +188,9 @@ impl RowGrads {
                 self.du[base + t] += g * dts[t] * bv;
                 carried = g * a_t;
             }
-            self.dx0[row * state + n] = carried;
+            if let Some(dx0) = self.dx0.get_mut(row * state + n) {
+                *dx0 = carried;
+            }
         }
         let bias = args.delta_bias.map_or(0.0, |bias| f64::from(bias[d]));
         for (t, &ddt) in ddt.iter().enumerate() {
@@ -218,8 +221,13 @@ impl RowGrads {
 /// ```
 pub fn reference_backward(args: &SelectiveScan<'_>, dout: &[f32]) -> Result<SsmGrads> {
     check_dout(args, dout)?;
-    let SsmShape { batch, dim, .. } = args.shape;
+    let SsmShape { batch, dim, len, .. } = args.shape;
     let mut grads = RowGrads::zeros(args);
+    if len == 0 {
+        // Nothing depends on the rows' (empty) steps: every gradient is 0
+        // (and batch x dim rows of nothing could be many).
+        return Ok(grads.finish(args));
+    }
     let mut states = Vec::new();
     for row in 0..batch * dim {
         grads.row(args, dout, row, &mut states);

@@ -67,7 +67,9 @@ impl SsmShape {
     /// Checks every argument's length against this shape; the error
     /// ([`Error::WrongShape`]) names the argument, the shape it must have
     /// and what it has; [`Error::TooLarge`] when a state of (batch, dim, N)
-    /// floats would not fit in memory (with L = 0 no argument bounds it).
+    /// floats could not be addressed (with L = 0 no argument bounds it; one
+    /// that can be but not allocated is a `TooLarge` of the call that needs
+    /// it, see [`zeros`]).
     pub fn check(&self, lengths: &SsmLengths) -> Result<()> {
         let SsmShape { batch, dim, len, state } = *self;
         let check = |name: &str, got: usize, dims: &[(&str, usize)]| -> Result<()> {
@@ -322,7 +324,9 @@ impl<'a, T: SsmInput> SelectiveScan<'a, T> {
     }
 
     /// Checks every argument's length against the shape; the error names
-    /// the argument, the shape it must have and what it has.
+    /// the argument, the shape it must have and what it has
+    /// ([`Error::WrongShape`]), or is [`Error::TooLarge`] for a state that
+    /// could not be addressed ([`SsmShape::check`]).
     pub fn validate(&self) -> Result<()> {
         let projection = |p: Projection<'_, T>| match p {
             Projection::Varying { data, groups } => (data.len(), Some(groups)),
@@ -467,13 +471,35 @@ pub fn silu(x: f64) -> f64 {
     x / (1.0 + (-x).exp())
 }
 
+/// `n` zeros (states, their gradients), or [`Error::TooLarge`] when they
+/// cannot be allocated (instead of aborting the process): with L = 0 no
+/// argument bounds a (batch, dim, N) state by its own length.
+///
+/// ```
+/// use scan_core::selective::zeros;
+/// assert_eq!(zeros::<f32>(3).unwrap(), [0.0; 3]);
+/// assert!(zeros::<f64>(usize::MAX / 8).is_err());
+/// ```
+pub fn zeros<T: Default + Clone>(n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::TooLarge {
+        what: format!("cannot allocate {n} values of {} bytes on the host", std::mem::size_of::<T>()),
+    })?;
+    v.resize(n, T::default());
+    Ok(v)
+}
+
 /// The sequential reference in f64: `out` (batch, dim, L) and, when asked,
 /// the last state (batch, dim, N). Slow and exact enough to test against.
 pub fn reference<T: SsmInput>(args: &SelectiveScan<'_, T>) -> Result<(Vec<f64>, Option<Vec<f64>>)> {
     args.validate()?;
     let SsmShape { batch, dim, len, state } = args.shape;
     let mut out = vec![0.0; batch * dim * len];
-    let mut last = args.return_last_state.then(|| vec![0.0; batch * dim * state]);
+    let mut last = if args.return_last_state { Some(zeros(batch * dim * state)?) } else { None };
+    if len == 0 && last.is_none() {
+        // Nothing to compute (and batch x dim rows of nothing could be many).
+        return Ok((out, None));
+    }
     let mut x = vec![0.0f64; state];
     for b in 0..batch {
         for d in 0..dim {

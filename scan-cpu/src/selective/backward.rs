@@ -194,7 +194,7 @@ pub(crate) fn backward(
     // so their pages need no touching).
     let (da, dd, dbias) = (vec![0.0f64; dim * state], vec![0.0f64; dim], vec![0.0f64; dim]);
 
-    let blocks = block::blocks(args);
+    let blocks = block::blocks(args)?;
     let ranges = row_ranges(blocks.len(), len);
     let per = ranges.len();
     let starts = unit_starts(args, dout, &blocks, &ranges, threads, kept);

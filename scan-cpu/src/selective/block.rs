@@ -12,6 +12,7 @@
 use std::ops::Range;
 
 use scan_core::selective::{Projection, SelectiveScan, SsmInput, SsmShape};
+use scan_core::{Error, Result};
 
 use super::lanes::{self, mul, mul_add, splat, Lanes, LANES, LOG2E};
 
@@ -43,11 +44,16 @@ fn group_size(p: Projection<'_, impl SsmInput>, dim: usize) -> usize {
 }
 
 /// The blocks covering every row in (batch, dim) order: runs of up to
-/// [`LANES`] rows, cut where a group of B or of C ends.
-pub(crate) fn blocks<T: SsmInput>(args: &SelectiveScan<'_, T>) -> Vec<Block> {
+/// [`LANES`] rows, cut where a group of B or of C ends. `Error::TooLarge`
+/// when their list cannot be allocated (with L = 0 nothing else bounds the
+/// row count).
+pub(crate) fn blocks<T: SsmInput>(args: &SelectiveScan<'_, T>) -> Result<Vec<Block>> {
     let SsmShape { batch, dim, .. } = args.shape;
     let (gb, gc) = (group_size(args.b, dim), group_size(args.c, dim));
-    let mut out = Vec::with_capacity(batch * dim.div_ceil(LANES));
+    let mut out = Vec::new();
+    let count = batch.saturating_mul(dim.div_ceil(LANES));
+    out.try_reserve_exact(count)
+        .map_err(|_| Error::TooLarge { what: format!("cannot allocate the list of {count} blocks of rows") })?;
     for b in 0..batch {
         let mut d0 = 0;
         while d0 < dim {
@@ -56,7 +62,7 @@ pub(crate) fn blocks<T: SsmInput>(args: &SelectiveScan<'_, T>) -> Vec<Block> {
             d0 = end;
         }
     }
-    out
+    Ok(out)
 }
 
 /// What a block needs of its rows' per-channel arguments, in lanes.

@@ -206,8 +206,9 @@ fn forward<T: SsmInput>(
     let SsmShape { batch, dim, len, state } = args.shape;
     let rows = batch * dim;
     let mut out = vec![0.0f32; rows * len];
-    let mut last = vec![0.0f32; rows * state];
-    let blocks = block::blocks(args);
+    // (Fallible: with L = 0 nothing else bounds rows x N.)
+    let mut last = scan_core::selective::zeros::<f32>(rows * state)?;
+    let blocks = block::blocks(args)?;
     let mut saved = None;
     if len == 0 {
         // No steps: the last state is the initial one.
@@ -302,7 +303,7 @@ impl Cpu {
     pub fn selective_scan_saving(&self, args: &SelectiveScan<'_>) -> Result<(SsmOutput, SelectiveCheckpoints)> {
         // Before the blocks, which divide by the groups' sizes.
         args.validate()?;
-        let blocks = block::blocks(args);
+        let blocks = block::blocks(args)?;
         let keep = !backward::cuts_rows(blocks.len(), args.shape.len);
         let (out, states) = forward(args, self.threads(), keep)?;
         let states = states.unwrap_or_default();
@@ -352,7 +353,7 @@ impl Cpu {
         dout: &[f32],
     ) -> Result<SsmGrads> {
         args.validate()?;
-        let blocks = block::blocks(args);
+        let blocks = block::blocks(args)?;
         if saved.shape != args.shape || saved.blocks != blocks {
             return Err(scan_core::Error::WrongShape {
                 argument: "saved".into(),
