@@ -382,7 +382,8 @@ impl SelectiveKernelChoice {
     /// A choice by the name `SCAN_CUDA_SELECTIVE_KERNEL` takes: `auto`,
     /// `block`, `lanes`, `lanes2`, `channels2`, `channels4`, `warp2`, `tiles`, `lanes:SxPxT`
     /// for [`SelectiveKernelChoice::LaneShape`], or `tiles:GxBxY` for
-    /// [`SelectiveKernelChoice::TileShape`].
+    /// [`SelectiveKernelChoice::TileShape`]. (A value of the variable that
+    /// this does not parse is ignored: `Auto` runs.)
     ///
     /// ```
     /// use scan_cuda::SelectiveKernelChoice;

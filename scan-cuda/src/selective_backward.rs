@@ -42,7 +42,8 @@ const RUN: usize = 16;
 /// Threads per block of the carries kernels: one warp (a chunk of 512
 /// steps, no barrier per state), the default; or 128 (a chunk of 2048 steps,
 /// as the forward's one-channel block scan), chosen by the environment
-/// variable `SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=block`. H200, 2026-12-02,
+/// variable `SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=block` (any other value
+/// keeps the default). H200, 2026-12-02,
 /// 8 x 1536 x 4096, N 16 (ncu): one warp 1.95 ms, 128 threads 2.07 ms; both
 /// 122 registers, so both hold 16 warps per SM (25% occupancy).
 const CARRY_WIDTHS: [u32; 2] = [32, 128];
