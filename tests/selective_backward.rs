@@ -142,8 +142,16 @@ fn the_reference_gradients_match_finite_differences() {
 fn the_cpu_matches_the_reference_on_one_and_several_threads() {
     let mut rng = Rng::fresh("selective backward cpu");
     // (batch, dim, L, N, groups): blocks of eight rows cut by groups of 3,
-    // 4 and 10 channels and by the last rows, steps around the chunks of 64.
-    let shapes = [(2, 6, 300, 8, 2), (1, 3, 1000, 16, 1), (3, 4, 17, 1, 4), (2, 12, 65, 3, 3), (1, 20, 128, 5, 2)];
+    // 4 and 10 channels and by the last rows, steps around the chunks of 64;
+    // and no steps (every gradient 0, sized by its argument).
+    let shapes = [
+        (2, 6, 300, 8, 2),
+        (1, 3, 1000, 16, 1),
+        (3, 4, 17, 1, 4),
+        (2, 12, 65, 3, 3),
+        (1, 20, 128, 5, 2),
+        (2, 6, 0, 8, 2),
+    ];
     for (batch, dim, len, state, groups) in shapes {
         for options in [0u32, 1, 2, 4, 8, 16, 32, 15, 63] {
             let shape = SsmShape { batch, dim, len, state };

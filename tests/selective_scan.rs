@@ -121,6 +121,14 @@ fn gpu_run(cuda: &scan::cuda::Cuda) -> impl Fn(&SelectiveScan<'_>) -> Result<Ssm
 fn the_cpu_matches_the_reference_on_every_shape_and_option() {
     let (one, four) = (Cpu::new().with_threads(1), Cpu::new().with_threads(4));
     every_shape_and_option(&[("1 thread", &cpu_run(&one)), ("4 threads", &cpu_run(&four))]);
+    // No steps: no output, the last state the initial one (or zeros).
+    let mut rng = Rng::fresh("selective scan no steps");
+    let inputs = Inputs::new(&mut rng, SsmShape { batch: 2, dim: 12, len: 0, state: 4 }, 3);
+    for options in [0u32, 8, 15, 63] {
+        for (name, run) in [("1 thread", &cpu_run(&one)), ("4 threads", &cpu_run(&four))] {
+            check(run, &format!("L = 0, {name}, options {options:#b}"), &inputs.args(options));
+        }
+    }
 }
 
 #[test]

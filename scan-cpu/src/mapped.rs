@@ -153,8 +153,9 @@ fn scan_range<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
         return;
     }
     let piece = n.div_ceil(threads.min(n / MIN_PIECE).max(1));
-    // As many pieces as `piece` cuts: fewer than asked when the thread
-    // count nears the piece length (n = 9 on 4 asks 3 of 3).
+    // As many pieces as `piece` cuts: fewer than asked only for more than
+    // 2^15 threads (p pieces asked of n >= p 2^15 items cut n.div_ceil(p)
+    // each; that makes p again unless (p - 1)^2 >= n).
     let pieces = n.div_ceil(piece);
     let reverse = spec.is_reverse();
     // The indices (within the range) of piece k, in scan order.

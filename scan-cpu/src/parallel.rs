@@ -3,6 +3,26 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 
+/// Runs `work` on the calling thread and on up to `helpers` more scoped
+/// threads (fewer when the OS refuses one, so `work` must claim its share
+/// itself), and returns when every one is done. A panic in `work` (user
+/// code: an operator, a map) reaches the caller as itself, the caller's own
+/// or else the first helper's, not as the scope's "a scoped thread
+/// panicked".
+pub(crate) fn run_on_threads(helpers: usize, work: impl Fn() + Sync) {
+    let work = &work;
+    std::thread::scope(|s| {
+        let spawned: Vec<_> =
+            (0..helpers).map_while(|_| std::thread::Builder::new().spawn_scoped(s, work).ok()).collect();
+        work();
+        for helper in spawned {
+            if let Err(payload) = helper.join() {
+                std::panic::resume_unwind(payload);
+            }
+        }
+    });
+}
+
 /// Runs `f` on up to `threads` contiguous parts of `items`, in parallel.
 ///
 /// Runs inline when one part would do. Parts are claimed from a counter, so if
@@ -22,22 +42,13 @@ pub(crate) fn for_each_part<X: Send>(items: &mut [X], threads: usize, f: impl Fn
         while let Some(part) = parts.get(next.fetch_add(1, Ordering::Relaxed)) {
             // Each part is claimed once, so the lock is never contended; a
             // poisoned lock means `f` panicked there, and that panic is
-            // re-raised by the scope anyway.
+            // re-raised by `run_on_threads` anyway.
             if let Ok(mut part) = part.lock() {
                 f(&mut part);
             }
         }
     };
-    std::thread::scope(|s| {
-        let helpers: Vec<_> =
-            (1..parts.len()).map_while(|_| std::thread::Builder::new().spawn_scoped(s, work).ok()).collect();
-        work();
-        for helper in helpers {
-            if let Err(payload) = helper.join() {
-                std::panic::resume_unwind(payload);
-            }
-        }
-    });
+    run_on_threads(parts.len() - 1, work);
 }
 
 /// Runs `work` on every item of `items` on up to `threads` threads and
@@ -111,14 +122,7 @@ pub(crate) fn map_fold_in_order<X: Send, R: Send, S: Send>(
             bell.notify_all();
         }
     };
-    std::thread::scope(|s| {
-        for _ in 1..threads {
-            if std::thread::Builder::new().spawn_scoped(s, worker).is_err() {
-                break;
-            }
-        }
-        worker();
-    });
+    run_on_threads(threads - 1, worker);
 }
 
 #[cfg(test)]

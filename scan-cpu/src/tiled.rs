@@ -182,16 +182,9 @@ unsafe fn scan_with<Op: ScanOp, const REV: bool, const INCL: bool>(
             buffers.push(buf);
         }
     };
-    std::thread::scope(|s| {
-        for _ in 1..workers {
-            // Fewer threads than asked for (the OS refused one) is still
-            // correct: the remaining workers claim every tile.
-            if std::thread::Builder::new().spawn_scoped(s, work).is_err() {
-                break;
-            }
-        }
-        work();
-    });
+    // Fewer threads than asked for (the OS refused one) is still correct:
+    // the remaining workers claim every tile.
+    crate::parallel::run_on_threads(workers - 1, work);
 }
 
 /// A worker's staging buffer for tiles on their way to non-temporal stores

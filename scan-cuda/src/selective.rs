@@ -72,17 +72,23 @@ impl LaneShape {
         Some(LaneShape::new(lanes, per_lane, steps))
     }
 
+    /// The state indices it holds, S x P (in usize: a shape from the
+    /// environment or a `Tuning` may be any u32s).
+    fn holds(self) -> usize {
+        self.lanes as usize * self.per_lane as usize
+    }
+
     /// This shape if it holds N = `state` (whether it is compiled is the
     /// caller's check, on the kernel).
     fn holding(self, state: usize) -> Option<LaneShape> {
-        ((self.lanes * self.per_lane) as usize >= state).then_some(self)
+        (self.holds() >= state).then_some(self)
     }
 
     /// Whether some N takes this shape with fewer states than it holds (not
     /// for N = 1 and 2). Each shape takes a run of N ending at S x P, so N =
     /// S x P - 1 is the one to ask about (checked against every N in a test).
     fn takes_idle(self) -> bool {
-        let holds = (self.lanes * self.per_lane) as usize;
+        let holds = self.holds();
         holds > 1 && LaneShape::for_state(holds - 1) == Some(self)
     }
 
@@ -779,7 +785,7 @@ impl Cuda {
         // A lane-group kernel of `shape`, if compiled: B and C vary, and N L
         // fits the kernel's 32-bit offsets.
         let lane_kernel = |shape: LaneShape| {
-            let kernel = LaneKernel { shape, idle: state < (shape.lanes * shape.per_lane) as usize, pairs: false };
+            let kernel = LaneKernel { shape, idle: state < shape.holds(), pairs: false };
             let fits = vary_b && vary_c && state.checked_mul(len).is_some_and(|n| n <= u32::MAX as usize);
             (fits && LaneKernel::all().any(|k| k == kernel)).then_some(kernel)
         };
@@ -939,13 +945,13 @@ mod tests {
         let compiled: Vec<LaneKernel> = LaneKernel::all().collect();
         for n in 1..=256usize {
             let shape = LaneShape::for_state(n).unwrap_or_else(|| panic!("N = {n} has no lane shape"));
-            let holds = (shape.lanes * shape.per_lane) as usize;
+            let holds = shape.holds();
             assert!(holds >= n && holds < 2 * n.max(2), "N = {n}: {shape:?}");
             let kernel = LaneKernel { shape, idle: n < holds, pairs: false };
             assert!(compiled.contains(&kernel), "N = {n}: {kernel:?} is not compiled");
         }
         for kernel in compiled.iter().filter(|k| k.idle) {
-            let holds = (kernel.shape.lanes * kernel.shape.per_lane) as usize;
+            let holds = kernel.shape.holds();
             assert!(
                 (1..holds).any(|n| LaneShape::for_state(n) == Some(kernel.shape)),
                 "{kernel:?} is compiled for no N"

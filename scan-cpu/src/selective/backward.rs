@@ -183,6 +183,22 @@ pub(crate) fn backward(
     check_dout(args, dout)?;
     let shape = args.shape;
     let SsmShape { batch, dim, len, state } = shape;
+    if len == 0 {
+        // Nothing depends on the (empty) rows: every gradient is 0, sized by
+        // its argument (no list of blocks: with L = 0 nothing bounds it).
+        let zeros = |n: usize| vec![0.0f32; n];
+        return Ok(SsmGrads {
+            du: Vec::new(),
+            ddelta: Vec::new(),
+            da: zeros(dim * state),
+            db: zeros(args.b.data().len()),
+            dc: zeros(args.c.data().len()),
+            dd: args.d.map(|d| zeros(d.len())),
+            dz: args.z.map(|_| Vec::new()),
+            ddelta_bias: args.delta_bias.map(|b| zeros(b.len())),
+            dinitial_state: args.initial_state.map(|x0| zeros(x0.len())),
+        });
+    }
     let bdl = batch * dim * len;
     // Every output's pages touched here, before any thread starts (see
     // `touched_zeros`).

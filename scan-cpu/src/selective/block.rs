@@ -50,17 +50,21 @@ fn group_size(p: Projection<'_, impl SsmInput>, dim: usize) -> usize {
 pub(crate) fn blocks<T: SsmInput>(args: &SelectiveScan<'_, T>) -> Result<Vec<Block>> {
     let SsmShape { batch, dim, .. } = args.shape;
     let (gb, gc) = (group_size(args.b, dim), group_size(args.c, dim));
+    // One batch's cuts (the same in every batch), then the whole list
+    // reserved at once, fallibly.
+    let mut cuts = Vec::new();
+    let mut d0 = 0;
+    while d0 < dim {
+        let end = (d0 + LANES).min((d0 / gb + 1) * gb).min((d0 / gc + 1) * gc).min(dim);
+        cuts.push((d0, end - d0));
+        d0 = end;
+    }
     let mut out = Vec::new();
-    let count = batch.saturating_mul(dim.div_ceil(LANES));
+    let count = batch.saturating_mul(cuts.len());
     out.try_reserve_exact(count)
         .map_err(|_| Error::TooLarge { what: format!("cannot allocate the list of {count} blocks of rows") })?;
     for b in 0..batch {
-        let mut d0 = 0;
-        while d0 < dim {
-            let end = (d0 + LANES).min((d0 / gb + 1) * gb).min((d0 / gc + 1) * gc).min(dim);
-            out.push(Block { b, d0, rows: end - d0 });
-            d0 = end;
-        }
+        out.extend(cuts.iter().map(|&(d0, rows)| Block { b, d0, rows }));
     }
     Ok(out)
 }

@@ -205,19 +205,22 @@ fn forward<T: SsmInput>(
     args.validate()?;
     let SsmShape { batch, dim, len, state } = args.shape;
     let rows = batch * dim;
+    if len == 0 {
+        // No steps: no output, and the last state is the initial one (with
+        // L = 0 nothing bounds rows x N: allocated fallibly, and only when
+        // asked for). Nothing kept: the backward has nothing to recompute.
+        let last = match (args.return_last_state, args.initial_state) {
+            (false, _) => None,
+            (true, Some(x0)) => Some(x0.to_vec()),
+            (true, None) => Some(scan_core::selective::zeros::<f32>(rows * state)?),
+        };
+        return Ok((SsmOutput { out: Vec::new(), last_state: last }, save.then(Vec::new)));
+    }
     let mut out = vec![0.0f32; rows * len];
-    // (Fallible: with L = 0 nothing else bounds rows x N.)
     let mut last = scan_core::selective::zeros::<f32>(rows * state)?;
     let blocks = block::blocks(args)?;
     let mut saved = None;
-    if len == 0 {
-        // No steps: the last state is the initial one.
-        for block in &blocks {
-            let at = block.row0(dim) * state;
-            last[at..at + block.rows * state].copy_from_slice(&initial(args, *block));
-        }
-        saved = save.then(|| vec![Vec::new(); blocks.len()]);
-    } else if blocks.is_empty() || blocks.len() >= threads || len < 2 * MIN_RANGE {
+    if blocks.is_empty() || blocks.len() >= threads || len < 2 * MIN_RANGE {
         let mut units: Vec<(Block, &mut [f32], &mut [f32], Vec<Lanes>)> = Vec::with_capacity(blocks.len());
         let (mut out_rest, mut last_rest) = (&mut out[..], &mut last[..]);
         for &block in &blocks {
