@@ -12,7 +12,7 @@ mod support;
 
 mod macro_maps_ops;
 
-use macro_maps_ops::{Alternate, Ema, GatedInput, SumInF64, WrapAround};
+use macro_maps_ops::{Alternate, Ema, GatedInput, SumInF64, WeightedMean, WeightedSums, WrapAround};
 use scan::maps::{self, bf16, f16, CudaMaps, Recurrence, Widen, WidenNarrow};
 use scan::ops::{Add, LinearRecurrence, Max};
 use scan::{CudaOp, Error, ScanSpec};
@@ -270,6 +270,10 @@ fn declared_maps_match_the_reference() {
             // Non-commutative through narrow slots: h_t = x_t - h_{t-1},
             // small integers, exact in any grouping.
             check::<LinearRecurrence<f32>, Alternate, _>(&cuda, "alternating sums", n, &x[..]);
+            // A struct literal's lift (its fields read the input) and
+            // annotated float fields divided in project; weights 1 or 2.
+            let w: Vec<f32> = (0..n).map(|_| 1.0 + rng.below(2) as f32).collect();
+            check::<WeightedSums, WeightedMean, _>(&cuda, "weighted mean", n, (&x[..], &w[..]));
         }
         // Integer arithmetic wraps in the translation, on both sides.
         for n in sizes::<Add<u32>>(4).into_iter().filter(|&n| n <= largest) {

@@ -90,6 +90,12 @@ impl Sample for Tally {
     }
 }
 
+impl Sample for Headed {
+    fn sample(rng: &mut Rng) -> Self {
+        Headed { value: i64::sample(rng), head: bool::sample(rng) }
+    }
+}
+
 /// Same value: Debug prints floats exactly (shortest round-trip, sign of
 /// zero), and every NaN as `NaN`.
 fn same<T: Debug>(a: &T, b: &T) -> bool {
@@ -218,6 +224,8 @@ fn generated_cuda_computes_what_the_cpu_computes() {
         gpu.check::<CountMax>(&mut rng, same),
         gpu.check::<Min3>(&mut rng, same),
         gpu.check::<CountSum>(&mut rng, same),
+        // `!` on a bool field: logical in the generated CUDA.
+        gpu.check::<HeadedSum>(&mut rng, same),
         gpu.check::<PairSum<u32>>(&mut rng, same),
         gpu.check::<FusedRecurrence>(&mut rng, same),
         gpu.check::<AddInF64>(&mut rng, same),

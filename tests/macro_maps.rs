@@ -5,7 +5,7 @@
 
 mod macro_maps_ops;
 
-use macro_maps_ops::{Alternate, Ema, GatedInput, SumInF64, WrapAround};
+use macro_maps_ops::{Alternate, Ema, GatedInput, SumInF64, WeightedMean, WeightedSums, WrapAround};
 use scan::maps::{reference, CudaMaps};
 use scan::ops::{Add, LinearRecurrence};
 use scan::{Cpu, ScanSpec};
@@ -84,6 +84,30 @@ fn the_cuda_source_declares_both_functions_with_their_bodies() {
     assert!(src.name.contains("Ema"), "{}", src.name);
     let wrap = <WrapAround as CudaMaps<Add<u32>>>::cuda_source();
     assert!(wrap.code.contains("scan_add(x, 4294967295u)"), "{}", wrap.code);
+    // A struct literal's scratch is not `x` (the input it reads), and a
+    // field bound with a type annotation divides as that type.
+    let mean = <WeightedMean as CudaMaps<WeightedSums>>::cuda_source();
+    assert!(mean.code.contains("scan_made_.sum = scan_mul(x.f0, x.f1);"), "{}", mean.code);
+    assert!(mean.code.contains("scan_div(v_sum, scan_add(v_weight, 1.0f))"), "{}", mean.code);
+}
+
+/// A struct item built by a struct literal in `lift` (its fields read the
+/// input), and float fields divided through annotated bindings, on the CPU
+/// against the reference; small integers and weights of 1 or 2 keep every
+/// partial sum exact.
+#[test]
+fn a_struct_literal_lift_and_annotated_fields_run_as_written() {
+    let mut rng = Rng::fresh("macro maps struct literal");
+    for n in [1, 2, 1000, 100_003] {
+        let x: Vec<f32> = (0..n).map(|_| rng.below(17) as f32 - 8.0).collect();
+        let w: Vec<f32> = (0..n).map(|_| 1.0 + rng.below(2) as f32).collect();
+        for spec in ScanSpec::ALL {
+            let mut got = vec![f32::NAN; n];
+            Cpu::new().scan_mapped::<WeightedSums, WeightedMean, _>((&x[..], &w[..]), &mut got, spec).unwrap();
+            let want = reference::<WeightedSums, WeightedMean, _>((&x[..], &w[..]), spec).unwrap();
+            assert!(got == want, "n {n}, {spec:?}");
+        }
+    }
 }
 
 /// The generated maps compile with the single-pass kernel (sm_90 CUBINs),
@@ -100,6 +124,7 @@ fn declared_maps_compile_with_the_single_pass_kernel() {
             ("SumInF64", report::<Add<f64>, SumInF64, B>("sm_90", t).unwrap()),
             ("Alternate", report::<LinearRecurrence<f32>, Alternate, B>("sm_90", t).unwrap()),
             ("WrapAround", report::<Add<u32>, WrapAround, DeviceBuffer<u32>>("sm_90", t).unwrap()),
+            ("WeightedMean", report::<WeightedSums, WeightedMean, (B, B)>("sm_90", t).unwrap()),
         ];
         for (what, report) in reports {
             assert!(report.contains("Function properties for single_pass_mapped"), "{what}: no ptxas report");

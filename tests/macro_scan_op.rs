@@ -123,6 +123,12 @@ fn scans_of_macro_operators_match_direct_loops() {
         let ts = rng.vec(n, |r| Tally { sum: r.below(100) as f64, count: r.below(100) as u32 });
         let spec = ScanSpec::exclusive().reversed();
         assert_eq!(cpu.scan::<CountSum>(&ts, spec).expect("cpu scan"), reference::scan::<CountSum>(&ts, spec));
+
+        // A segmented sum over a struct item with a bool field.
+        let hs = rng.vec(n, |r| Headed { value: r.below(100) as i64, head: r.below(5) == 0 });
+        for spec in ScanSpec::ALL {
+            assert_eq!(cpu.scan::<HeadedSum>(&hs, spec).expect("cpu scan"), reference::scan::<HeadedSum>(&hs, spec));
+        }
     }
 }
 
@@ -165,6 +171,11 @@ fn struct_items_are_declared_with_the_rust_layout() {
     let (sum, count) = (code.find("  double sum;"), code.find("  unsigned int count;"));
     assert!(sum.is_some() && count.is_some() && sum < count, "{code}");
     assert!(code.contains("unsigned char pad_end_[4];"), "{code}");
+    // `!` on a bool field: logical (C++'s `~` on a bool is never false).
+    // Here the `||` tells the macro the field is a bool; where nothing does,
+    // the prelude's `scan_not` overloads decide.
+    let headed = HeadedSum::cuda_source().code;
+    assert!(headed.contains("(!(r.head) ? scan_add(l.value, r.value) : r.value)"), "{headed}");
 }
 
 /// The test generated for `assume_associative` fails when one grouping gives

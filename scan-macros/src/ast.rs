@@ -1,6 +1,7 @@
 //! A typed view of the annotated fn that keeps the syn nodes (for spans).
 
 use proc_macro2::Ident;
+use syn::ext::IdentExt;
 use syn::{FnArg, GenericParam, ItemFn, Pat, Type};
 
 use crate::attr::Attr;
@@ -27,10 +28,12 @@ pub struct Param<'a> {
 }
 
 impl<'a> Operator<'a> {
-    pub fn from_fn(func: &'a ItemFn, attr: Attr) -> Self {
+    /// The operator of `func`; an error at the fn's name when no type name
+    /// can be made from it (`__`, `_2x2`) and `name = ...` gives none.
+    pub fn from_fn(func: &'a ItemFn, attr: Attr) -> syn::Result<Self> {
         let type_name = match &attr.name {
             Some(name) => name.clone(),
-            None => Ident::new(&camel_case(&func.sig.ident.to_string()), func.sig.ident.span()),
+            None => type_name_of(&func.sig.ident)?,
         };
         let type_params = func
             .sig
@@ -61,11 +64,27 @@ impl<'a> Operator<'a> {
             syn::ReturnType::Type(_, t) => Some(&**t),
             syn::ReturnType::Default => None,
         };
-        Operator { func, attr, type_name, type_params, params, ret }
+        Ok(Operator { func, attr, type_name, type_params, params, ret })
     }
 
     pub fn type_param_names(&self) -> Vec<String> {
         self.type_params.iter().map(|t| t.to_string()).collect()
+    }
+}
+
+/// The generated type's name for the fn `name`: its CamelCase, unless that
+/// is no identifier (`__` gives nothing, `_2x2_mul` starts with a digit).
+fn type_name_of(name: &Ident) -> syn::Result<Ident> {
+    let camel = camel_case(&name.unraw().to_string());
+    match syn::parse_str::<Ident>(&camel) {
+        Ok(_) => Ok(Ident::new(&camel, name.span())),
+        Err(_) => Err(syn::Error::new(
+            name.span(),
+            format!(
+                "no type name can be made from `{name}` (its CamelCase, `{camel}`, is not an identifier); \
+                 name the operator type: #[scan_op(identity = ..., name = MyOp)]"
+            ),
+        )),
     }
 }
 

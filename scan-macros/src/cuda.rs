@@ -177,6 +177,9 @@ impl Printer {
             ExprKind::Unary(op, x) => match (op, &x.ty) {
                 (UnOp::Neg, _) => self.call("scan_neg", &[x])?,
                 (UnOp::Not, Ty::Scalar(Scalar::Bool)) => self.call("!", &[x])?,
+                // A field's or a type parameter's type is not seen here: the
+                // prelude's overloads pick `!` for bool, `~` for integers.
+                (UnOp::Not, t) if t.is_opaque_scalar() => self.call("scan_not", &[x])?,
                 (UnOp::Not, _) => self.call("~", &[x])?,
             },
             ExprKind::Binary(op, a, b) => {
@@ -243,15 +246,18 @@ impl Printer {
                 self.call("", &refs)?;
             }
             ExprKind::Struct { fields, .. } => {
+                // (The scratch's name is none a body can write: a map's
+                // parameter is `x` in the generated C++, and the field
+                // values may read it.)
                 self.text("([&]() { ");
                 self.cname(&e.ty, e.span)?;
-                self.text(" x;");
+                self.text(" scan_made_;");
                 for (f, x) in fields {
-                    self.text(&format!(" x.{f} = "));
+                    self.text(&format!(" scan_made_.{f} = "));
                     self.expr(x)?;
                     self.text(";");
                 }
-                self.text(" return x; }())");
+                self.text(" return scan_made_; }())");
             }
         }
         Ok(())

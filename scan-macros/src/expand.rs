@@ -24,7 +24,10 @@ pub fn scan_op(args: TokenStream, input: TokenStream, root: Root) -> TokenStream
         Ok(a) => a,
         Err(e) => return fallback(e, input),
     };
-    let op = Operator::from_fn(&func, attr);
+    let op = match Operator::from_fn(&func, attr) {
+        Ok(op) => op,
+        Err(e) => return fallback(e, input),
+    };
     match valid::validate(&op).and_then(|v| expand(&op, &v)) {
         Ok(generated) => {
             let generated = root.apply(generated);

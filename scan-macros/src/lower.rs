@@ -51,19 +51,48 @@ fn unsupported(span: Span, what: &str) -> Error {
 }
 
 /// Resolves a type written in the signature.
+/// The most scalars an item may hold (4 to 8 KiB): the checker evaluates
+/// the operator on thousands of items, and a GPU thread holds several.
+pub const MAX_ITEM_SCALARS: usize = 1024;
+
+/// The scalars `t` holds (a struct, whose fields the macro does not see,
+/// counts as one).
+fn scalar_count(t: &Ty) -> usize {
+    match t {
+        Ty::Tuple(ts) => ts.iter().map(scalar_count).fold(0, usize::saturating_add),
+        Ty::Array(t, n) => scalar_count(t).saturating_mul(*n),
+        _ => 1,
+    }
+}
+
+/// `t`, unless it holds more than [`MAX_ITEM_SCALARS`] scalars.
+fn bounded(t: Ty, span: proc_macro2::Span) -> Result<Ty> {
+    let count = scalar_count(&t);
+    if count > MAX_ITEM_SCALARS {
+        return Err(Error::new(
+            span,
+            format!("items of at most {MAX_ITEM_SCALARS} scalars are supported; this one holds {count}"),
+        ));
+    }
+    Ok(t)
+}
+
 pub fn ty(t: &syn::Type, type_params: &[String]) -> Result<Ty> {
     match t {
         syn::Type::Paren(p) => ty(&p.elem, type_params),
         syn::Type::Group(g) => ty(&g.elem, type_params),
-        syn::Type::Tuple(t) if !t.elems.is_empty() => {
-            Ok(Ty::Tuple(t.elems.iter().map(|e| ty(e, type_params)).collect::<Result<_>>()?))
+        syn::Type::Tuple(tt) if !tt.elems.is_empty() => {
+            bounded(Ty::Tuple(tt.elems.iter().map(|e| ty(e, type_params)).collect::<Result<_>>()?), t.span())
         }
         syn::Type::Array(a) => {
             let n = match &a.len {
                 syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(n), .. }) => n.base10_parse::<usize>()?,
                 other => return Err(Error::new(other.span(), "array lengths must be integer literals")),
             };
-            Ok(Ty::Array(Box::new(ty(&a.elem, type_params)?), n))
+            if n == 0 {
+                return Err(Error::new(a.len.span(), "arrays of no items are not supported (an item of zero bytes)"));
+            }
+            bounded(Ty::Array(Box::new(ty(&a.elem, type_params)?), n), t.span())
         }
         syn::Type::Path(p) if p.qself.is_none() => {
             if let Some(id) = p.path.get_ident() {
@@ -153,9 +182,32 @@ pub fn body(block: &syn::Block, params: [String; 2], item: &Ty, type_params: &[S
 /// type) returning `ret`: `#[scan_op]`'s two operands, or the one input of a
 /// `#[scan_maps]` lift or project.
 pub fn function(block: &syn::Block, params: Vec<(String, Ty)>, ret: &Ty, type_params: &[String]) -> Result<Expr> {
+    no_raw_identifiers(quote::ToTokens::to_token_stream(block))?;
     let mut cx = Lowerer::new(params, ret.clone(), type_params);
     let e = cx.block(block, Some(ret)).and_then(|e| cx.expect_ty(&e, ret).map(|()| e));
     e.map_err(without_echoes)
+}
+
+/// An error at every raw identifier (`r#type`) in `tokens`: the generated
+/// CUDA and the checker name bindings and fields by their text, which a raw
+/// identifier's `r#` would break.
+fn no_raw_identifiers(tokens: proc_macro2::TokenStream) -> Result<()> {
+    use proc_macro2::TokenTree;
+    let mut errors = Vec::new();
+    let mut stack = vec![tokens];
+    while let Some(tokens) = stack.pop() {
+        for tree in tokens {
+            match tree {
+                TokenTree::Ident(id) if id.to_string().starts_with("r#") => errors.push(Error::new(
+                    id.span(),
+                    format!("raw identifiers are not supported in the body: rename `{id}`"),
+                )),
+                TokenTree::Group(g) => stack.push(g.stream()),
+                _ => {}
+            }
+        }
+    }
+    all(errors.into_iter().map(Err::<(), _>)).map(drop)
 }
 
 /// The message of an error that only echoes one already reported: a use of
@@ -303,7 +355,16 @@ impl Lowerer {
         };
         let value = self.expr(&init.expr, annotated.as_ref());
         let value = match (value, &annotated) {
-            (Ok(v), Some(t)) => self.expect_ty(&v, t).map(|()| v),
+            // An annotation pins a type the macro cannot see (a struct
+            // field's, `let s: f32 = x.sum;`): the binding is then an f32,
+            // which `/` and the float methods accept (rustc checks the
+            // annotation against the field).
+            (Ok(mut v), Some(t)) => self.expect_ty(&v, t).map(|()| {
+                if v.ty.is_opaque_scalar() && matches!(t, Ty::Scalar(_)) {
+                    v.ty = t.clone();
+                }
+                v
+            }),
             (v, _) => v,
         };
         let depth = self.scope.len();
@@ -420,7 +481,8 @@ impl Lowerer {
                     _ => None,
                 };
                 let x = self.expr(&r.expr, want.as_ref())?;
-                let ty = Ty::Array(Box::new(x.ty.clone()), n);
+                // (Bounded before the copies are made: `[x; 1 << 40]`.)
+                let ty = bounded(Ty::Array(Box::new(x.ty.clone()), n), span)?;
                 Ok(self.mk(ExprKind::Array(vec![x; n]), ty, span))
             }
             E::Struct(s) => self.struct_(s, expect),

@@ -87,3 +87,38 @@ impl Maps<Add<u32>> for WrapAround {
         x
     }
 }
+
+/// A struct item (`#[scan_item]`) with field-wise sums.
+#[scan::scan_item]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Weighted {
+    pub sum: f32,
+    pub weight: f32,
+}
+
+#[scan::scan_op(identity = Weighted { sum: 0.0, weight: 0.0 })]
+pub fn weighted_sums(l: Weighted, r: Weighted) -> Weighted {
+    Weighted { sum: l.sum + r.sum, weight: l.weight + r.weight }
+}
+
+/// A running weighted mean (of sorts: sum / (weight + 1)) from values and
+/// weights: `lift` builds the item
+/// with a struct literal whose fields read the input (named `x` in the
+/// generated C++: the literal's scratch must not shadow it).
+pub struct WeightedMean;
+
+#[scan_maps]
+impl Maps<WeightedSums> for WeightedMean {
+    type Input = (f32, f32);
+    type Output = f32;
+    fn lift(x: (f32, f32)) -> Weighted {
+        Weighted { sum: x.0 * x.1, weight: x.1 }
+    }
+    fn project(x: Weighted) -> f32 {
+        // (+ 1: an exclusive scan's first item is the identity, weight 0.)
+        let sum: f32 = x.sum;
+        let weight: f32 = x.weight;
+        sum / (weight + 1.0)
+    }
+}

@@ -77,6 +77,21 @@ pub fn count_sum(l: Tally, r: Tally) -> Tally {
     Tally { count: l.count + r.count, sum: l.sum + r.sum }
 }
 
+/// A struct item with a bool field: a segmented sum, whose `!` on the flag
+/// must be logical in CUDA (`~` on a C++ bool is never false).
+#[scan_item]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Headed {
+    pub value: i64,
+    pub head: bool,
+}
+
+#[scan_op(identity = Headed { value: 0, head: false })]
+pub fn headed_sum(l: Headed, r: Headed) -> Headed {
+    Headed { value: if !r.head { l.value + r.value } else { r.value }, head: l.head || r.head }
+}
+
 /// A generic operator: one definition, one CUDA instantiation per `T`.
 #[scan_op(identity = (T::ZERO, T::ZERO))]
 pub fn pair_sum<T: scan::CudaScalar>(l: (T, T), r: (T, T)) -> (T, T) {
@@ -156,6 +171,7 @@ pub fn each_op(f: &mut impl EachOp) {
     f.op::<CountMax>();
     f.op::<Min3>();
     f.op::<CountSum>();
+    f.op::<HeadedSum>();
     f.op::<PairSum<f32>>();
     f.op::<PairSum<i64>>();
     f.op::<PairSum<u32>>();

@@ -41,8 +41,8 @@ impl Lowerer {
                         Some(s) if s.is_half() => return Err(half_literal(span, s)),
                         Some(s) if s.is_int() => Ty::Scalar(s),
                         Some(s) if s.is_float() => {
-                            let v: f64 = i.base10_parse()?;
-                            return Ok(self.mk(ExprKind::Lit(Lit::Float(round_to(v, s))), Ty::Scalar(s), span));
+                            let v = finite(round_to(i.base10_parse()?, s), s, span)?;
+                            return Ok(self.mk(ExprKind::Lit(Lit::Float(v)), Ty::Scalar(s), span));
                         }
                         _ => {
                             return Err(Error::new(
@@ -81,7 +81,8 @@ impl Lowerer {
                 // The exact value in the literal's own type (an f32 literal is
                 // rounded once, to f32, as rustc does).
                 let v = match &ty {
-                    Ty::Scalar(Scalar::F32) => f.base10_parse::<f32>()? as f64,
+                    Ty::Scalar(s @ Scalar::F32) => finite(f.base10_parse::<f32>()? as f64, *s, span)?,
+                    Ty::Scalar(s @ Scalar::F64) => finite(f.base10_parse::<f64>()?, *s, span)?,
                     _ => f.base10_parse::<f64>()?,
                 };
                 Ok(self.mk(ExprKind::Lit(Lit::Float(v)), ty, span))
@@ -165,6 +166,20 @@ pub(super) fn untyped(span: Span, digits: &str, default: &str) -> Error {
         span,
         format!("cannot tell the type of `{digits}` here; add a suffix (`{digits}{default}`) or annotate the `let`"),
     )
+}
+
+/// `v`, a literal's value in `s`, unless it is out of `s`'s range (rounded
+/// to infinity: rustc rejects such a literal too, and no literal can spell
+/// it in the generated code).
+fn finite(v: f64, s: Scalar, span: proc_macro2::Span) -> Result<f64> {
+    if v.is_finite() {
+        return Ok(v);
+    }
+    let name = scalar_name(s);
+    Err(Error::new(
+        span,
+        format!("literal out of range for `{name}` (it rounds to infinity); write `{name}::INFINITY` or `{name}::MAX`"),
+    ))
 }
 
 pub(super) fn round_to(v: f64, s: Scalar) -> f64 {
