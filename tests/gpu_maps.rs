@@ -12,7 +12,9 @@ mod support;
 
 mod macro_maps_ops;
 
-use macro_maps_ops::{Alternate, Ema, GatedInput, SumInF64, WeightedMean, WeightedSums, WrapAround};
+use macro_maps_ops::{
+    Alternate, Ema, GatedInput, SeenSoFar, SumInF64, Uniform, WeightedMean, WeightedSums, WrapAround,
+};
 use scan::maps::{self, bf16, f16, CudaMaps, Recurrence, Widen, WidenNarrow};
 use scan::ops::{Add, LinearRecurrence, Max};
 use scan::{CudaOp, Error, ScanSpec};
@@ -279,6 +281,9 @@ fn declared_maps_match_the_reference() {
         for n in sizes::<Add<u32>>(4).into_iter().filter(|&n| n <= largest) {
             let x: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32).collect();
             check::<Add<u32>, WrapAround, _>(&cuda, "u32 wrapping lift", n, &x[..]);
+            // `^` and `!` on bool fields the maps' CUDA does not see.
+            let v: Vec<u32> = (0..n).map(|_| rng.below(8) as u32).collect();
+            check::<SeenSoFar, Uniform, _>(&cuda, "bool fields through ^ and !", n, &v[..]);
         }
     }
 }

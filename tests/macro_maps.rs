@@ -5,7 +5,9 @@
 
 mod macro_maps_ops;
 
-use macro_maps_ops::{Alternate, Ema, GatedInput, SumInF64, WeightedMean, WeightedSums, WrapAround};
+use macro_maps_ops::{
+    Alternate, Ema, GatedInput, SeenSoFar, SumInF64, Uniform, WeightedMean, WeightedSums, WrapAround,
+};
 use scan::maps::{reference, CudaMaps};
 use scan::ops::{Add, LinearRecurrence};
 use scan::{Cpu, ScanSpec};
@@ -89,6 +91,11 @@ fn the_cuda_source_declares_both_functions_with_their_bodies() {
     let mean = <WeightedMean as CudaMaps<WeightedSums>>::cuda_source();
     assert!(mean.code.contains("scan_made_.sum = scan_mul(x.f0, x.f1);"), "{}", mean.code);
     assert!(mean.code.contains("scan_div(v_sum, scan_add(v_weight, 1.0f))"), "{}", mean.code);
+    // `^` and `!` on bool fields the maps cannot see: the prelude's bool
+    // overloads (C++'s `bool ^ bool` is an int, whose `~` is never false).
+    let uniform = <Uniform as CudaMaps<SeenSoFar>>::cuda_source();
+    assert!(uniform.code.contains("auto v_mixed = scan_xor(x.any, x.all);"), "{}", uniform.code);
+    assert!(uniform.code.contains("scan_not(v_mixed)"), "{}", uniform.code);
 }
 
 /// A struct item built by a struct literal in `lift` (its fields read the
@@ -106,6 +113,10 @@ fn a_struct_literal_lift_and_annotated_fields_run_as_written() {
             Cpu::new().scan_mapped::<WeightedSums, WeightedMean, _>((&x[..], &w[..]), &mut got, spec).unwrap();
             let want = reference::<WeightedSums, WeightedMean, _>((&x[..], &w[..]), spec).unwrap();
             assert!(got == want, "n {n}, {spec:?}");
+            let v: Vec<u32> = (0..n).map(|_| rng.below(8) as u32).collect();
+            let mut got = vec![u32::MAX; n];
+            Cpu::new().scan_mapped::<SeenSoFar, Uniform, _>(&v[..], &mut got, spec).unwrap();
+            assert!(got == reference::<SeenSoFar, Uniform, _>(&v[..], spec).unwrap(), "uniform, n {n}, {spec:?}");
         }
     }
 }
@@ -125,6 +136,7 @@ fn declared_maps_compile_with_the_single_pass_kernel() {
             ("Alternate", report::<LinearRecurrence<f32>, Alternate, B>("sm_90", t).unwrap()),
             ("WrapAround", report::<Add<u32>, WrapAround, DeviceBuffer<u32>>("sm_90", t).unwrap()),
             ("WeightedMean", report::<WeightedSums, WeightedMean, (B, B)>("sm_90", t).unwrap()),
+            ("Uniform", report::<SeenSoFar, Uniform, DeviceBuffer<u32>>("sm_90", t).unwrap()),
         ];
         for (what, report) in reports {
             assert!(report.contains("Function properties for single_pass_mapped"), "{what}: no ptxas report");

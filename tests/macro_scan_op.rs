@@ -172,8 +172,9 @@ fn struct_items_are_declared_with_the_rust_layout() {
     assert!(sum.is_some() && count.is_some() && sum < count, "{code}");
     assert!(code.contains("unsigned char pad_end_[4];"), "{code}");
     // `!` on a bool field: logical (C++'s `~` on a bool is never false).
-    // Here the `||` tells the macro the field is a bool; where nothing does,
-    // the prelude's `scan_not` overloads decide.
+    // Here the identity literal (`head: false`) tells the macro the field is
+    // a bool; where nothing does (a map's fields), the prelude's `scan_not`
+    // overloads decide (tests/macro_maps.rs, `Uniform`).
     let headed = HeadedSum::cuda_source().code;
     assert!(headed.contains("(!(r.head) ? scan_add(l.value, r.value) : r.value)"), "{headed}");
 }

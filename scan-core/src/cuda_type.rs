@@ -436,6 +436,9 @@ pub mod __private {
   static __device__ __forceinline__ T scan_mul(T a, T b) { return (T)((U)a * (U)b); } \
   static __device__ __forceinline__ T scan_neg(T a) { return (T)((U)0 - (U)a); } \
   static __device__ __forceinline__ T scan_not(T a) { return (T)~(U)a; } \
+  static __device__ __forceinline__ T scan_and(T a, T b) { return a & b; } \
+  static __device__ __forceinline__ T scan_or(T a, T b) { return a | b; } \
+  static __device__ __forceinline__ T scan_xor(T a, T b) { return a ^ b; } \
   static __device__ __forceinline__ T scan_div(T a, T b) { return a / b; } \
   static __device__ __forceinline__ T scan_rem(T a, T b) { return a % b; } \
   static __device__ __forceinline__ T scan_max(T a, T b) { return a > b ? a : b; } \
@@ -445,9 +448,13 @@ SCAN_INT_OPS(unsigned int, unsigned int)
 SCAN_INT_OPS(long long, unsigned long long)
 SCAN_INT_OPS(unsigned long long, unsigned long long)
 #undef SCAN_INT_OPS
-// Rust's `!` on a value whose type the generated code does not see (a
-// struct field, a type parameter): logical on bool, bitwise on integers.
+// Rust's `! & | ^` on values whose type the generated code does not see (a
+// struct field, a type parameter): logical on bool (and a bool again),
+// bitwise on integers.
 static __device__ __forceinline__ bool scan_not(bool a) { return !a; }
+static __device__ __forceinline__ bool scan_and(bool a, bool b) { return a && b; }
+static __device__ __forceinline__ bool scan_or(bool a, bool b) { return a || b; }
+static __device__ __forceinline__ bool scan_xor(bool a, bool b) { return a != b; }
 #define SCAN_FLOAT_OPS(T, ADD, SUB, MUL, DIV, SQRT, SFX) \
   static __device__ __forceinline__ T scan_add(T a, T b) { return ADD(a, b); } \
   static __device__ __forceinline__ T scan_sub(T a, T b) { return SUB(a, b); } \

@@ -194,6 +194,19 @@ impl Printer {
                 if let Some(f) = f {
                     return self.call(f, &[a, b]);
                 }
+                // On a type the generated code does not see, `& | ^` go
+                // through the prelude's overloads, which keep a bool a bool
+                // (C++'s `bool & bool` is an int, which `scan_not` would
+                // then complement bitwise).
+                let opaque = match op {
+                    BinOp::BitAnd => Some("scan_and"),
+                    BinOp::BitOr => Some("scan_or"),
+                    BinOp::BitXor => Some("scan_xor"),
+                    _ => None,
+                };
+                if let (Some(f), true) = (opaque, a.ty.is_opaque_scalar()) {
+                    return self.call(f, &[a, b]);
+                }
                 let sym = match op {
                     BinOp::BitAnd => "&",
                     BinOp::BitOr => "|",

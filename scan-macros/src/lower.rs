@@ -50,7 +50,6 @@ fn unsupported(span: Span, what: &str) -> Error {
     Error::new(span, format!("{what} not supported in a #[scan_op] body{hint}; {SUPPORTED} {}", methods.join(", ")))
 }
 
-/// Resolves a type written in the signature.
 /// The most scalars an item may hold (4 to 8 KiB): the checker evaluates
 /// the operator on thousands of items, and a GPU thread holds several.
 pub const MAX_ITEM_SCALARS: usize = 1024;
@@ -77,6 +76,7 @@ fn bounded(t: Ty, span: proc_macro2::Span) -> Result<Ty> {
     Ok(t)
 }
 
+/// Resolves a type written in the signature.
 pub fn ty(t: &syn::Type, type_params: &[String]) -> Result<Ty> {
     match t {
         syn::Type::Paren(p) => ty(&p.elem, type_params),
@@ -357,8 +357,9 @@ impl Lowerer {
         let value = match (value, &annotated) {
             // An annotation pins a type the macro cannot see (a struct
             // field's, `let s: f32 = x.sum;`): the binding is then an f32,
-            // which `/` and the float methods accept (rustc checks the
-            // annotation against the field).
+            // which `/` and the float methods accept (the translation writes
+            // the annotation, rust.rs, so rustc checks it against the field,
+            // in a #[scan_maps] body too).
             (Ok(mut v), Some(t)) => self.expect_ty(&v, t).map(|()| {
                 if v.ty.is_opaque_scalar() && matches!(t, Ty::Scalar(_)) {
                     v.ty = t.clone();
@@ -445,7 +446,8 @@ impl Lowerer {
                 let items: Vec<Result<Expr>> =
                     t.elems.iter().enumerate().map(|(i, x)| self.expr(x, want.as_ref().map(|w| &w[i]))).collect();
                 let items = all(items)?;
-                let ty = Ty::Tuple(items.iter().map(|x| x.ty.clone()).collect());
+                // (Bounded as items are: nested tuples multiply.)
+                let ty = bounded(Ty::Tuple(items.iter().map(|x| x.ty.clone()).collect()), span)?;
                 Ok(self.mk(ExprKind::Tuple(items), ty, span))
             }
             E::Array(a) => {
@@ -468,7 +470,7 @@ impl Lowerer {
                 for x in &items[1..] {
                     self.expect_ty(x, &elem)?;
                 }
-                let ty = Ty::Array(Box::new(elem), items.len());
+                let ty = bounded(Ty::Array(Box::new(elem), items.len()), span)?;
                 Ok(self.mk(ExprKind::Array(items), ty, span))
             }
             E::Repeat(r) => {
@@ -482,6 +484,9 @@ impl Lowerer {
                 };
                 let x = self.expr(&r.expr, want.as_ref())?;
                 // (Bounded before the copies are made: `[x; 1 << 40]`.)
+                if n == 0 {
+                    return Err(Error::new(r.len.span(), "empty arrays are not supported"));
+                }
                 let ty = bounded(Ty::Array(Box::new(x.ty.clone()), n), span)?;
                 Ok(self.mk(ExprKind::Array(vec![x; n]), ty, span))
             }

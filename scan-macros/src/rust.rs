@@ -86,7 +86,17 @@ pub fn expr(e: &Expr, names: &[Ident]) -> TokenStream {
         ExprKind::Let { name, value, body } => {
             let n = Ident::new(name, sp);
             let (v, b) = (expr(value, names), expr(body, names));
-            quote_spanned!(sp=> { let #n = #v; #b })
+            match &value.ty {
+                // The binding's scalar type, written: where the lowering
+                // took it from an annotation on a field (`let s: f32 =
+                // x.sum;`), rustc then checks it in the translation too (a
+                // #[scan_maps] body is replaced by it).
+                Ty::Scalar(s) if !s.is_half() => {
+                    let t = Ident::new(scalar_name(*s), sp);
+                    quote_spanned!(sp=> { let #n: #t = #v; #b })
+                }
+                _ => quote_spanned!(sp=> { let #n = #v; #b }),
+            }
         }
         ExprKind::Tuple(xs) => {
             let xs = xs.iter().map(|x| expr(x, names));

@@ -122,3 +122,40 @@ impl Maps<WeightedSums> for WeightedMean {
         sum / (weight + 1.0)
     }
 }
+
+/// A struct item with bool fields.
+#[scan::scan_item]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Seen {
+    pub count: u32,
+    pub any: bool,
+    pub all: bool,
+}
+
+#[scan::scan_op(identity = Seen { count: 0, any: false, all: true })]
+pub fn seen_so_far(l: Seen, r: Seen) -> Seen {
+    Seen { count: l.count + r.count, any: l.any || r.any, all: l.all && r.all }
+}
+
+/// The count so far while every value or none has been large, else 0:
+/// `project` combines the bool fields with `^` and `!` (types the maps'
+/// generated code does not see: the prelude's bool overloads).
+pub struct Uniform;
+
+#[scan_maps]
+impl Maps<SeenSoFar> for Uniform {
+    type Input = u32;
+    type Output = u32;
+    fn lift(x: u32) -> Seen {
+        Seen { count: 1, any: x > 3, all: x > 3 }
+    }
+    fn project(x: Seen) -> u32 {
+        let mixed = x.any ^ x.all;
+        if !mixed {
+            x.count
+        } else {
+            0
+        }
+    }
+}

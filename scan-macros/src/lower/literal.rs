@@ -82,8 +82,9 @@ impl Lowerer {
                 // rounded once, to f32, as rustc does).
                 let v = match &ty {
                     Ty::Scalar(s @ Scalar::F32) => finite(f.base10_parse::<f32>()? as f64, *s, span)?,
-                    Ty::Scalar(s @ Scalar::F64) => finite(f.base10_parse::<f64>()?, *s, span)?,
-                    _ => f.base10_parse::<f64>()?,
+                    // (A type the macro cannot see: checked as an f64, the
+                    // widest it may be.)
+                    _ => finite(f.base10_parse::<f64>()?, Scalar::F64, span)?,
                 };
                 Ok(self.mk(ExprKind::Lit(Lit::Float(v)), ty, span))
             }
