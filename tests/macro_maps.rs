@@ -95,7 +95,8 @@ fn the_cuda_source_declares_both_functions_with_their_bodies() {
     // overloads (C++'s `bool ^ bool` is an int, whose `~` is never false).
     let uniform = <Uniform as CudaMaps<SeenSoFar>>::cuda_source();
     assert!(uniform.code.contains("auto v_mixed = scan_xor(x.any, x.all);"), "{}", uniform.code);
-    assert!(uniform.code.contains("scan_not(v_mixed)"), "{}", uniform.code);
+    assert!(uniform.code.contains("scan_and(scan_not(v_mixed), v_small)"), "{}", uniform.code);
+    assert!(uniform.code.contains("auto v_small = scan_and("), "{}", uniform.code);
 }
 
 /// A struct item built by a struct literal in `lift` (its fields read the

@@ -122,7 +122,7 @@ impl Printer {
     /// `let`s as `auto` locals, then `return value;`.
     fn stmts(&mut self, e: &Expr, indent: &str) -> Result<()> {
         let mut e = e;
-        while let ExprKind::Let { name, value, body } = &e.kind {
+        while let ExprKind::Let { name, value, body, .. } = &e.kind {
             self.text(&format!("auto v_{name} = "));
             self.expr(value)?;
             self.text(&format!(";\n{indent}"));
@@ -194,17 +194,21 @@ impl Printer {
                 if let Some(f) = f {
                     return self.call(f, &[a, b]);
                 }
-                // On a type the generated code does not see, `& | ^` go
-                // through the prelude's overloads, which keep a bool a bool
-                // (C++'s `bool & bool` is an int, which `scan_not` would
-                // then complement bitwise).
-                let opaque = match op {
+                // `& | ^` on bools, or on a type the generated code does
+                // not see, go through the prelude's overloads, which keep a
+                // bool a bool: C++'s `bool & bool` is an int, which
+                // `scan_not` would complement bitwise, and which would make
+                // a later (bool, int) call ambiguous. Known integers stay
+                // infix.
+                let logical = match op {
                     BinOp::BitAnd => Some("scan_and"),
                     BinOp::BitOr => Some("scan_or"),
                     BinOp::BitXor => Some("scan_xor"),
                     _ => None,
                 };
-                if let (Some(f), true) = (opaque, a.ty.is_opaque_scalar()) {
+                let via_overload =
+                    e.ty == Ty::Scalar(Scalar::Bool) || a.ty.is_opaque_scalar() || b.ty.is_opaque_scalar();
+                if let (Some(f), true) = (logical, via_overload) {
                     return self.call(f, &[a, b]);
                 }
                 let sym = match op {

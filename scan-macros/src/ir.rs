@@ -271,6 +271,10 @@ pub enum ExprKind {
     /// renames shadowing bindings), so no scoping subtleties reach consumers.
     Let {
         name: String,
+        /// The type written on a `let` of one name (`let s: f32 = ...`), as
+        /// written: the Rust translation keeps it, so rustc checks it where
+        /// it pinned a type the macro cannot see (a field's).
+        annotation: Option<proc_macro2::TokenStream>,
         value: Box<Expr>,
         body: Box<Expr>,
     },

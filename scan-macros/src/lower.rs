@@ -76,6 +76,20 @@ fn bounded(t: Ty, span: proc_macro2::Span) -> Result<Ty> {
     Ok(t)
 }
 
+/// A tuple or array value of a body of type `t`, unless it holds more than
+/// four items' worth of scalars (`(l, r)` of the largest items is two;
+/// nested tuples in `let`s would otherwise multiply without end).
+fn bounded_value(t: Ty, span: proc_macro2::Span) -> Result<Ty> {
+    let (count, most) = (scalar_count(&t), 4 * MAX_ITEM_SCALARS);
+    if count > most {
+        return Err(Error::new(
+            span,
+            format!("values of at most {most} scalars are supported; this one holds {count}"),
+        ));
+    }
+    Ok(t)
+}
+
 /// Resolves a type written in the signature.
 pub fn ty(t: &syn::Type, type_params: &[String]) -> Result<Ty> {
     match t {
@@ -353,13 +367,20 @@ impl Lowerer {
             syn::Pat::Type(pt) => (&*pt.pat, Some(ty(&pt.ty, &self.type_params)?)),
             p => (p, None),
         };
+        // A one-name binding's written type, for the translation.
+        let written = match &local.pat {
+            syn::Pat::Type(pt) if matches!(&*pt.pat, syn::Pat::Ident(_)) => {
+                Some(quote::ToTokens::to_token_stream(&pt.ty))
+            }
+            _ => None,
+        };
         let value = self.expr(&init.expr, annotated.as_ref());
         let value = match (value, &annotated) {
             // An annotation pins a type the macro cannot see (a struct
             // field's, `let s: f32 = x.sum;`): the binding is then an f32,
-            // which `/` and the float methods accept (the translation writes
-            // the annotation, rust.rs, so rustc checks it against the field,
-            // in a #[scan_maps] body too).
+            // which `/` and the float methods accept (the translation keeps
+            // the annotation as written, so rustc checks it against the
+            // field, in a #[scan_maps] body too).
             (Ok(mut v), Some(t)) => self.expect_ty(&v, t).map(|()| {
                 if v.ty.is_opaque_scalar() && matches!(t, Ty::Scalar(_)) {
                     v.ty = t.clone();
@@ -382,9 +403,11 @@ impl Lowerer {
         let body = self.stmts(rest, span, expect);
         self.scope.truncate(depth);
         let (_, mut body) = both(bound, body)?;
+        let annotation = if binds.len() == 1 { written } else { None };
         for (name, value) in binds.into_iter().rev() {
             let (ty, sp) = (body.ty.clone(), body.span);
-            body = self.mk(ExprKind::Let { name, value: Box::new(value), body: Box::new(body) }, ty, sp);
+            let (value, body_) = (Box::new(value), Box::new(body));
+            body = self.mk(ExprKind::Let { name, annotation: annotation.clone(), value, body: body_ }, ty, sp);
         }
         Ok(body)
     }
@@ -446,8 +469,8 @@ impl Lowerer {
                 let items: Vec<Result<Expr>> =
                     t.elems.iter().enumerate().map(|(i, x)| self.expr(x, want.as_ref().map(|w| &w[i]))).collect();
                 let items = all(items)?;
-                // (Bounded as items are: nested tuples multiply.)
-                let ty = bounded(Ty::Tuple(items.iter().map(|x| x.ty.clone()).collect()), span)?;
+                // (Bounded: nested tuples multiply.)
+                let ty = bounded_value(Ty::Tuple(items.iter().map(|x| x.ty.clone()).collect()), span)?;
                 Ok(self.mk(ExprKind::Tuple(items), ty, span))
             }
             E::Array(a) => {
@@ -470,7 +493,7 @@ impl Lowerer {
                 for x in &items[1..] {
                     self.expect_ty(x, &elem)?;
                 }
-                let ty = bounded(Ty::Array(Box::new(elem), items.len()), span)?;
+                let ty = bounded_value(Ty::Array(Box::new(elem), items.len()), span)?;
                 Ok(self.mk(ExprKind::Array(items), ty, span))
             }
             E::Repeat(r) => {
@@ -487,7 +510,7 @@ impl Lowerer {
                 if n == 0 {
                     return Err(Error::new(r.len.span(), "empty arrays are not supported"));
                 }
-                let ty = bounded(Ty::Array(Box::new(x.ty.clone()), n), span)?;
+                let ty = bounded_value(Ty::Array(Box::new(x.ty.clone()), n), span)?;
                 Ok(self.mk(ExprKind::Array(vec![x; n]), ty, span))
             }
             E::Struct(s) => self.struct_(s, expect),

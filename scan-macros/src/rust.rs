@@ -83,19 +83,16 @@ pub fn expr(e: &Expr, names: &[Ident]) -> TokenStream {
             let (c, t, o) = (expr(cond, names), expr(then, names), expr(otherwise, names));
             quote_spanned!(sp=> if #c { #t } else { #o })
         }
-        ExprKind::Let { name, value, body } => {
+        ExprKind::Let { name, annotation, value, body } => {
             let n = Ident::new(name, sp);
             let (v, b) = (expr(value, names), expr(body, names));
-            match &value.ty {
-                // The binding's scalar type, written: where the lowering
-                // took it from an annotation on a field (`let s: f32 =
-                // x.sum;`), rustc then checks it in the translation too (a
+            match annotation {
+                // The type as the user wrote it (its own spans): where the
+                // lowering took it for a field's (`let s: f32 = x.sum;`),
+                // rustc then checks it in the translation too (a
                 // #[scan_maps] body is replaced by it).
-                Ty::Scalar(s) if !s.is_half() => {
-                    let t = Ident::new(scalar_name(*s), sp);
-                    quote_spanned!(sp=> { let #n: #t = #v; #b })
-                }
-                _ => quote_spanned!(sp=> { let #n = #v; #b }),
+                Some(t) => quote_spanned!(sp=> { let #n: #t = #v; #b }),
+                None => quote_spanned!(sp=> { let #n = #v; #b }),
             }
         }
         ExprKind::Tuple(xs) => {

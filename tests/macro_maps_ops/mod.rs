@@ -138,9 +138,11 @@ pub fn seen_so_far(l: Seen, r: Seen) -> Seen {
     Seen { count: l.count + r.count, any: l.any || r.any, all: l.all && r.all }
 }
 
-/// The count so far while every value or none has been large, else 0:
-/// `project` combines the bool fields with `^` and `!` (types the maps'
-/// generated code does not see: the prelude's bool overloads).
+/// The count so far while every value or none has been large and the count
+/// is below 1000, else 0: `project` combines the bool fields with `^` and
+/// `!` (types the maps' generated code does not see: the prelude's bool
+/// overloads) and with comparisons (`&` of two bools, then of a bool field's
+/// and a comparison's: one overload for both).
 pub struct Uniform;
 
 #[scan_maps]
@@ -152,7 +154,8 @@ impl Maps<SeenSoFar> for Uniform {
     }
     fn project(x: Seen) -> u32 {
         let mixed = x.any ^ x.all;
-        if !mixed {
+        let small = (x.count > 0) & (x.count < 1000);
+        if !mixed & small {
             x.count
         } else {
             0

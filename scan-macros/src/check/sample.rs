@@ -354,7 +354,7 @@ impl<N: Num> Interp<'_, N> {
                 Value::Bool(false) => self.expr(otherwise)?,
                 _ => return None,
             },
-            ExprKind::Let { name, value, body } => {
+            ExprKind::Let { name, value, body, .. } => {
                 let v = self.expr(value)?;
                 self.locals.push((name.clone(), v));
                 let out = self.expr(body);

@@ -161,7 +161,7 @@ impl Eval<'_> {
                 }
                 select(&cases, &t, &f, span, self.guards)?
             }
-            ExprKind::Let { name, value, body } => {
+            ExprKind::Let { name, value, body, .. } => {
                 let v = self.expr(value)?;
                 self.locals.push((name.clone(), v));
                 let out = self.expr(body);
