@@ -54,12 +54,13 @@ fn unsupported(span: Span, what: &str) -> Error {
 /// the operator on thousands of items, and a GPU thread holds several.
 pub const MAX_ITEM_SCALARS: usize = 1024;
 
-/// The scalars `t` holds (a struct, whose fields the macro does not see,
-/// counts as one).
+/// The scalars `t` holds (a struct: those of the fields the body or the
+/// identity shows, at least one; the macro never reads its declaration).
 fn scalar_count(t: &Ty) -> usize {
     match t {
         Ty::Tuple(ts) => ts.iter().map(scalar_count).fold(0, usize::saturating_add),
         Ty::Array(t, n) => scalar_count(t).saturating_mul(*n),
+        Ty::Struct { fields, .. } => fields.iter().map(|(_, t)| scalar_count(t)).fold(0, usize::saturating_add).max(1),
         _ => 1,
     }
 }
@@ -367,10 +368,15 @@ impl Lowerer {
             syn::Pat::Type(pt) => (&*pt.pat, Some(ty(&pt.ty, &self.type_params)?)),
             p => (p, None),
         };
-        // A one-name binding's written type, for the translation.
+        // A one-name binding's written type (`let (n): f32` too), for the
+        // translation.
         let written = match &local.pat {
-            syn::Pat::Type(pt) if matches!(&*pt.pat, syn::Pat::Ident(_)) => {
-                Some(quote::ToTokens::to_token_stream(&pt.ty))
+            syn::Pat::Type(pt) => {
+                let mut inner = &*pt.pat;
+                while let syn::Pat::Paren(p) = inner {
+                    inner = &p.pat;
+                }
+                matches!(inner, syn::Pat::Ident(_)).then(|| quote::ToTokens::to_token_stream(&pt.ty))
             }
             _ => None,
         };
@@ -382,7 +388,8 @@ impl Lowerer {
             // the annotation as written, so rustc checks it against the
             // field, in a #[scan_maps] body too).
             (Ok(mut v), Some(t)) => self.expect_ty(&v, t).map(|()| {
-                if v.ty.is_opaque_scalar() && matches!(t, Ty::Scalar(_)) {
+                // (Only where the translation writes the annotation.)
+                if v.ty.is_opaque_scalar() && matches!(t, Ty::Scalar(_)) && written.is_some() {
                     v.ty = t.clone();
                 }
                 v

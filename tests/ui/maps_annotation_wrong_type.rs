@@ -1,7 +1,8 @@
 // An annotation pins a field's type for the macro (which never reads the
 // struct), so it must be right: `n` is a u32 here, and the translation that
 // replaces the body keeps the annotation, so rustc says so (an f32 `/` on
-// u32 values would panic on the CPU when the divisor is 0).
+// u32 values would panic on the CPU when the divisor is 0); a name in
+// parentheses is one name too.
 use scan::maps::Maps;
 use scan::{scan_item, scan_maps, scan_op};
 
@@ -29,7 +30,7 @@ impl Maps<CountsOp> for Ratio {
     }
     fn project(x: Counts) -> f32 {
         let n: f32 = x.n;
-        let d: f32 = x.d;
+        let (d): f32 = x.d;
         n / d
     }
 }

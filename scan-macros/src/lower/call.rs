@@ -173,7 +173,8 @@ impl Lowerer {
         let rank = |f: &str| known.iter().position(|(k, _)| k == f).unwrap_or(usize::MAX);
         fields.sort_by_key(|(f, _)| rank(f));
         exprs.sort_by_key(|(f, _)| rank(f));
-        let ty = Ty::Struct { name: name.clone(), fields };
+        // (An item's bound: its fields' scalars, as the literal shows them.)
+        let ty = bounded(Ty::Struct { name: name.clone(), fields }, span)?;
         Ok(self.mk(ExprKind::Struct { name, fields: exprs }, ty, span))
     }
 }
