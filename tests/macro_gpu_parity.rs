@@ -226,6 +226,7 @@ fn generated_cuda_computes_what_the_cpu_computes() {
         gpu.check::<CountSum>(&mut rng, same),
         // `!` on a bool field: logical in the generated CUDA.
         gpu.check::<HeadedSum>(&mut rng, same),
+        gpu.check::<ExtentI32>(&mut rng, same),
         gpu.check::<PairSum<u32>>(&mut rng, same),
         gpu.check::<FusedRecurrence>(&mut rng, same),
         gpu.check::<AddInF64>(&mut rng, same),

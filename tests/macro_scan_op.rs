@@ -129,6 +129,17 @@ fn scans_of_macro_operators_match_direct_loops() {
         for spec in ScanSpec::ALL {
             assert_eq!(cpu.scan::<HeadedSum>(&hs, spec).expect("cpu scan"), reference::scan::<HeadedSum>(&hs, spec));
         }
+
+        // Least and greatest, whose `let`s have non-ASCII names, against a
+        // direct running min and max.
+        let vs = rng.vec(n, |r| r.next_u64() as i32);
+        let pairs: Vec<(i32, i32)> = vs.iter().map(|&v| (v, v)).collect();
+        let got = cpu.scan::<ExtentI32>(&pairs, ScanSpec::inclusive()).expect("cpu scan");
+        let (mut lo, mut hi) = (i32::MAX, i32::MIN);
+        for (i, &v) in vs.iter().enumerate() {
+            (lo, hi) = (lo.min(v), hi.max(v));
+            assert_eq!(got[i], (lo, hi), "extent n = {n}, i = {i}");
+        }
     }
 }
 
@@ -177,6 +188,11 @@ fn struct_items_are_declared_with_the_rust_layout() {
     // overloads decide (tests/macro_maps.rs, `Uniform`).
     let headed = HeadedSum::cuda_source().code;
     assert!(headed.contains("(!(r.head) ? scan_add(l.value, r.value) : r.value)"), "{headed}");
+    // NVRTC reads ASCII names only: a `let` named `μέγιστο` is spelled by
+    // its UTF-8 bytes (`w_` then hex), an ASCII one keeps its name (`v_a`).
+    let extent = ExtentI32::cuda_source().code;
+    assert!(extent.is_ascii(), "{extent}");
+    assert!(extent.contains("auto w_cebcceadceb3ceb9cf83cf84cebf = "), "{extent}");
 }
 
 /// The test generated for `assume_associative` fails when one grouping gives

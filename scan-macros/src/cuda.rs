@@ -100,6 +100,20 @@ fn c_scalar(s: Scalar) -> &'static str {
     }
 }
 
+/// A `let`'s C++ name. NVRTC reads identifiers of ASCII only, and Rust's
+/// may be any Unicode word: those are spelled by their UTF-8 bytes in hex,
+/// under a prefix of their own (`w_`), so no two names meet.
+fn local_name(name: &str) -> String {
+    if name.is_ascii() {
+        format!("v_{name}")
+    } else {
+        name.bytes().fold(String::from("w_"), |mut s, b| {
+            s.push_str(&format!("{b:02x}"));
+            s
+        })
+    }
+}
+
 impl Printer {
     fn text(&mut self, s: &str) {
         if let Some(Piece::Text(t)) = self.out.last_mut() {
@@ -123,7 +137,7 @@ impl Printer {
     fn stmts(&mut self, e: &Expr, indent: &str) -> Result<()> {
         let mut e = e;
         while let ExprKind::Let { name, value, body, .. } = &e.kind {
-            self.text(&format!("auto v_{name} = "));
+            self.text(&format!("auto {} = ", local_name(name)));
             self.expr(value)?;
             self.text(&format!(";\n{indent}"));
             e = body;
@@ -153,7 +167,7 @@ impl Printer {
                 let name = self.names[*i].clone();
                 self.text(&name)
             }
-            ExprKind::Local(n) => self.text(&format!("v_{n}")),
+            ExprKind::Local(n) => self.text(&local_name(n)),
             ExprKind::Lit(l) => self.lit(l, &e.ty, e.span)?,
             ExprKind::Const { name, .. } => {
                 self.out.push(Piece::Literal(crate::rust::const_tokens(name, e.span)));

@@ -55,6 +55,13 @@ fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
             None
         }
     };
+    if let Some(fields) = named {
+        for id in fields.named.iter().filter_map(|f| f.ident.as_ref()) {
+            if let Some(why) = crate::cxx_names::field_name_problem(&id.to_string()) {
+                problems.push(Error::new(id.span(), why));
+            }
+        }
+    }
     let mut problems = problems.into_iter();
     if let Some(mut first) = problems.next() {
         problems.for_each(|e| first.combine(e));

@@ -16,6 +16,7 @@ mod ast;
 mod attr;
 mod check;
 mod cuda;
+mod cxx_names;
 mod expand;
 mod ir;
 mod item;

@@ -39,6 +39,11 @@ const SUPPORTED: &str = "supported: `let` bindings, arithmetic (+ - *, and / % o
 const ITEM_TYPES: &str = "item types are i32, u32, i64, u64, f32, f64, bf16, f16, bool, a type parameter \
      `T: CudaScalar`, tuples and arrays `[T; N]` of them, and #[repr(C)] #[scan_item] structs";
 
+/// Rust's primitive types that no item may be: without this they would be
+/// taken for #[scan_item] structs, and the first error would be a puzzling
+/// "expected `u8`, found an integer".
+const UNSUPPORTED_PRIMITIVES: &[&str] = &["i8", "u8", "i16", "u16", "i128", "u128", "isize", "usize", "char", "str"];
+
 /// `what` reads "loops (`for`) are"; a trailing " (hint)" after "is"/"are"
 /// is moved after "not supported".
 fn unsupported(span: Span, what: &str) -> Error {
@@ -117,6 +122,9 @@ pub fn ty(t: &syn::Type, type_params: &[String]) -> Result<Ty> {
                 }
                 if type_params.contains(&s) {
                     return Ok(Ty::Param(s));
+                }
+                if UNSUPPORTED_PRIMITIVES.contains(&s.as_str()) {
+                    return Err(Error::new(t.span(), format!("`{s}` is not a supported scalar; {ITEM_TYPES}")));
                 }
             }
             let generic = p.path.segments.iter().any(|s| !s.arguments.is_none());
@@ -558,6 +566,19 @@ fn compatible(found: &Ty, want: &Ty) -> bool {
 }
 
 /// A type as the user writes it, for messages.
+/// For a type the macro cannot see into, what it took the type for (an
+/// alias of a scalar looks like a struct here), as "; ..." to end a message.
+pub fn unseen_note(t: &Ty) -> String {
+    match t {
+        Ty::Struct { fields, .. } if fields.is_empty() => format!(
+            "; the macro cannot see inside `{0}` and takes it for a #[scan_item] struct \
+             (if `{0}` is an alias of a scalar, write the scalar)",
+            show(t)
+        ),
+        _ => String::new(),
+    }
+}
+
 pub fn show(t: &Ty) -> String {
     match t {
         Ty::Scalar(s) => scalar_name(*s).to_string(),

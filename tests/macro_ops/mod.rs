@@ -149,6 +149,15 @@ pub fn counted_segments(l: (u32, f64), r: (u32, f64)) -> (u32, f64) {
     }
 }
 
+/// Least and greatest, through `let`s named in Greek: Rust takes any Unicode
+/// word as a name, NVRTC only ASCII ones (the CUDA spells these in hex).
+#[scan_op(identity = (i32::MAX, i32::MIN))]
+pub fn extent_i32(l: (i32, i32), r: (i32, i32)) -> (i32, i32) {
+    let ελάχιστο = l.0.min(r.0);
+    let μέγιστο = l.1.max(r.1);
+    (ελάχιστο, μέγιστο)
+}
+
 /// A generic operator with the opt-in: its generated laws test runs at `T = f64`.
 #[scan_op(identity = T::LOWEST, assume_associative)]
 pub fn max_of<T: scan::CudaScalar>(a: T, b: T) -> T {
@@ -172,6 +181,7 @@ pub fn each_op(f: &mut impl EachOp) {
     f.op::<Min3>();
     f.op::<CountSum>();
     f.op::<HeadedSum>();
+    f.op::<ExtentI32>();
     f.op::<PairSum<f32>>();
     f.op::<PairSum<i64>>();
     f.op::<PairSum<u32>>();

@@ -34,7 +34,12 @@ impl Lowerer {
                                 ),
                             ))
                         }
-                        Some(t) => return Err(Error::new(span, format!("expected `{}`, found an integer", show(t)))),
+                        Some(t) => {
+                            return Err(Error::new(
+                                span,
+                                format!("expected `{}`, found an integer{}", show(t), unseen_note(t)),
+                            ))
+                        }
                         None => return Err(untyped(span, i.base10_digits(), "i32")),
                     },
                     suffix => match scalar_named(suffix) {
@@ -71,7 +76,12 @@ impl Lowerer {
                                 ),
                             ))
                         }
-                        Some(t) => return Err(Error::new(span, format!("expected `{}`, found a float", show(t)))),
+                        Some(t) => {
+                            return Err(Error::new(
+                                span,
+                                format!("expected `{}`, found a float{}", show(t), unseen_note(t)),
+                            ))
+                        }
                         None => return Err(untyped(span, f.base10_digits(), "f64")),
                     },
                     "f32" => Ty::Scalar(Scalar::F32),

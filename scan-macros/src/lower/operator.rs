@@ -20,7 +20,10 @@ impl Lowerer {
             _ => false,
         };
         if !ok {
-            return Err(Error::new(tok_span, format!("this operator does not apply to `{}`", show(&x.ty))));
+            return Err(Error::new(
+                tok_span,
+                format!("this operator does not apply to `{}`{}", show(&x.ty), unseen_note(&x.ty)),
+            ));
         }
         let ty = x.ty.clone();
         Ok(self.mk(ExprKind::Unary(op, Box::new(x)), ty, span))
@@ -95,7 +98,10 @@ impl Lowerer {
             _ => t.is_opaque_scalar() || matches!(&t, Ty::Scalar(_)),
         };
         if !ok {
-            return Err(Error::new(b.op.span(), format!("this operator does not apply to `{}`", show(&t))));
+            return Err(Error::new(
+                b.op.span(),
+                format!("this operator does not apply to `{}`{}", show(&t), unseen_note(&t)),
+            ));
         }
         // Integer `/` and `%` panic in Rust on a zero divisor and on `MIN / -1`,
         // where CUDA's are undefined: no one result both sides would give. A
@@ -134,7 +140,7 @@ impl Lowerer {
             e => self.expr(e, None)?,
         };
         if !matches!(&x.ty, Ty::Scalar(_)) && !x.ty.is_opaque_scalar() {
-            return Err(Error::new(c.expr.span(), format!("cannot cast `{}`", show(&x.ty))));
+            return Err(Error::new(c.expr.span(), format!("cannot cast `{}`{}", show(&x.ty), unseen_note(&x.ty))));
         }
         if matches!(&x.ty, Ty::Scalar(s) if s.is_half()) {
             return Err(Error::new(
