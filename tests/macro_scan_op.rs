@@ -190,6 +190,15 @@ fn struct_items_are_declared_with_the_rust_layout() {
     assert!(headed.contains("(!(r.head) ? scan_add(l.value, r.value) : r.value)"), "{headed}");
     // NVRTC reads ASCII names only: a `let` named `μέγιστο` is spelled by
     // its UTF-8 bytes (`w_` then hex), an ASCII one keeps its name (`v_a`).
+    // Operator names in another script keep apart in C++.
+    let (sum, product) = (Άθροισμα::cuda_source(), Γινόμενο::cuda_source());
+    assert!(
+        sum.name.is_ascii() && product.name.is_ascii() && sum.name != product.name,
+        "{} {}",
+        sum.name,
+        product.name
+    );
+    assert_eq!((Άθροισμα::combine(2, 3), Γινόμενο::combine(2, 3)), (5, 6));
     let extent = ExtentI32::cuda_source().code;
     assert!(extent.is_ascii(), "{extent}");
     assert!(extent.contains("auto w_cebcceadceb3ceb9cf83cf84cebf = "), "{extent}");

@@ -101,8 +101,20 @@ pub trait CudaScalar:
 /// of `#[scan_op]` bodies, `exp`, `ln`, ..., are `f32`/`f64` ones.)
 pub trait CudaFloat: CudaScalar + Neg<Output = Self> {}
 
+/// A C++ identifier made from a Rust name or path. Punctuation becomes `_`;
+/// a non-ASCII character (Rust names may be any Unicode word, NVRTC reads
+/// ASCII only) becomes its code point in hex between `_`s, so that two
+/// operators named in another script do not both become `___`.
 fn ident(name: &str) -> String {
-    name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+    let mut s = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            c if c.is_ascii_alphanumeric() => s.push(c),
+            c if c.is_ascii() => s.push('_'),
+            c => s.push_str(&format!("_u{:x}_", c as u32)),
+        }
+    }
+    s
 }
 
 macro_rules! int_scalar {
@@ -546,6 +558,15 @@ SCAN_HALF_OPS(scan_f16)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_in_other_scripts_stay_distinct_in_cuda() {
+        let (sum, product) = (__private::op_name("ops::Άθροισμα", &[]), __private::op_name("ops::Γινόμενο", &[]));
+        assert!(sum.is_ascii() && product.is_ascii(), "{sum} {product}");
+        assert_ne!(sum, product);
+        // ASCII paths are spelled as before.
+        assert_eq!(__private::op_name("scan_core::ops::Add", &["float".into()]), "scan_core_ops_Add_float");
+    }
 
     #[test]
     fn tuple_fields_are_declared_in_offset_order_with_padding() {

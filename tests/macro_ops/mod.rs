@@ -158,6 +158,19 @@ pub fn extent_i32(l: (i32, i32), r: (i32, i32)) -> (i32, i32) {
     (ελάχιστο, μέγιστο)
 }
 
+/// Operators named in Greek, of one length: their C++ names spell the
+/// letters' code points, so they do not both become `..._________`
+/// (tests/nvrtc.rs compiles every operator together in one program).
+#[scan_op(identity = 0)]
+pub fn άθροισμα(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+#[scan_op(identity = 1)]
+pub fn γινόμενο(a: i64, b: i64) -> i64 {
+    a.wrapping_mul(b)
+}
+
 /// A generic operator with the opt-in: its generated laws test runs at `T = f64`.
 #[scan_op(identity = T::LOWEST, assume_associative)]
 pub fn max_of<T: scan::CudaScalar>(a: T, b: T) -> T {
@@ -182,6 +195,8 @@ pub fn each_op(f: &mut impl EachOp) {
     f.op::<CountSum>();
     f.op::<HeadedSum>();
     f.op::<ExtentI32>();
+    f.op::<Άθροισμα>();
+    f.op::<Γινόμενο>();
     f.op::<PairSum<f32>>();
     f.op::<PairSum<i64>>();
     f.op::<PairSum<u32>>();
