@@ -96,6 +96,12 @@ impl Sample for Headed {
     }
 }
 
+impl Sample for Triple {
+    fn sample(rng: &mut Rng) -> Self {
+        Triple { x: i32::sample(rng), y: i32::sample(rng), z: i32::sample(rng) }
+    }
+}
+
 /// Same value: Debug prints floats exactly (shortest round-trip, sign of
 /// zero), and every NaN as `NaN`.
 fn same<T: Debug>(a: &T, b: &T) -> bool {
@@ -227,6 +233,7 @@ fn generated_cuda_computes_what_the_cpu_computes() {
         // `!` on a bool field: logical in the generated CUDA.
         gpu.check::<HeadedSum>(&mut rng, same),
         gpu.check::<ExtentI32>(&mut rng, same),
+        gpu.check::<TripleSum>(&mut rng, same),
         gpu.check::<PairSum<u32>>(&mut rng, same),
         gpu.check::<FusedRecurrence>(&mut rng, same),
         gpu.check::<AddInF64>(&mut rng, same),

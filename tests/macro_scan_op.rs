@@ -130,6 +130,18 @@ fn scans_of_macro_operators_match_direct_loops() {
             assert_eq!(cpu.scan::<HeadedSum>(&hs, spec).expect("cpu scan"), reference::scan::<HeadedSum>(&hs, spec));
         }
 
+        // A 16-byte-aligned struct item (exact: wrapping integers).
+        let ts = rng.vec(n, |r| Triple { x: r.next_u64() as i32, y: r.below(9) as i32, z: -(r.below(9) as i32) });
+        for spec in ScanSpec::ALL {
+            assert_eq!(cpu.scan::<TripleSum>(&ts, spec).expect("cpu scan"), reference::scan::<TripleSum>(&ts, spec));
+        }
+        let got = cpu.scan::<TripleSum>(&ts, ScanSpec::inclusive()).expect("cpu scan");
+        let mut run = (0i32, 0i32, 0i32);
+        for (i, t) in ts.iter().enumerate() {
+            run = (run.0.wrapping_add(t.x), run.1 + t.y, run.2 + t.z);
+            assert_eq!(got[i], Triple { x: run.0, y: run.1, z: run.2 }, "triple sum n = {n}, i = {i}");
+        }
+
         // Least and greatest, whose `let`s have non-ASCII names, against a
         // direct running min and max.
         let vs = rng.vec(n, |r| r.next_u64() as i32);
@@ -190,6 +202,10 @@ fn struct_items_are_declared_with_the_rust_layout() {
     assert!(headed.contains("(!(r.head) ? scan_add(l.value, r.value) : r.value)"), "{headed}");
     // NVRTC reads ASCII names only: a `let` named `μέγιστο` is spelled by
     // its UTF-8 bytes (`w_` then hex), an ASCII one keeps its name (`v_a`).
+    // `repr(C, align(16))` is declared in C++ as well.
+    let triple = TripleSum::cuda_source().code;
+    assert!(triple.contains("struct __align__(16) "), "{triple}");
+    assert!(triple.contains("static_assert(sizeof(") && triple.contains(") == 16, "), "{triple}");
     // Operator names in another script keep apart in C++.
     let (sum, product) = (Άθροισμα::cuda_source(), Γινόμενο::cuda_source());
     assert!(

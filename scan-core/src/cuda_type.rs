@@ -322,6 +322,9 @@ pub struct CField {
     pub c_type: String,
     pub offset: usize,
     pub size: usize,
+    /// The field type's alignment: with the others it gives the struct's
+    /// natural alignment, which a `repr(align(N))` may raise.
+    pub align: usize,
 }
 
 macro_rules! tuple {
@@ -339,6 +342,7 @@ macro_rules! tuple {
                     c_type: $t::c_name(),
                     offset: offset_of!(Self, $i),
                     size: size_of::<$t>(),
+                    align: align_of::<$t>(),
                 }),*];
                 __private::c_struct(out, &Self::c_name(), &fields, size_of::<Self>(), align_of::<Self>());
             }
@@ -413,8 +417,12 @@ pub mod __private {
         }
         let params: Vec<String> = fields.iter().map(|f| format!("{} a_{}", f.c_type, f.name)).collect();
         let sets: String = fields.iter().map(|f| format!(" x.{0} = a_{0};", f.name)).collect();
+        // A `repr(C, align(N))` raises the alignment above the fields' own:
+        // say so in C++ too. Otherwise the declaration names none, as before.
+        let natural = fields.iter().map(|f| f.align).max().unwrap_or(1);
+        let aligned = if align > natural { format!("__align__({align}) ") } else { String::new() };
         out.push_str(&format!(
-            "#ifndef {guard}\n#define {guard}\nstruct {name} {{\n{body}  \
+            "#ifndef {guard}\n#define {guard}\nstruct {aligned}{name} {{\n{body}  \
              static __device__ __forceinline__ {name} make({}) {{ {name} x;{sets} return x; }}\n}};\n\
              static_assert(sizeof({name}) == {size}, \"size of {name} differs from Rust\");\n\
              static_assert(alignof({name}) == {align}, \"alignment of {name} differs from Rust\");\n#endif\n",
@@ -581,6 +589,19 @@ mod tests {
         assert_eq!(f0 < f1, o0 < o1, "{s}");
         assert!(s.contains("static_assert(sizeof(scan_tuple2_bool_double) == 16"), "{s}");
         assert!(s.contains("unsigned char pad"), "{s}");
+    }
+
+    #[test]
+    fn a_raised_alignment_is_declared_and_a_natural_one_is_not() {
+        let field =
+            |name: &str, offset| CField { name: name.into(), c_type: "float".into(), offset, size: 4, align: 4 };
+        let mut raised = String::new();
+        __private::c_struct(&mut raised, "wide", &[field("a", 0), field("b", 4), field("c", 8)], 16, 16);
+        assert!(raised.contains("struct __align__(16) wide {"), "{raised}");
+        assert!(raised.contains("unsigned char pad_end_[4];"), "{raised}");
+        let mut natural = String::new();
+        __private::c_struct(&mut natural, "plain", &[field("a", 0), field("b", 4)], 8, 4);
+        assert!(natural.contains("struct plain {"), "{natural}");
     }
 
     #[test]

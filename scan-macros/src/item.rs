@@ -2,6 +2,7 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
+use syn::spanned::Spanned;
 use syn::{Error, ItemStruct, Result};
 
 use crate::root::Root;
@@ -22,17 +23,28 @@ pub fn scan_item(args: TokenStream, input: TokenStream, root: Root) -> TokenStre
     }
 }
 
-fn is_repr_c(s: &ItemStruct) -> bool {
-    s.attrs.iter().any(|a| {
-        let mut c = false;
-        if a.path().is_ident("repr") {
-            let _ = a.parse_nested_meta(|m| {
-                c |= m.path.is_ident("C");
-                Ok(())
-            });
-        }
-        c
-    })
+/// What `#[repr(...)]` says: `C` (required), and `packed` (refused).
+struct Repr {
+    c: bool,
+    packed: Option<proc_macro2::Span>,
+}
+
+fn repr(s: &ItemStruct) -> Repr {
+    let mut r = Repr { c: false, packed: None };
+    for a in s.attrs.iter().filter(|a| a.path().is_ident("repr")) {
+        let _ = a.parse_nested_meta(|m| {
+            r.c |= m.path.is_ident("C");
+            if m.path.is_ident("packed") {
+                r.packed = Some(m.path.span());
+            }
+            // `align(N)` / `packed(N)`: skip the parenthesised argument.
+            if m.input.peek(syn::token::Paren) {
+                let _ = m.input.parse::<proc_macro2::Group>();
+            }
+            Ok(())
+        });
+    }
+    r
 }
 
 fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
@@ -41,9 +53,17 @@ fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
     if !args.is_empty() {
         problems.push(Error::new_spanned(&args, "#[scan_item] takes no arguments"));
     }
-    if !is_repr_c(s) {
+    let repr = repr(s);
+    if !repr.c {
         problems
             .push(Error::new(s.ident.span(), "#[scan_item] needs #[repr(C)]: the GPU reads the struct with C layout"));
+    }
+    if let Some(span) = repr.packed {
+        problems.push(Error::new(
+            span,
+            "#[scan_item] structs cannot be packed: the GPU reads every field at its own alignment \
+             (`repr(C, align(N))` is supported)",
+        ));
     }
     if !s.generics.params.is_empty() {
         problems.push(Error::new_spanned(&s.generics, "#[scan_item] structs cannot be generic"));
@@ -90,6 +110,7 @@ fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
                     c_type: <#tys as ::scan_core::CudaType>::c_name(),
                     offset: ::core::mem::offset_of!(#name, #idents),
                     size: ::core::mem::size_of::<#tys>(),
+                    align: ::core::mem::align_of::<#tys>(),
                 }),*];
                 ::scan_core::__private::c_struct(
                     out,

@@ -158,6 +158,23 @@ pub fn extent_i32(l: (i32, i32), r: (i32, i32)) -> (i32, i32) {
     (ελάχιστο, μέγιστο)
 }
 
+/// Three integers aligned to 16 bytes (`repr(C, align(16))`): the CUDA
+/// declaration must raise the alignment too (NVRTC checks it by
+/// `static_assert`), and the item is 16 bytes, not 12.
+#[scan_item]
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, align(16))]
+pub struct Triple {
+    pub x: i32,
+    pub y: i32,
+    pub z: i32,
+}
+
+#[scan_op(identity = Triple { x: 0, y: 0, z: 0 })]
+pub fn triple_sum(l: Triple, r: Triple) -> Triple {
+    Triple { x: l.x + r.x, y: l.y + r.y, z: l.z + r.z }
+}
+
 /// Operators named in Greek, of one length: their C++ names spell the
 /// letters' code points, so they do not both become `..._________`
 /// (tests/nvrtc.rs compiles every operator together in one program).
@@ -195,6 +212,7 @@ pub fn each_op(f: &mut impl EachOp) {
     f.op::<CountSum>();
     f.op::<HeadedSum>();
     f.op::<ExtentI32>();
+    f.op::<TripleSum>();
     f.op::<Άθροισμα>();
     f.op::<Γινόμενο>();
     f.op::<PairSum<f32>>();
