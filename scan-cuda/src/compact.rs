@@ -125,9 +125,9 @@ impl Cuda {
         keep: &DeviceBuffer<bool>,
         out: &mut DeviceBuffer<T>,
     ) -> Result<usize> {
-        self.check_buffer(values)?;
-        self.check_buffer(keep)?;
-        self.check_buffer(out)?;
+        self.check_buffer(values, "values")?;
+        self.check_buffer(keep, "keep")?;
+        self.check_buffer(out, "out")?;
         Error::check_lengths(values.len(), keep.len())?;
         let len = values.len();
         if len == 0 {

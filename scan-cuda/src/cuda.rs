@@ -594,9 +594,11 @@ impl Cuda {
         Ok(buf)
     }
 
-    pub(crate) fn check_buffer<T: Copy>(&self, buf: &DeviceBuffer<T>) -> Result<()> {
+    pub(crate) fn check_buffer<T: Copy>(&self, buf: &DeviceBuffer<T>, argument: &str) -> Result<()> {
         if buf.stream().context().cu_ctx() != self.ctx.cu_ctx() {
-            return Err(Error::Other("this device buffer belongs to another CUDA device or context".into()));
+            return Err(Error::Other(format!(
+                "`{argument}` is a device buffer of another CUDA device or context than this executor's"
+            )));
         }
         Ok(())
     }
@@ -636,7 +638,7 @@ impl Cuda {
     /// Scans a device buffer in place. Queued on the stream: returns at once
     /// (see [`Cuda`] on when failures show).
     pub fn scan_device<Op: CudaOp>(&self, buf: &mut DeviceBuffer<Op::Item>, spec: ScanSpec) -> Result<()> {
-        self.check_buffer(buf)?;
+        self.check_buffer(buf, "buf")?;
         let len = buf.len();
         let ptr = buf.device_ptr_mut(&self.stream);
         self.scan_raw::<Op>(None, ptr, len, 1, spec)
@@ -652,8 +654,8 @@ impl Cuda {
         output: &mut DeviceBuffer<Op::Item>,
         spec: ScanSpec,
     ) -> Result<()> {
-        self.check_buffer(input)?;
-        self.check_buffer(output)?;
+        self.check_buffer(input, "input")?;
+        self.check_buffer(output, "output")?;
         Error::check_lengths(input.len(), output.len())?;
         let src = input.device_ptr(&self.stream);
         let dst = output.device_ptr_mut(&self.stream);

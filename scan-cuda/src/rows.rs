@@ -143,7 +143,7 @@ impl Cuda {
         rows: usize,
         spec: ScanSpec,
     ) -> Result<()> {
-        self.check_buffer(buf)?;
+        self.check_buffer(buf, "buf")?;
         let row_len = reference::row_len(buf.len(), rows)?;
         let dst = buf.device_ptr_mut(self.stream());
         self.scan_rows_raw::<Op>(None, dst, rows, row_len, row_len, spec)
@@ -170,8 +170,8 @@ impl Cuda {
         rows: usize,
         spec: ScanSpec,
     ) -> Result<()> {
-        self.check_buffer(input)?;
-        self.check_buffer(output)?;
+        self.check_buffer(input, "input")?;
+        self.check_buffer(output, "output")?;
         Error::check_lengths(input.len(), output.len())?;
         let row_len = reference::row_len(input.len(), rows)?;
         let src = input.device_ptr(self.stream());
@@ -190,8 +190,8 @@ impl Cuda {
         stride: usize,
         spec: ScanSpec,
     ) -> Result<()> {
-        self.check_buffer(input)?;
-        self.check_buffer(output)?;
+        self.check_buffer(input, "input")?;
+        self.check_buffer(output, "output")?;
         Error::check_lengths(input.len(), output.len())?;
         reference::check_strided(input.len(), rows, row_len, stride)?;
         let src = input.device_ptr(self.stream());
@@ -317,9 +317,9 @@ impl Cuda {
         starts: &DeviceBuffer<u64>,
         spec: ScanSpec,
     ) -> Result<()> {
-        self.check_buffer(input)?;
-        self.check_buffer(output)?;
-        self.check_buffer(starts)?;
+        self.check_buffer(input, "input")?;
+        self.check_buffer(output, "output")?;
+        self.check_buffer(starts, "starts")?;
         Error::check_lengths(input.len(), output.len())?;
         if input.is_empty() {
             // Still an error for starts that an empty input cannot have.
@@ -341,9 +341,9 @@ impl Cuda {
         heads: &DeviceBuffer<bool>,
         spec: ScanSpec,
     ) -> Result<()> {
-        self.check_buffer(input)?;
-        self.check_buffer(output)?;
-        self.check_buffer(heads)?;
+        self.check_buffer(input, "input")?;
+        self.check_buffer(output, "output")?;
+        self.check_buffer(heads, "heads")?;
         Error::check_lengths(input.len(), output.len())?;
         Error::check_lengths(input.len(), heads.len())?;
         let src = input.device_ptr(self.stream());

@@ -610,11 +610,20 @@ impl Cuda {
     /// another device would be a faulting launch, not an error).
     pub(crate) fn check_selective(&self, s: &DeviceSelectiveScan) -> Result<()> {
         s.validate()?;
-        for buffer in [&s.u, &s.delta, &s.a, &s.b.data, &s.c.data, &s.out] {
-            self.check_buffer(buffer)?;
+        for (buffer, name) in
+            [(&s.u, "u"), (&s.delta, "delta"), (&s.a, "a"), (&s.b.data, "b"), (&s.c.data, "c"), (&s.out, "out")]
+        {
+            self.check_buffer(buffer, name)?;
         }
-        for buffer in [&s.d, &s.z, &s.delta_bias, &s.initial_state, &s.last_state].into_iter().flatten() {
-            self.check_buffer(buffer)?;
+        let optional = [
+            (&s.d, "d"),
+            (&s.z, "z"),
+            (&s.delta_bias, "delta_bias"),
+            (&s.initial_state, "initial_state"),
+            (&s.last_state, "last_state"),
+        ];
+        for (buffer, name) in optional.into_iter().filter_map(|(b, n)| b.as_ref().map(|b| (b, n))) {
+            self.check_buffer(buffer, name)?;
         }
         Ok(())
     }

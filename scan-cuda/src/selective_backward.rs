@@ -335,7 +335,7 @@ impl Cuda {
     /// [`SELECTIVE_BACKWARD_MAX_STATE`].
     pub fn run_selective_backward(&self, s: &DeviceSelectiveScan, dout: &DeviceBuffer<f32>) -> Result<DeviceSsmGrads> {
         self.check_selective(s)?;
-        self.check_buffer(dout)?;
+        self.check_buffer(dout, "dout")?;
         check_dout_len(s.shape, dout.len())?;
         if let Some(warps) = self.backward_tiles_plan(s) {
             return self.run_selective_backward_tiles(s, dout, warps, None);

@@ -148,7 +148,7 @@ impl Cuda {
                 let len = checkpoints_len(s.shape, warps);
                 let mut checkpoints = match kept {
                     // (Not a buffer of another executor's context.)
-                    Some(c) if c.len() == len && self.check_buffer(&c).is_ok() => c,
+                    Some(c) if c.len() == len && self.check_buffer(&c, "checkpoints").is_ok() => c,
                     _ => self.alloc_unwritten(len)?,
                 };
                 self.run_selective_forward_saving(s, warps, &mut checkpoints)?;
@@ -178,7 +178,7 @@ impl Cuda {
         saved: &SelectiveSaved,
     ) -> Result<DeviceSsmGrads> {
         self.check_selective(s)?;
-        self.check_buffer(dout)?;
+        self.check_buffer(dout, "dout")?;
         check_dout_len(s.shape, dout.len())?;
         if saved.from != self.origin(s) {
             let describe = |o: &Origin| format!("{:?}, delta_softplus {}", o.shape, o.softplus);
@@ -191,7 +191,7 @@ impl Cuda {
         if let Some(checkpoints) = &saved.checkpoints {
             // (Saved by another executor's forward of buffers at the same
             // addresses: not this context's memory.)
-            self.check_buffer(checkpoints)?;
+            self.check_buffer(checkpoints, "checkpoints")?;
         }
         match (self.backward_tiles_plan(s), &saved.checkpoints) {
             (Some(warps), Some(checkpoints)) if warps == saved.warps => {

@@ -603,7 +603,7 @@ impl ShardGroup {
                 found: format!("{} buffers", shards.len()),
             });
         }
-        shards.iter().enumerate().try_for_each(|(r, s)| self.exec(r).check_buffer(s))
+        shards.iter().enumerate().try_for_each(|(r, s)| self.exec(r).check_buffer(s, &format!("shards[{r}]")))
     }
 
     fn scan_parts<Op: CudaOp>(&self, parts: Vec<Part>, spec: ScanSpec) -> Result<()> {
@@ -736,7 +736,7 @@ impl NcclRank {
     /// rank order, in place (a collective: every rank calls it). Queued on
     /// the executor's stream.
     pub fn scan_shard<Op: CudaOp>(&self, shard: &mut DeviceBuffer<Op::Item>, spec: ScanSpec) -> Result<()> {
-        self.cuda.check_buffer(shard)?;
+        self.cuda.check_buffer(shard, "shard")?;
         let part = Part { src: None, dst: shard.device_ptr_mut(self.cuda.stream()), len: shard.len() };
         self.scan_part::<Op>(part, spec)
     }
@@ -749,8 +749,8 @@ impl NcclRank {
         output: &mut DeviceBuffer<Op::Item>,
         spec: ScanSpec,
     ) -> Result<()> {
-        self.cuda.check_buffer(input)?;
-        self.cuda.check_buffer(output)?;
+        self.cuda.check_buffer(input, "input")?;
+        self.cuda.check_buffer(output, "output")?;
         Error::check_lengths(input.len(), output.len())?;
         let stream = self.cuda.stream();
         let part = Part { src: Some(input.device_ptr(stream)), dst: output.device_ptr_mut(stream), len: input.len() };
