@@ -23,6 +23,7 @@ use crate::ir::{
 };
 
 mod call;
+mod depth;
 mod literal;
 mod operator;
 mod pattern;
@@ -206,6 +207,7 @@ pub fn body(block: &syn::Block, params: [String; 2], item: &Ty, type_params: &[S
 /// `#[scan_maps]` lift or project.
 pub fn function(block: &syn::Block, params: Vec<(String, Ty)>, ret: &Ty, type_params: &[String]) -> Result<Expr> {
     no_raw_identifiers(quote::ToTokens::to_token_stream(block))?;
+    depth::check_block(block)?;
     let mut cx = Lowerer::new(params, ret.clone(), type_params);
     let e = cx.block(block, Some(ret)).and_then(|e| cx.expect_ty(&e, ret).map(|()| e));
     e.map_err(without_echoes)
@@ -279,6 +281,7 @@ fn all<T>(results: impl IntoIterator<Item = Result<T>>) -> Result<Vec<T>> {
 
 /// Lowers the identity expression of `#[scan_op(identity = ...)]`.
 pub fn identity(expr: &syn::Expr, item: &Ty, type_params: &[String]) -> Result<Expr> {
+    depth::check_expr(expr)?;
     let mut cx = Lowerer::new(Vec::new(), item.clone(), type_params);
     cx.in_identity = true;
     let e = cx.expr(expr, Some(item)).and_then(|e| cx.expect_ty(&e, item).map(|()| e));
