@@ -77,7 +77,7 @@ impl<A: CudaType> DeviceInputs for DeviceBuffer<A> {
         vec![std::mem::size_of::<A>()]
     }
     fn checked_len(&self, cuda: &Cuda) -> Result<usize> {
-        cuda.check_buffer(self, "input")?;
+        cuda.check_buffer(self, "inputs")?;
         Ok(self.len())
     }
     fn addresses(&self, stream: &CudaStream) -> [u64; 3] {
@@ -100,7 +100,7 @@ macro_rules! device_tuple {
                 vec![$(std::mem::size_of::<$t>()),+]
             }
             fn checked_len(&self, cuda: &Cuda) -> Result<usize> {
-                let lens = [$({ cuda.check_buffer(&self.$i, concat!("input.", stringify!($i)))?; self.$i.len() }),+];
+                let lens = [$({ cuda.check_buffer(&self.$i, concat!("inputs.", stringify!($i)))?; self.$i.len() }),+];
                 for &l in &lens[1..] {
                     Error::check_lengths(lens[0], l)?;
                 }

@@ -191,7 +191,7 @@ impl Cuda {
         if let Some(checkpoints) = &saved.checkpoints {
             // (Saved by another executor's forward of buffers at the same
             // addresses: not this context's memory.)
-            self.check_buffer(checkpoints, "checkpoints")?;
+            self.check_buffer(checkpoints, "saved (its states)")?;
         }
         match (self.backward_tiles_plan(s), &saved.checkpoints) {
             (Some(warps), Some(checkpoints)) if warps == saved.warps => {

@@ -505,7 +505,7 @@ impl ShardGroup {
 
     /// The shards, downloaded and concatenated in rank order.
     pub fn gather<T: Copy>(&self, shards: &[DeviceBuffer<T>]) -> Result<Vec<T>> {
-        self.check_shards(shards)?;
+        self.check_shards(shards, "shards")?;
         let mut out = Vec::new();
         out.try_reserve_exact(shards.iter().map(|s| s.len()).sum())
             .map_err(|_| Error::TooLarge { what: "the gathered shards on the host".into() })?;
@@ -529,7 +529,7 @@ impl ShardGroup {
     /// rank r's device. Queued on the ranks' streams: returns once the
     /// collective is queued ([`synchronize`](ShardGroup::synchronize) waits).
     pub fn scan_shards<Op: CudaOp>(&self, shards: &mut [DeviceBuffer<Op::Item>], spec: ScanSpec) -> Result<()> {
-        self.check_shards(shards)?;
+        self.check_shards(shards, "shards")?;
         let parts = shards
             .iter_mut()
             .enumerate()
@@ -546,8 +546,8 @@ impl ShardGroup {
         outputs: &mut [DeviceBuffer<Op::Item>],
         spec: ScanSpec,
     ) -> Result<()> {
-        self.check_shards(inputs)?;
-        self.check_shards(outputs)?;
+        self.check_shards(inputs, "inputs")?;
+        self.check_shards(outputs, "outputs")?;
         for (i, o) in inputs.iter().zip(outputs.iter()) {
             Error::check_lengths(i.len(), o.len())?;
         }
@@ -571,7 +571,7 @@ impl ShardGroup {
         row_len: usize,
         spec: ScanSpec,
     ) -> Result<()> {
-        self.check_shards(shards)?;
+        self.check_shards(shards, "shards")?;
         for (r, shard) in shards.iter_mut().enumerate() {
             if shard.is_empty() {
                 continue;
@@ -594,16 +594,18 @@ impl ShardGroup {
         (0..self.world_size()).try_for_each(|r| self.exec(r).synchronize())
     }
 
-    fn check_shards<T: Copy>(&self, shards: &[DeviceBuffer<T>]) -> Result<()> {
+    /// `shards` (the argument called `argument`) has one buffer per rank,
+    /// each of its rank's context.
+    fn check_shards<T: Copy>(&self, shards: &[DeviceBuffer<T>], argument: &str) -> Result<()> {
         let world = self.world_size();
         if shards.len() != world {
             return Err(Error::WrongShape {
-                argument: "shards".into(),
+                argument: argument.into(),
                 expected: format!("{world} buffers, one per rank"),
                 found: format!("{} buffers", shards.len()),
             });
         }
-        shards.iter().enumerate().try_for_each(|(r, s)| self.exec(r).check_buffer(s, &format!("shards[{r}]")))
+        shards.iter().enumerate().try_for_each(|(r, s)| self.exec(r).check_buffer(s, &format!("{argument}[{r}]")))
     }
 
     fn scan_parts<Op: CudaOp>(&self, parts: Vec<Part>, spec: ScanSpec) -> Result<()> {

@@ -1,12 +1,13 @@
-//! Names a `#[scan_item]` field cannot have, because its CUDA declaration
-//! writes the field's name as a C++ member name.
+//! Names the generated CUDA would write as they are, and NVRTC would
+//! refuse: a `#[scan_item]` field's (a C++ member) and an operator's type
+//! parameters (member typedefs).
 //!
-//! Checked when the struct is declared, so that the user meets a spanned
-//! error from rustc instead of an NVRTC failure at run time.
+//! Checked where they are declared, so that the user meets a spanned error
+//! from rustc instead of an NVRTC failure at run time.
 
 /// C++20's keywords and alternative tokens (`and`, `not`, ...), as far as a
-/// Rust field could be named by them; Rust's own keywords cannot name a
-/// field without `r#`, which is refused separately.
+/// Rust name could be one; Rust's own keywords need `r#` (refused
+/// separately), except `try` in edition 2015.
 const KEYWORDS: &[&str] = &[
     "alignas",
     "alignof",
@@ -72,6 +73,7 @@ const KEYWORDS: &[&str] = &[
     "this",
     "thread_local",
     "throw",
+    "try",
     "typedef",
     "typeid",
     "typename",
@@ -93,25 +95,46 @@ pub fn field_name_problem(name: &str) -> Option<String> {
              rename `{bare}`"
         ));
     }
-    let why = if !name.is_ascii() {
+    let why = cxx_problem(name).or(if name == "make" {
+        Some("is the constructor function of every generated CUDA struct")
+    } else if is_padding(name) {
+        Some("is the name of the generated CUDA struct's padding")
+    } else {
+        None
+    })?;
+    Some(format!("the field name `{name}` {why}, so the struct's CUDA declaration cannot use it; rename the field"))
+}
+
+/// Why a type parameter cannot be named `name`, if it cannot: the operator's
+/// CUDA struct declares it as a member typedef beside `Item`, `identity`
+/// and `combine(l, r)`.
+pub fn type_param_problem(name: &str) -> Option<String> {
+    let why = cxx_problem(name).or(if ["Item", "identity", "combine", "l", "r"].contains(&name) {
+        Some("is a name the operator's generated CUDA struct uses itself")
+    } else {
+        None
+    })?;
+    Some(format!("the type parameter name `{name}` {why}, so the operator's CUDA source cannot declare it; rename it"))
+}
+
+/// What no C++ name of the generated source may be.
+fn cxx_problem(name: &str) -> Option<&'static str> {
+    Some(if !name.is_ascii() {
         "is not ASCII (NVRTC reads identifiers of ASCII only)"
     } else if KEYWORDS.contains(&name) {
         "is a C++ keyword"
     } else if name.contains("__") || (name.starts_with('_') && name[1..].starts_with(|c: char| c.is_ascii_uppercase()))
     {
         "is reserved in C++ (a double underscore, or an underscore and a capital)"
+    } else if name == "NULL" || name.starts_with("cuda") || name.starts_with("CUDART_") {
+        "is a macro NVRTC predefines, or in the namespace of those (`NULL`, `cuda...`, `CUDART_...`)"
     } else if name.starts_with("SCAN_") {
         "is in the macro namespace of the generated CUDA (`SCAN_`)"
-    } else if name == "make" {
-        "is the constructor function of every generated CUDA struct"
-    } else if is_padding(name) {
-        "is the name of the generated CUDA struct's padding"
     } else if name == "scan_bf16" || name == "scan_f16" {
         "is a type of the generated CUDA"
     } else {
         return None;
-    };
-    Some(format!("the field name `{name}` {why}, so the struct's CUDA declaration cannot use it; rename the field"))
+    })
 }
 
 /// `pad{k}_` and `pad_end_`, which `scan_core`'s `c_struct` writes.
@@ -125,16 +148,40 @@ fn is_padding(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::field_name_problem;
+    use super::{field_name_problem, type_param_problem};
 
     #[test]
     fn names_the_generated_cuda_cannot_use_are_refused() {
-        for bad in
-            ["new", "class", "float", "this", "make", "pad0_", "pad12_", "pad_end_", "a__b", "_Big", "SCAN_X", "größe"]
-        {
+        for bad in [
+            "new",
+            "class",
+            "float",
+            "this",
+            "make",
+            "pad0_",
+            "pad12_",
+            "pad_end_",
+            "a__b",
+            "_Big",
+            "SCAN_X",
+            "größe",
+            "NULL",
+            "try",
+            "cudaStreamDefault",
+        ] {
             assert!(field_name_problem(bad).is_some(), "{bad} should be refused");
         }
         assert!(field_name_problem("r#type").unwrap().contains("rename `type`"));
+    }
+
+    #[test]
+    fn type_parameters_the_operator_struct_uses_are_refused() {
+        for bad in ["Item", "identity", "combine", "l", "r", "Τ", "class", "NULL"] {
+            assert!(type_param_problem(bad).is_some(), "{bad} should be refused");
+        }
+        for good in ["T", "U", "Scalar", "F"] {
+            assert_eq!(type_param_problem(good), None, "{good} should pass");
+        }
     }
 
     #[test]

@@ -286,6 +286,22 @@ pub enum ExprKind {
     },
 }
 
+impl Expr {
+    /// The expressions directly inside this one.
+    pub fn children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            ExprKind::Param(_) | ExprKind::Local(_) | ExprKind::Lit(_) | ExprKind::Const { .. } => Vec::new(),
+            ExprKind::Field(x, _) | ExprKind::Unary(_, x) | ExprKind::Cast(x, _) => vec![x],
+            ExprKind::Binary(_, a, b) => vec![a, b],
+            ExprKind::Method(_, x, args) => std::iter::once(&**x).chain(args).collect(),
+            ExprKind::If { cond, then, otherwise } => vec![cond, then, otherwise],
+            ExprKind::Let { value, body, .. } => vec![value, body],
+            ExprKind::Tuple(xs) | ExprKind::Array(xs) => xs.iter().collect(),
+            ExprKind::Struct { fields, .. } => fields.iter().map(|(_, x)| x).collect(),
+        }
+    }
+}
+
 /// A constant of the subset, by what it is (never re-parsed from text).
 #[derive(Clone, Debug, PartialEq)]
 pub enum ConstName {

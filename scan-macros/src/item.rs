@@ -23,29 +23,39 @@ pub fn scan_item(args: TokenStream, input: TokenStream, root: Root) -> TokenStre
     }
 }
 
-/// What `#[repr(...)]` says: `C` (required), and `packed` (refused).
+/// What `#[repr(...)]` says: `C` (required), `packed` (refused) and
+/// `align(N)` (at most 16).
 struct Repr {
     c: bool,
     packed: Option<proc_macro2::Span>,
+    align: Option<syn::LitInt>,
 }
 
 fn repr(s: &ItemStruct) -> Repr {
-    let mut r = Repr { c: false, packed: None };
+    let mut r = Repr { c: false, packed: None, align: None };
     for a in s.attrs.iter().filter(|a| a.path().is_ident("repr")) {
         let _ = a.parse_nested_meta(|m| {
             r.c |= m.path.is_ident("C");
             if m.path.is_ident("packed") {
                 r.packed = Some(m.path.span());
             }
-            // `align(N)` / `packed(N)`: skip the parenthesised argument.
             if m.input.peek(syn::token::Paren) {
-                let _ = m.input.parse::<proc_macro2::Group>();
+                let content;
+                syn::parenthesized!(content in m.input);
+                if m.path.is_ident("align") {
+                    r.align = content.parse::<syn::LitInt>().ok();
+                } else {
+                    let _ = content.parse::<proc_macro2::TokenStream>();
+                }
             }
             Ok(())
         });
     }
     r
 }
+
+/// The most a kernel aligns an item it keeps in shared memory to.
+const MAX_ALIGN: u64 = 16;
 
 fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
     // Every problem at once: each check is independent of the others.
@@ -57,6 +67,17 @@ fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
     if !repr.c {
         problems
             .push(Error::new(s.ident.span(), "#[scan_item] needs #[repr(C)]: the GPU reads the struct with C layout"));
+    }
+    if let Some(align) = &repr.align {
+        if align.base10_parse::<u64>().is_ok_and(|n| n > MAX_ALIGN) {
+            problems.push(Error::new(
+                align.span(),
+                format!(
+                    "#[scan_item] structs can be aligned to at most {MAX_ALIGN} bytes: the GPU kernels keep items \
+                     in shared memory aligned to {MAX_ALIGN}"
+                ),
+            ));
+        }
     }
     if let Some(span) = repr.packed {
         problems.push(Error::new(

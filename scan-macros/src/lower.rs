@@ -210,7 +210,9 @@ pub fn function(block: &syn::Block, params: Vec<(String, Ty)>, ret: &Ty, type_pa
     depth::check_block(block)?;
     let mut cx = Lowerer::new(params, ret.clone(), type_params);
     let e = cx.block(block, Some(ret)).and_then(|e| cx.expect_ty(&e, ret).map(|()| e));
-    e.map_err(without_echoes)
+    let e = e.map_err(without_echoes)?;
+    depth::check_lowered(&e)?;
+    Ok(e)
 }
 
 /// An error at every raw identifier (`r#type`) in `tokens`: the generated
@@ -285,7 +287,9 @@ pub fn identity(expr: &syn::Expr, item: &Ty, type_params: &[String]) -> Result<E
     let mut cx = Lowerer::new(Vec::new(), item.clone(), type_params);
     cx.in_identity = true;
     let e = cx.expr(expr, Some(item)).and_then(|e| cx.expect_ty(&e, item).map(|()| e));
-    e.map_err(without_echoes)
+    let e = e.map_err(without_echoes)?;
+    depth::check_lowered(&e)?;
+    Ok(e)
 }
 
 struct Lowerer {
@@ -568,20 +572,20 @@ fn compatible(found: &Ty, want: &Ty) -> bool {
     }
 }
 
-/// A type as the user writes it, for messages.
 /// For a type the macro cannot see into, what it took the type for (an
-/// alias of a scalar looks like a struct here), as "; ..." to end a message.
+/// alias looks like a struct here), as "; ..." to end a message.
 pub fn unseen_note(t: &Ty) -> String {
     match t {
         Ty::Struct { fields, .. } if fields.is_empty() => format!(
             "; the macro cannot see inside `{0}` and takes it for a #[scan_item] struct \
-             (if `{0}` is an alias of a scalar, write the scalar)",
+             (if `{0}` is an alias, write the type it stands for)",
             show(t)
         ),
         _ => String::new(),
     }
 }
 
+/// A type as the user writes it, for messages.
 pub fn show(t: &Ty) -> String {
     match t {
         Ty::Scalar(s) => scalar_name(*s).to_string(),

@@ -109,7 +109,11 @@ pub fn validate(op: &Operator) -> Result<Valid> {
     }
     for p in &sig.generics.params {
         match p {
-            GenericParam::Type(_) => {}
+            GenericParam::Type(t) => {
+                if let Some(why) = crate::cxx_names::type_param_problem(&t.ident.to_string()) {
+                    errors.push(Error::new(t.ident.span(), why));
+                }
+            }
             GenericParam::Lifetime(l) => {
                 errors.push(Error::new(l.span(), "lifetime parameters are not supported: operands are passed by value"))
             }
