@@ -160,7 +160,68 @@ __device__ __forceinline__ float ssm_warp_sums8_rotated(float (&v)[8], unsigned 
     return s;
 }
 
-template <int G, bool ROT, bool NARROW = false>
+// ssm_warp_sums8_rotated spread over five consecutive steps, one stage a
+// step, so that each shuffle's result is first needed a whole step later.
+// The shuffles of a warp keep their order in the machine code (they are
+// convergent: ptxas never moves one across another), so the plain form
+// issues a step's nine shuffles as a chain whose last five are one shuffle
+// each, its add waiting on it (NVRTC sm_90 SASS: a median of 5 instructions
+// from a shuffle to its use; ncu: the adds waiting on shuffles were 34% of
+// the gradient kernel's stall samples, H200, 8/11's shape). Here step t's
+// call issues stage 1 of step t, stage 2 of step t + 1, ..., stage 5 of
+// step t + 4 together, and completes them at `complete`, after the step's
+// arithmetic. Every sum is added in the same order as the plain form's, so
+// the bits are the same (the emulated test checks it).
+struct SsmRowSumsPipe {
+    float w[4];  // step t + 1 after stage 1 (the rotated form's w[0 .. 4))
+    float y[2];  // step t + 2 after stage 2
+    float s3;    // step t + 3 after stage 3
+    float s4;    // step t + 4 after stage 4
+    // In flight between `issue` and `complete`:
+    float x2[2], x3, x4, x5, r1[4];
+
+    // Stages 2 to 5 of the older steps (`live[k]`: the step that stage k + 2
+    // would take exists; known at compile time in the unrolled loops).
+    __device__ __forceinline__ void issue_older(unsigned lane, bool live2, bool live3, bool live4, bool live5) {
+        const bool up8 = (lane & 8u) != 0, up4 = (lane & 4u) != 0;
+        if (live2) {
+            x2[0] = __shfl_xor_sync(0xffffffffu, up8 ? w[0] : w[2], 8);
+            x2[1] = __shfl_xor_sync(0xffffffffu, up8 ? w[1] : w[3], 8);
+        }
+        if (live3) x3 = __shfl_xor_sync(0xffffffffu, up4 ? y[0] : y[1], 4);
+        if (live4) x4 = __shfl_xor_sync(0xffffffffu, s3, 2);
+        if (live5) x5 = __shfl_xor_sync(0xffffffffu, s4, 1);
+    }
+    // Stage 1 of the new step's terms v (ssm_warp_sums8_rotated's v).
+    __device__ __forceinline__ void issue_new(const float (&v)[8]) {
+        r1[0] = __shfl_xor_sync(0xffffffffu, v[2], 16);
+        r1[1] = __shfl_xor_sync(0xffffffffu, v[3], 16);
+        r1[2] = __shfl_xor_sync(0xffffffffu, v[6], 16);
+        r1[3] = __shfl_xor_sync(0xffffffffu, v[7], 16);
+    }
+    // The adds: returns step t + 4's finished sum (when live5); the oldest
+    // stage first, so that each reads the value its shuffle was sent with.
+    __device__ __forceinline__ float complete(unsigned lane, bool live2, bool live3, bool live4, bool live5) {
+        const bool up8 = (lane & 8u) != 0, up4 = (lane & 4u) != 0;
+        float done = 0.0f;
+        if (live5) done = s4 + x5;
+        if (live4) s4 = s3 + x4;
+        if (live3) s3 = (up4 ? y[1] : y[0]) + x3;
+        if (live2) {
+            y[0] = (up8 ? w[2] : w[0]) + x2[0];
+            y[1] = (up8 ? w[3] : w[1]) + x2[1];
+        }
+        return done;
+    }
+    __device__ __forceinline__ void complete_new(const float (&v)[8]) {
+        w[0] = v[0] + r1[0];
+        w[1] = v[1] + r1[1];
+        w[2] = v[4] + r1[2];
+        w[3] = v[5] + r1[3];
+    }
+};
+
+template <int G, bool ROT, bool NARROW = false, bool PIPE = false>
 __device__ __forceinline__ void selective_backward_tiles(const float* u, const float* delta, const float* A,
                                                          SsmProjection B, SsmProjection C, const float* D,
                                                          const float* z, const float* delta_bias, const float* dout,
@@ -168,6 +229,7 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
                                                          float* ddelta, float* dz, float* part_b, float* part_c,
                                                          float* part_a, float* part_d, float* part_bias, u64 dim,
                                                          u64 len, u64 state, bool softplus) {
+    static_assert(!PIPE || ROT, "the pipelined sums over rows are the rotated form's");
     typedef SsmBackTiles<G, ROT, NARROW> Tiles;
     constexpr int ROWS = Tiles::ROWS, T = Tiles::T, R = Tiles::R, UNITS = Tiles::UNITS;
     constexpr int THREADS = Tiles::THREADS, STATES = Tiles::STATES;
@@ -333,6 +395,9 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
         float* my_partial[3];
 #pragma unroll
         for (int i = 0; i < 3; ++i) my_partial[i] = sh.partial[i] + g * ROWS * Tiles::PARTIAL_STRIDE;
+        // With PIPE, the sums over rows of steps t + 1 .. t + 4 in flight
+        // while step t is computed (SsmRowSumsPipe).
+        SsmRowSumsPipe pipe;
         // Unrolled, so that the compiler can start the earlier sub-run's
         // forward during the later one's backward (H200, 8/11's shape: the
         // backward 2.41-2.43 ms; one sub-run at a time, 2.61-2.63).
@@ -366,6 +431,7 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
 #pragma unroll
             for (int s = R - 1; s >= 0; --s) {
                 const int t = run * R + s;
+                if constexpr (PIPE) pipe.issue_older(lane, t + 1 < T, t + 2 < T, t + 3 < T, t + 4 < T);
                 float4 st;  // dt, dt u, dy (and u, unused here)
                 if constexpr (NARROW) {
                     const float2 narrow = my_steps2[t];
@@ -394,14 +460,30 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
                 p1[s % 4] = gb;  // t % 4
                 p2[s % 4] = gaq;
                 p3[s % 4] = cx;
-                const float total = ROT ? ssm_warp_sums8_rotated(bc_terms, lane) : ssm_warp_sums8(bc_terms, lane);
-                if (sums_at >= 0) sh.sums[t * Tiles::BC_STRIDE + sums_at] = total;
+                if constexpr (PIPE) {
+                    pipe.issue_new(bc_terms);
+                    const float done = pipe.complete(lane, t + 1 < T, t + 2 < T, t + 3 < T, t + 4 < T);
+                    if (t + 4 < T && sums_at >= 0) sh.sums[(t + 4) * Tiles::BC_STRIDE + sums_at] = done;
+                    pipe.complete_new(bc_terms);
+                } else {
+                    const float total = ROT ? ssm_warp_sums8_rotated(bc_terms, lane) : ssm_warp_sums8(bc_terms, lane);
+                    if (sums_at >= 0) sh.sums[t * Tiles::BC_STRIDE + sums_at] = total;
+                }
                 if (s % 4 == 0) {
                     const int at = Tiles::partial_at(lane, t / 4);
                     *reinterpret_cast<float4*>(my_partial[0] + at) = make_float4(p1[0], p1[1], p1[2], p1[3]);
                     *reinterpret_cast<float4*>(my_partial[1] + at) = make_float4(p2[0], p2[1], p2[2], p2[3]);
                     *reinterpret_cast<float4*>(my_partial[2] + at) = make_float4(p3[0], p3[1], p3[2], p3[3]);
                 }
+            }
+        }
+        // The pipeline's last four steps (3, 2, 1, 0 finish in turn).
+        if constexpr (PIPE) {
+#pragma unroll
+            for (int t = -1; t >= -4; --t) {
+                pipe.issue_older(lane, t + 1 >= 0, t + 2 >= 0, t + 3 >= 0, t + 4 >= 0);
+                const float done = pipe.complete(lane, t + 1 >= 0, t + 2 >= 0, t + 3 >= 0, t + 4 >= 0);
+                if (t + 4 >= 0 && sums_at >= 0) sh.sums[(t + 4) * Tiles::BC_STRIDE + sums_at] = done;
             }
         }
     };

@@ -60,6 +60,9 @@ pub(crate) struct BackwardTileKernels {
     /// The rotated kernel with the narrow copies of each step (`NARROW`),
     /// and its opt-in.
     gradients_narrow: (CudaFunction, usize),
+    /// That kernel with its sums over rows pipelined across steps (`PIPE`),
+    /// and its opt-in (the same shared memory).
+    gradients_piped: (CudaFunction, usize),
     saving: CudaFunction,
 }
 
@@ -67,9 +70,15 @@ fn checkpoints_name(warps: u32) -> String {
     format!("selective_checkpoints_tiles_{warps}")
 }
 
-fn gradients_name(warps: u32, rotated: bool, narrow: bool) -> String {
+/// The gradient kernel's forms: states in order, rotated, rotated with
+/// narrow steps, and that with its sums over rows pipelined.
+const FORMS: [(bool, bool, bool); 4] =
+    [(false, false, false), (true, false, false), (true, true, false), (true, true, true)];
+
+fn gradients_name(warps: u32, rotated: bool, narrow: bool, piped: bool) -> String {
     let narrow = if rotated && narrow { "_narrow" } else { "" };
-    format!("selective_backward_tiles_{warps}{}{narrow}", if rotated { "_rot" } else { "" })
+    let piped = if !narrow.is_empty() && piped { "_piped" } else { "" };
+    format!("selective_backward_tiles_{warps}{}{narrow}{piped}", if rotated { "_rot" } else { "" })
 }
 
 fn saving_name(warps: u32) -> String {
@@ -124,8 +133,8 @@ pub(crate) fn source() -> String {
              \x20     nullptr, checkpoints, dim, len, state, softplus != 0);\n\
              }}\n"
         ));
-        for (rotated, narrow) in [(false, false), (true, false), (true, true)] {
-            let gradients = gradients_name(g, rotated, narrow);
+        for (rotated, narrow, piped) in FORMS {
+            let gradients = gradients_name(g, rotated, narrow, piped);
             code.push_str(&format!(
                 "extern \"C\" __global__ void __launch_bounds__({threads}, {per_sm}) {gradients}(\n\
              \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
@@ -134,7 +143,8 @@ pub(crate) fn source() -> String {
              \x20   float* ddelta, float* dz, float* part_b, float* part_c, float* part_a, float* part_d,\n\
              \x20   float* part_bias, unsigned long long dim, unsigned long long len, unsigned long long state,\n\
              \x20   int softplus) {{\n\
-             \x20 scan::selective_backward_tiles<{g}, {rotated}, {narrow}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
+             \x20 scan::selective_backward_tiles<{g}, {rotated}, {narrow}, {piped}>(u, delta, A,\n\
+             \x20     scan::SsmProjection{{B, b_groups}},\n\
              \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, dout, checkpoints, dx0, du, ddelta, dz,\n\
              \x20     part_b, part_c, part_a, part_d, part_bias, dim, len, state, softplus != 0);\n\
              }}\n"
@@ -150,15 +160,18 @@ pub(crate) fn load(module: &std::sync::Arc<CudaModule>, limit: usize) -> Result<
     WARPS
         .into_iter()
         .map(|g| {
-            let rotated = lookup(module, &gradients_name(g, true, false))?;
+            let rotated = lookup(module, &gradients_name(g, true, false, false))?;
             let rotated_limit = opt_in_dynamic_shared(&rotated, limit)?;
-            let narrow = lookup(module, &gradients_name(g, true, true))?;
+            let narrow = lookup(module, &gradients_name(g, true, true, false))?;
             let narrow_limit = opt_in_dynamic_shared(&narrow, limit)?;
+            let piped = lookup(module, &gradients_name(g, true, true, true))?;
+            let piped_limit = opt_in_dynamic_shared(&piped, limit)?;
             let kernels = BackwardTileKernels {
                 checkpoints: lookup(module, &checkpoints_name(g))?,
-                gradients: lookup(module, &gradients_name(g, false, false))?,
+                gradients: lookup(module, &gradients_name(g, false, false, false))?,
                 gradients_rotated: (rotated, rotated_limit),
                 gradients_narrow: (narrow, narrow_limit),
+                gradients_piped: (piped, piped_limit),
                 saving: lookup(module, &saving_name(g))?,
             };
             Ok((g, kernels))
@@ -374,9 +387,16 @@ impl Cuda {
             let asked_narrow = self.tuning().selective_backward_narrow_steps_setting();
             let narrow =
                 rotated && asked_narrow.unwrap_or(gradients_shared_bytes(warps, true, true) <= tile.gradients_narrow.1);
+            // Pipelined sums over rows: only when asked for (untimed), and
+            // only in the rotated kernel with narrow steps.
+            let piped = narrow && self.tuning().selective_backward_pipelined_sums_setting() == Some(true);
             let shared = gradients_shared_bytes(warps, rotated, narrow);
             let function = if rotated {
-                let (function, limit) = if narrow { &tile.gradients_narrow } else { &tile.gradients_rotated };
+                let (function, limit) = match (narrow, piped) {
+                    (true, true) => &tile.gradients_piped,
+                    (true, false) => &tile.gradients_narrow,
+                    (false, _) => &tile.gradients_rotated,
+                };
                 if shared > *limit {
                     return Err(Error::TooLarge {
                         what: format!(
