@@ -237,14 +237,13 @@ fn selective_backward_ab(ab: Ab) -> scan::Result<()> {
             ["narrow, plain sums over rows", "narrow, pipelined sums over rows"],
         ),
     };
-    let plain = Cuda::new()?.with_tuning(first);
-    let rotated = Cuda::new()?.with_tuning(second);
+    let (first, second) = (Cuda::new()?.with_tuning(first), Cuda::new()?.with_tuning(second));
     let args = selective_args();
-    let on_device = plain.upload_selective(&args.scan())?;
-    let dout = plain.upload(&vec![1.0f32; args.shape.batch * args.shape.dim * args.shape.len])?;
+    let on_device = first.upload_selective(&args.scan())?;
+    let dout = first.upload(&vec![1.0f32; args.shape.batch * args.shape.dim * args.shape.len])?;
     let mut times = [Vec::new(), Vec::new()];
     for round in 0..21 {
-        for (i, cuda) in [&plain, &rotated].into_iter().enumerate() {
+        for (i, cuda) in [&first, &second].into_iter().enumerate() {
             for _ in 0..3 {
                 let (_, ms) = cuda.time(|| cuda.run_selective_backward(&on_device, &dout))?;
                 // Round 0 loads the modules.

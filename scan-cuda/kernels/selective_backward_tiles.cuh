@@ -28,7 +28,8 @@
 //          a x_{t-1} (ddt) and C x (y, for dz) into `partial[kind][g]`;
 //          dA's dt g a x_{t-1} summed in the lane over the whole row; dB's
 //          g dt u and dC's dy x summed over the 32 rows by a warp reduce-
-//          scatter (9 shuffles for 8 values), into `sums`;
+//          scatter (9 shuffles for 8 values; with PIPE spread over five
+//          steps, SsmRowSumsPipe), into `sums`;
 //        finish (the prepare's units): du, ddelta and dz of the unit's 4
 //          steps from the G partial sums, one coalesced store each; the
 //          block's dB and dC of the tile, one partial per (batch, block)
@@ -161,7 +162,10 @@ __device__ __forceinline__ float ssm_warp_sums8_rotated(float (&v)[8], unsigned 
 }
 
 // ssm_warp_sums8_rotated spread over five consecutive steps, one stage a
-// step, so that each shuffle's result is first needed a whole step later.
+// step, so that the results of stages 2 to 5 are first needed a whole step
+// later (stage 1's four shuffles, of the step's own terms, are issued
+// together after its arithmetic and added a few instructions later: keeping
+// them a step too would hold 8 more registers at the kernel's bound).
 // The shuffles of a warp keep their order in the machine code (they are
 // convergent: ptxas never moves one across another), so the plain form
 // issues a step's nine shuffles as a chain whose last five are one shuffle

@@ -945,8 +945,8 @@ impl Tuning {
     /// Whether the selective backward's rotated tile gradient kernel with
     /// narrow steps spreads each step's sums over rows (dB's and dC's, a
     /// warp reduce-scatter of 9 shuffles) over five steps, one stage a step
-    /// (`true`), so that a shuffle's result is first needed a step later
-    /// instead of a few instructions later: a warp's shuffles keep their
+    /// (`true`), so that the last five shuffles' results are first needed a
+    /// step later instead of a few instructions later: a warp's shuffles keep their
     /// order in the machine code, so the plain form waits on each of a
     /// step's last five in turn (the adds waiting on shuffles were 34% of
     /// that kernel's stall samples on the H200). The same additions in the

@@ -402,7 +402,11 @@ impl Cuda {
                         what: format!(
                             "the selective backward's rotated tile kernel{} needs {shared} bytes of shared memory; \
                              this GPU gives it {limit}",
-                            if narrow { " with narrow steps" } else { "" }
+                            match (narrow, piped) {
+                                (true, true) => " with narrow steps and pipelined sums",
+                                (true, false) => " with narrow steps",
+                                (false, _) => "",
+                            }
                         ),
                     });
                 }

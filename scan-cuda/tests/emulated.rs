@@ -322,8 +322,9 @@ fn the_tile_backward_with_narrow_steps_matches_the_reference() {
 #[test]
 fn the_pipelined_sums_over_rows_give_the_plain_kernels_bits() {
     // The same additions in the same order, spread over five steps: every
-    // output bit for bit the narrow kernel's, on tiles whole and cut short
-    // (the pipeline's fill and drain), N below 16, and two warps.
+    // output bit for bit the narrow kernel's (every tile fills and drains
+    // the pipeline), on rows of 1 to 3 tiles, the last one whole or padded
+    // with steps past L, N below 16, groups, and two warps.
     let narrow = Case { narrow: true, ..BASE };
     let cases = [
         (narrow, 80),
