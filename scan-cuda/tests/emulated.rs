@@ -94,6 +94,9 @@ struct Case {
     /// That kernel with its sums over rows pipelined
     /// (`Tuning::selective_backward_pipelined_sums`).
     piped: bool,
+    /// That kernel with its sums over rows cut short after three stages
+    /// (`Tuning::selective_backward_short_sums`).
+    short: bool,
 }
 
 /// What the harness writes: the forward's output and last state, and the
@@ -162,7 +165,7 @@ fn run_case(case: Case, seed: u64) -> Vec<u8> {
     }
 
     // The harness's input: the header, then the arrays it takes.
-    let header: [u64; 16] = [
+    let header: [u64; 17] = [
         batch as u64,
         dim as u64,
         len as u64,
@@ -179,6 +182,7 @@ fn run_case(case: Case, seed: u64) -> Vec<u8> {
         seed,
         case.narrow.into(),
         case.piped.into(),
+        case.short.into(),
     ];
     let mut input: Vec<u8> = header.iter().flat_map(|h| h.to_le_bytes()).collect();
     let mut put = |xs: &[f32]| input.extend(xs.iter().flat_map(|x| x.to_le_bytes()));
@@ -276,6 +280,7 @@ const BASE: Case = Case {
     rotated: true,
     narrow: false,
     piped: false,
+    short: false,
 };
 
 #[test]
@@ -339,5 +344,30 @@ fn the_pipelined_sums_over_rows_give_the_plain_kernels_bits() {
         let plain = run_case(case, seed);
         let piped = run_case(Case { piped: true, ..case }, seed);
         assert!(plain == piped, "{case:?}: the pipelined sums gave other bits");
+    }
+}
+
+#[test]
+fn the_short_sums_over_rows_give_the_plain_kernels_bits() {
+    // Three stages of the reduce-scatter in the scan, the last two's adds
+    // in the finish, in their order: every output bit for bit the narrow
+    // kernel's, alone and with the pipeline (three stages deep then), on
+    // the shapes of the pipelined test.
+    let narrow = Case { narrow: true, ..BASE };
+    let cases = [
+        (narrow, 90),
+        (Case { len: 1, ..narrow }, 91),
+        (Case { len: 5, x0: true, ..narrow }, 92),
+        (Case { len: 37, d: false, z: false, bias: false, softplus: false, ..narrow }, 93),
+        (Case { batch: 2, dim: 64, len: 21, b_groups: 2, c_groups: 1, ..narrow }, 94),
+        (Case { state: 13, len: 19, ..narrow }, 95),
+        (Case { state: 6, warps: 2, len: 37, ..narrow }, 96),
+    ];
+    for (case, seed) in cases {
+        let plain = run_case(case, seed);
+        let short = run_case(Case { short: true, ..case }, seed);
+        assert!(plain == short, "{case:?}: the short sums gave other bits");
+        let both = run_case(Case { short: true, piped: true, ..case }, seed);
+        assert!(plain == both, "{case:?}: the pipelined short sums gave other bits");
     }
 }
