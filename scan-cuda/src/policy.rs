@@ -970,8 +970,8 @@ impl Tuning {
     /// in the order the last two stages would have (the same bits). Two
     /// shuffles and two adds a step fewer, and two fewer links in the chain
     /// of shuffles each step waits on, for one 16-byte shared load and three
-    /// adds per 4 steps in the finish and 8 KiB more shared memory a block
-    /// (N = 16). Combines with
+    /// adds per 4 steps in the finish and 10 KiB more shared memory a
+    /// block (N 9 to 16; 6 KiB at N up to 8). Combines with
     /// [`Tuning::selective_backward_pipelined_sums`] (three stages in the
     /// pipeline then). Off by default until it is timed; ignored with the
     /// states in order or without narrow steps.

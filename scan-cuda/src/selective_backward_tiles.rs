@@ -70,7 +70,8 @@ fn checkpoints_name(warps: u32) -> String {
 }
 
 /// A form of the gradient kernel (`selective_backward_tiles<G, ROT, NARROW,
-/// PIPE, SHORT>`); each flag needs the one before it.
+/// PIPE, SHORT>`): `piped` and `short` each need `narrow`, which needs
+/// `rotated`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Form {
     rotated: bool,
