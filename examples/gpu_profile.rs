@@ -1,7 +1,7 @@
 //! One GPU scan, run a few times, for profilers (Nsight Compute) to look at:
 //!
 //! ```text
-//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|f32-add-offsets|selective|selective-backward|selective-backward-ab|selective-backward-narrow-ab|linrec-fused-ab] [log2 n] [single-pass|blelloch]
+//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|f32-add-offsets|selective|selective-backward|selective-backward-ab|selective-backward-narrow-ab|selective-backward-piped-ab|selective-backward-short-ab|selective-backward-piped-short-ab|linrec-fused-ab] [log2 n] [single-pass|blelloch]
 //! ncu --launch-skip 2 --launch-count 1 -k regex:single_pass target/release/examples/gpu_profile f32-add 28
 //! ```
 //!
@@ -21,7 +21,12 @@
 //! (`Tuning::selective_backward_rotated_states`), alternating in one process
 //! (20 rounds of 3 calls each), and prints each one's median
 //! (`selective-backward-narrow-ab`: the rotated kernel with and without
-//! `Tuning::selective_backward_narrow_steps`);
+//! `Tuning::selective_backward_narrow_steps`; `selective-backward-piped-ab`:
+//! the rotated kernel with narrow steps, with and without
+//! `Tuning::selective_backward_pipelined_sums`; `selective-backward-short-ab`
+//! and `selective-backward-piped-short-ab`: that kernel plain against
+//! `Tuning::selective_backward_short_sums`, alone and with the pipelined
+//! sums);
 //! `linrec-fused-ab` the fused recurrence with grouped runs and through item
 //! slots (`Tuning::grouped_runs`), alternating with a copy of its bytes.
 
@@ -71,8 +76,11 @@ fn main() -> scan::Result<()> {
             };
             selective(&Cuda::new()?.with_tuning(form), true)
         }
-        "selective-backward-ab" => selective_backward_ab(false),
-        "selective-backward-narrow-ab" => selective_backward_ab(true),
+        "selective-backward-ab" => selective_backward_ab(Ab::Rotated),
+        "selective-backward-narrow-ab" => selective_backward_ab(Ab::Narrow),
+        "selective-backward-piped-ab" => selective_backward_ab(Ab::Piped),
+        "selective-backward-short-ab" => selective_backward_ab(Ab::Short),
+        "selective-backward-piped-short-ab" => selective_backward_ab(Ab::PipedShort),
         "linrec-fused-ab" => linrec_fused_ab(n),
         "i32-add" => {
             run::<Add<i32>>(&cuda, &(0..n).map(|i| (u(i) * 2e9) as i32 - 1_000_000_000).collect::<Vec<_>>(), 1)
@@ -202,29 +210,60 @@ fn linrec_fused_ab(n: usize) -> scan::Result<()> {
     Ok(())
 }
 
-/// The tile backward of the 8/11 benchmark's shape, in order and rotated,
+/// Which two forms of the tile backward `selective_backward_ab` times.
+#[derive(Clone, Copy)]
+enum Ab {
+    /// States in order against rotated (wide steps).
+    Rotated,
+    /// Rotated, wide steps against narrow.
+    Narrow,
+    /// Rotated with narrow steps, plain sums over rows against pipelined.
+    Piped,
+    /// Rotated with narrow steps, plain sums over rows against short.
+    Short,
+    /// Rotated with narrow steps, plain sums over rows against pipelined
+    /// and short.
+    PipedShort,
+}
+
+/// The tile backward of the 8/11 benchmark's shape in two forms,
 /// alternating: each one's median of 60 calls.
-fn selective_backward_ab(narrow: bool) -> scan::Result<()> {
+fn selective_backward_ab(ab: Ab) -> scan::Result<()> {
     let tuning = Tuning::default().selective_backward_tiles(true);
-    // Rotated states against in order; with `narrow`, the rotated kernel
-    // with narrow steps against without.
-    let (first, second) = if narrow {
-        let rotated = tuning.selective_backward_rotated_states(true);
-        (rotated.selective_backward_narrow_steps(false), rotated.selective_backward_narrow_steps(true))
-    } else {
-        let plain = tuning.selective_backward_rotated_states(false);
-        (plain, tuning.selective_backward_rotated_states(true).selective_backward_narrow_steps(false))
+    let rotated = tuning.selective_backward_rotated_states(true);
+    let narrow = rotated.selective_backward_narrow_steps(true);
+    let (first, second, names) = match ab {
+        Ab::Rotated => (
+            tuning.selective_backward_rotated_states(false),
+            rotated.selective_backward_narrow_steps(false),
+            ["states in order", "states rotated"],
+        ),
+        Ab::Narrow => {
+            (rotated.selective_backward_narrow_steps(false), narrow, ["rotated, wide steps", "rotated, narrow steps"])
+        }
+        Ab::Piped => (
+            narrow.selective_backward_pipelined_sums(false),
+            narrow.selective_backward_pipelined_sums(true),
+            ["narrow, plain sums over rows", "narrow, pipelined sums over rows"],
+        ),
+        Ab::Short => (
+            narrow,
+            narrow.selective_backward_short_sums(true),
+            ["narrow, plain sums over rows", "narrow, short sums over rows"],
+        ),
+        Ab::PipedShort => (
+            narrow,
+            narrow.selective_backward_pipelined_sums(true).selective_backward_short_sums(true),
+            ["narrow, plain sums over rows", "narrow, pipelined short sums over rows"],
+        ),
     };
-    let names =
-        if narrow { ["rotated, wide steps", "rotated, narrow steps"] } else { ["states in order", "states rotated"] };
-    let plain = Cuda::new()?.with_tuning(first);
-    let rotated = Cuda::new()?.with_tuning(second);
+    let (first, second) = (Cuda::new()?.with_tuning(first), Cuda::new()?.with_tuning(second));
     let args = selective_args();
-    let on_device = plain.upload_selective(&args.scan())?;
-    let dout = plain.upload(&vec![1.0f32; args.shape.batch * args.shape.dim * args.shape.len])?;
+    let on_device = first.upload_selective(&args.scan())?;
+    let dout = first.upload(&vec![1.0f32; args.shape.batch * args.shape.dim * args.shape.len])?;
     let mut times = [Vec::new(), Vec::new()];
     for round in 0..21 {
-        for (i, cuda) in [&plain, &rotated].into_iter().enumerate() {
+        for (i, cuda) in [&first, &second].into_iter().enumerate() {
             for _ in 0..3 {
                 let (_, ms) = cuda.time(|| cuda.run_selective_backward(&on_device, &dout))?;
                 // Round 0 loads the modules.

@@ -377,12 +377,67 @@ fn the_gpu_matches_the_reference_within_mamba_tolerances() {
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_tile_backward_matches_the_reference() {
     // The gradient kernel with the states in order, with the upper
-    // half-warp's rotated (`Tuning::selective_backward_rotated_states`), and
-    // rotated with narrow steps (`Tuning::selective_backward_narrow_steps`).
+    // half-warp's rotated (`Tuning::selective_backward_rotated_states`),
+    // rotated with narrow steps (`Tuning::selective_backward_narrow_steps`),
+    // and that with its sums over rows pipelined, short, or both
+    // (`Tuning::selective_backward_pipelined_sums`, `..._short_sums`).
     let tuning = scan::cuda::Tuning::default().selective_backward_tiles(true);
-    for (rotated, narrow) in [(false, false), (true, false), (true, true)] {
-        let form = tuning.selective_backward_rotated_states(rotated).selective_backward_narrow_steps(narrow);
-        tile_backward_matches_the_reference(&gpu().with_tuning(form), &format!("rotated {rotated}, narrow {narrow}"));
+    for (rotated, narrow, piped, short) in [
+        (false, false, false, false),
+        (true, false, false, false),
+        (true, true, false, false),
+        (true, true, true, false),
+        (true, true, false, true),
+        (true, true, true, true),
+    ] {
+        let form = tuning
+            .selective_backward_rotated_states(rotated)
+            .selective_backward_narrow_steps(narrow)
+            .selective_backward_pipelined_sums(piped)
+            .selective_backward_short_sums(short);
+        let label = format!("rotated {rotated}, narrow {narrow}, piped {piped}, short {short}");
+        tile_backward_matches_the_reference(&gpu().with_tuning(form), &label);
+    }
+}
+
+/// The pipelined and the short sums over rows
+/// (`Tuning::selective_backward_pipelined_sums`, `..._short_sums`), alone
+/// and together, add the same terms in the same order as the plain rotated
+/// kernel with narrow steps: the same gradients bit for bit, on rows of whole tiles and
+/// of a tile cut short, N 16 and 6 (two warps a block), B and C varying
+/// (the tile kernels' case). `SCAN_TEST_SHORT_ROWS=1` keeps rows of at most
+/// 300 steps (for compute-sanitizer).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_pipelined_and_short_sums_give_the_plain_kernels_bits() {
+    let narrow = scan::cuda::Tuning::default()
+        .selective_backward_tiles(true)
+        .selective_backward_rotated_states(true)
+        .selective_backward_narrow_steps(true);
+    let plain = gpu().with_tuning(narrow);
+    let others = [
+        ("pipelined", gpu().with_tuning(narrow.selective_backward_pipelined_sums(true))),
+        ("short", gpu().with_tuning(narrow.selective_backward_short_sums(true))),
+        (
+            "pipelined short",
+            gpu().with_tuning(narrow.selective_backward_pipelined_sums(true).selective_backward_short_sums(true)),
+        ),
+    ];
+    let mut rng = Rng::fresh("selective backward gpu pipelined sums");
+    let mut cases = vec![(4096, 16, 15u32), (4097, 16, 7), (37, 16, 0), (300, 6, 15)];
+    if std::env::var_os("SCAN_TEST_SHORT_ROWS").is_some() {
+        cases.retain(|&(len, _, _)| len <= 300);
+    }
+    for (len, state, options) in cases {
+        let shape = SsmShape { batch: 2, dim: 64, len, state };
+        let o = owned(&mut rng, shape, 1, options);
+        let w = rng.vec(2 * 64 * len, |r| r.range_f64(-1.0, 1.0) as f32);
+        let a = args(&o, options);
+        let want = plain.selective_scan_backward(&a, &w).unwrap();
+        for (name, other) in &others {
+            let got = other.selective_scan_backward(&a, &w).unwrap();
+            assert!(got == want, "{shape:?}, options {options:#b}: the {name} sums gave other gradients");
+        }
     }
 }
 

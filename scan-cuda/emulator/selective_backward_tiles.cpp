@@ -8,9 +8,11 @@
 // scan-cuda/tests/emulated.rs writes the inputs, runs this and checks the
 // outputs against scan_core's f64 reference.
 //
-// Usage: selective_backward_tiles IN OUT. IN: 16 u64 (batch, dim, len,
+// Usage: selective_backward_tiles IN OUT. IN: 17 u64 (batch, dim, len,
 // state, b_groups, c_groups, has D, has z, has delta_bias, softplus, has
-// x0, warps G, rotated, the schedule's seed, narrow steps (rotated only), 0), then f32
+// x0, warps G, rotated, the schedule's seed, narrow steps (rotated only),
+// pipelined sums over rows (narrow steps only), short sums over rows
+// (narrow steps only)), then f32
 // arrays: u, delta, A, B, C, D?, z?, delta_bias?, x0?, dout. OUT: f32 arrays:
 // out, the last state, du, ddelta, dA, dB, dC, dD?, dz?, d delta_bias?, dx0?.
 // Every output buffer starts as NaNs, so one a kernel leaves unwritten shows.
@@ -36,7 +38,7 @@ struct Input {
     u64 batch, dim, len, state, b_groups, c_groups;
     bool has_d, has_z, has_bias, softplus, has_x0;
     unsigned warps, seed;
-    bool rotated, narrow;
+    bool rotated, narrow, piped, short_sums;
     std::vector<float> u, delta, a, b, c, d, z, bias, x0, dout;
 };
 
@@ -126,24 +128,34 @@ int run(const Input& in, std::FILE* out_file) {
     std::vector<float> dx0(in.has_x0 ? rows * in.state : 0, nan);
     std::vector<float> part_b(in.batch * chunks * in.state * in.len, nan), part_c(part_b.size(), nan);
     std::vector<float> part_a(rows * in.state, nan), part_d(rows, nan), part_bias(rows, nan);
-    auto gradients = [&](auto rotated, auto narrow) {
+    auto gradients = [&](auto rotated, auto narrow, auto piped, auto short_sums) {
         constexpr bool ROT = decltype(rotated)::value, NARROW = decltype(narrow)::value;
+        constexpr bool PIPE = decltype(piped)::value, SHORT = decltype(short_sums)::value;
         typedef scan::SsmBackTiles<G, ROT, NARROW> Tiles;
-        const std::size_t shared = sizeof(typename Tiles::Shared) + (NARROW ? sizeof(typename Tiles::Narrow) : 0);
+        const std::size_t shared = sizeof(typename Tiles::Shared) + (NARROW ? sizeof(typename Tiles::Narrow) : 0) +
+                                   (SHORT ? sizeof(typename Tiles::Short) : 0);
         scan_emulator::launch(grid, block, shared, in.seed + 2, [&] {
-            scan::selective_backward_tiles<G, ROT, NARROW>(in.u.data(), in.delta.data(), in.a.data(), pb, pc, d, z, bias,
+            scan::selective_backward_tiles<G, ROT, NARROW, PIPE, SHORT>(in.u.data(), in.delta.data(), in.a.data(), pb, pc, d, z, bias,
                                                    in.dout.data(), checks.data(), in.has_x0 ? dx0.data() : nullptr,
                                                    du.data(), ddelta.data(), in.has_z ? dz.data() : nullptr,
                                                    part_b.data(), part_c.data(), part_a.data(), part_d.data(),
                                                    part_bias.data(), in.dim, in.len, in.state, in.softplus);
         });
     };
-    if (in.narrow) {
-        gradients(std::true_type{}, std::true_type{});
+    using yes = std::true_type;
+    using no = std::false_type;
+    if (in.piped && in.short_sums) {
+        gradients(yes{}, yes{}, yes{}, yes{});
+    } else if (in.piped) {
+        gradients(yes{}, yes{}, yes{}, no{});
+    } else if (in.short_sums) {
+        gradients(yes{}, yes{}, no{}, yes{});
+    } else if (in.narrow) {
+        gradients(yes{}, yes{}, no{}, no{});
     } else if (in.rotated) {
-        gradients(std::true_type{}, std::false_type{});
+        gradients(yes{}, no{}, no{}, no{});
     } else {
-        gradients(std::false_type{}, std::false_type{});
+        gradients(no{}, no{}, no{}, no{});
     }
 
     const u64 parts = in.batch;
@@ -170,14 +182,18 @@ int main(int argc, char** argv) {
     }
     std::FILE* f = std::fopen(argv[1], "rb");
     if (f == nullptr) scan_emulator::fail("cannot open the input");
-    u64 h[16];
-    if (std::fread(h, sizeof(u64), 16, f) != 16) scan_emulator::fail("input too short");
+    u64 h[17];
+    if (std::fread(h, sizeof(u64), 17, f) != 17) scan_emulator::fail("input too short");
     Input in;
     in.batch = h[0], in.dim = h[1], in.len = h[2], in.state = h[3], in.b_groups = h[4], in.c_groups = h[5];
     in.has_d = h[6] != 0, in.has_z = h[7] != 0, in.has_bias = h[8] != 0, in.softplus = h[9] != 0;
     in.has_x0 = h[10] != 0, in.warps = (unsigned)h[11], in.rotated = h[12] != 0, in.seed = (unsigned)h[13];
     in.narrow = h[14] != 0;
+    in.piped = h[15] != 0;
+    in.short_sums = h[16] != 0;
     if (in.narrow && !in.rotated) scan_emulator::fail("narrow steps come with the rotated states only");
+    if (in.piped && !in.narrow) scan_emulator::fail("pipelined sums come with narrow steps only");
+    if (in.short_sums && !in.narrow) scan_emulator::fail("short sums come with narrow steps only");
     const u64 rows = in.batch * in.dim;
     if (in.dim % 32 != 0 || (in.dim / in.b_groups) % 32 != 0 || (in.dim / in.c_groups) % 32 != 0 || in.len == 0 ||
         in.state == 0 || in.state > 4 * in.warps)

@@ -28,7 +28,10 @@
 //          a x_{t-1} (ddt) and C x (y, for dz) into `partial[kind][g]`;
 //          dA's dt g a x_{t-1} summed in the lane over the whole row; dB's
 //          g dt u and dC's dy x summed over the 32 rows by a warp reduce-
-//          scatter (9 shuffles for 8 values), into `sums`;
+//          scatter (9 shuffles for 8 values; with PIPE spread over five
+//          steps, SsmRowSumsPipe), into `sums` (with SHORT: three stages,
+//          every lane's sum over 8 rows into `sums4`, the finish adding a
+//          value's four as the last two stages would);
 //        finish (the prepare's units): du, ddelta and dz of the unit's 4
 //          steps from the G partial sums, one coalesced store each; the
 //          block's dB and dC of the tile, one partial per (batch, block)
@@ -85,6 +88,27 @@ struct SsmBackTiles {
         float2 steps2[ROWS * NARROW_STRIDE];
         float dys[ROWS * NARROW_STRIDE];
     };
+
+    // With SHORT, after `Narrow`: the sums over rows of dB's and dC's terms
+    // stop after three stages of the reduce-scatter, each lane holding a
+    // sum over 8 rows, and all 32 lanes store theirs; the finish adds a
+    // value's 4 partial sums as the last two stages did ((p0 + p2) +
+    // (p1 + p3): the same bits). Two shuffles and two adds a step fewer for
+    // an LDS.128 and 3 adds per 4 steps in the finish.
+    static constexpr int SHORT_KIND = 4 * STATES + 16;  // 16 banks apart: a step's store is one wavefront
+    static constexpr int SHORT_STRIDE = 2 * SHORT_KIND; // a multiple of 32 floats
+    static_assert(SHORT_STRIDE % 32 == 0 && SHORT_KIND % 32 == 16, "the short sums' bank layout");
+    struct Short {
+        float sums4[T * SHORT_STRIDE];
+    };
+    // The float offset in `sums4` of partial j (lane & 3) of (kind, state)
+    // at step t. The state is XOR-ed with twice the step's quad, within its
+    // 8-aligned group, so that the finish's quarter-warp (2 states, 4 quads,
+    // one float4 each) reads 8 distinct bank groups; the scan's store of a
+    // step (4 states, both kinds, 4 partials) stays on 32 distinct banks.
+    static __device__ __forceinline__ int short_at(int t, int kind, int state, int j) {
+        return t * SHORT_STRIDE + kind * SHORT_KIND + 4 * (state ^ (2 * (t >> 2))) + j;
+    }
 
     // The float4 of step t in a row of `steps`: the quad q's steps 4 q + j
     // at 2 q + 8 (j & 1) + (j >> 1), so that the prepare's quarter-warp (two
@@ -160,7 +184,92 @@ __device__ __forceinline__ float ssm_warp_sums8_rotated(float (&v)[8], unsigned 
     return s;
 }
 
-template <int G, bool ROT, bool NARROW = false>
+// ssm_warp_sums8_rotated spread over five consecutive steps, one stage a
+// step, so that the results of stages 2 to 5 are first needed a whole step
+// later (stage 1's four shuffles, of the step's own terms, are issued
+// together after its arithmetic and added a few instructions later: keeping
+// them a step too would hold 8 more registers at the kernel's bound).
+// The shuffles of a warp keep their order in the machine code (they are
+// convergent: ptxas never moves one across another), so the plain form
+// issues a step's nine shuffles as a chain whose last five are one shuffle
+// each, its add waiting on it (NVRTC sm_90 SASS: a median of 5 instructions
+// from a shuffle to its use; ncu: the adds waiting on shuffles were 34% of
+// the gradient kernel's stall samples, H200, 8/11's shape). Here step t's
+// call issues stage 1 of step t, stage 2 of step t + 1, ..., stage 5 of
+// step t + 4 together, and completes them at `complete`, after the step's
+// arithmetic. Every sum is added in the same order as the plain form's, so
+// the bits are the same (the emulated test checks it).
+struct SsmRowSumsPipe {
+    float w[4];  // step t + 1 after stage 1 (the rotated form's w[0 .. 4))
+    float y[2];  // step t + 2 after stage 2
+    float s3;    // step t + 3 after stage 3
+    float s4;    // step t + 4 after stage 4
+    // In flight between `issue` and `complete`:
+    float x2[2], x3, x4, x5, r1[4];
+
+    // Stages 2 to 5 of the older steps (`live[k]`: the step that stage k + 2
+    // would take exists; known at compile time in the unrolled loops).
+    __device__ __forceinline__ void issue_older(unsigned lane, bool live2, bool live3, bool live4, bool live5) {
+        const bool up8 = (lane & 8u) != 0, up4 = (lane & 4u) != 0;
+        if (live2) {
+            x2[0] = __shfl_xor_sync(0xffffffffu, up8 ? w[0] : w[2], 8);
+            x2[1] = __shfl_xor_sync(0xffffffffu, up8 ? w[1] : w[3], 8);
+        }
+        if (live3) x3 = __shfl_xor_sync(0xffffffffu, up4 ? y[0] : y[1], 4);
+        if (live4) x4 = __shfl_xor_sync(0xffffffffu, s3, 2);
+        if (live5) x5 = __shfl_xor_sync(0xffffffffu, s4, 1);
+    }
+    // Stage 1 of the new step's terms v (ssm_warp_sums8_rotated's v).
+    __device__ __forceinline__ void issue_new(const float (&v)[8]) {
+        r1[0] = __shfl_xor_sync(0xffffffffu, v[2], 16);
+        r1[1] = __shfl_xor_sync(0xffffffffu, v[3], 16);
+        r1[2] = __shfl_xor_sync(0xffffffffu, v[6], 16);
+        r1[3] = __shfl_xor_sync(0xffffffffu, v[7], 16);
+    }
+    // The adds: returns step t + 4's finished sum (when live5); the oldest
+    // stage first, so that each reads the value its shuffle was sent with.
+    __device__ __forceinline__ float complete(unsigned lane, bool live2, bool live3, bool live4, bool live5) {
+        const bool up8 = (lane & 8u) != 0, up4 = (lane & 4u) != 0;
+        float done = 0.0f;
+        if (live5) done = s4 + x5;
+        if (live4) s4 = s3 + x4;
+        if (live3) s3 = (up4 ? y[1] : y[0]) + x3;
+        if (live2) {
+            y[0] = (up8 ? w[2] : w[0]) + x2[0];
+            y[1] = (up8 ? w[3] : w[1]) + x2[1];
+        }
+        return done;
+    }
+    __device__ __forceinline__ void complete_new(const float (&v)[8]) {
+        w[0] = v[0] + r1[0];
+        w[1] = v[1] + r1[1];
+        w[2] = v[4] + r1[2];
+        w[3] = v[5] + r1[3];
+    }
+};
+
+// ssm_warp_sums8_rotated's first three stages: lane l holds the sum over
+// the 8 lanes of its l & 3 of the value ssm_warp_sums8_rotated leaves it.
+__device__ __forceinline__ float ssm_warp_sums8_rotated_by8(float (&v)[8], unsigned lane) {
+    float w[4];
+    w[0] = v[0] + __shfl_xor_sync(0xffffffffu, v[2], 16);
+    w[1] = v[1] + __shfl_xor_sync(0xffffffffu, v[3], 16);
+    w[2] = v[4] + __shfl_xor_sync(0xffffffffu, v[6], 16);
+    w[3] = v[5] + __shfl_xor_sync(0xffffffffu, v[7], 16);
+#pragma unroll
+    for (int half = 2, m = 8; half >= 1; half /= 2, m /= 2) {
+        const bool upper = (lane & (unsigned)m) != 0;
+#pragma unroll
+        for (int j = 0; j < half; ++j) {
+            const float send = upper ? w[j] : w[j + half];
+            const float keep = upper ? w[j + half] : w[j];
+            w[j] = keep + __shfl_xor_sync(0xffffffffu, send, m);
+        }
+    }
+    return w[0];
+}
+
+template <int G, bool ROT, bool NARROW = false, bool PIPE = false, bool SHORT = false>
 __device__ __forceinline__ void selective_backward_tiles(const float* u, const float* delta, const float* A,
                                                          SsmProjection B, SsmProjection C, const float* D,
                                                          const float* z, const float* delta_bias, const float* dout,
@@ -168,13 +277,16 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
                                                          float* ddelta, float* dz, float* part_b, float* part_c,
                                                          float* part_a, float* part_d, float* part_bias, u64 dim,
                                                          u64 len, u64 state, bool softplus) {
+    static_assert(!PIPE || ROT, "the pipelined sums over rows are the rotated form's");
+    static_assert(!SHORT || (ROT && NARROW), "the short sums over rows are the narrow form's");
     typedef SsmBackTiles<G, ROT, NARROW> Tiles;
     constexpr int ROWS = Tiles::ROWS, T = Tiles::T, R = Tiles::R, UNITS = Tiles::UNITS;
     constexpr int THREADS = Tiles::THREADS, STATES = Tiles::STATES;
     constexpr float LN2 = 0.6931471805599453f;
-    typename Tiles::Shared& sh =
-        ssm_dynamic_shared<typename Tiles::Shared>(NARROW ? (unsigned)sizeof(typename Tiles::Narrow) : 0u);
+    typename Tiles::Shared& sh = ssm_dynamic_shared<typename Tiles::Shared>(
+        (NARROW ? (unsigned)sizeof(typename Tiles::Narrow) : 0u) + (SHORT ? (unsigned)sizeof(typename Tiles::Short) : 0u));
     typename Tiles::Narrow& narrow_sh = *reinterpret_cast<typename Tiles::Narrow*>(&sh + 1);
+    typename Tiles::Short& short_sh = *reinterpret_cast<typename Tiles::Short*>(&narrow_sh + 1);
 
     const u64 row0 = (u64)blockIdx.x * ROWS;
     const u64 b = row0 / dim, d0 = row0 % dim;
@@ -330,9 +442,16 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
         const unsigned sums_state = ROT ? rot + ((lane >> 2) & 1u) : (lane >> 2) % 4;
         const unsigned sums_kind = ROT ? (lane >> 3) & 1u : lane >> 4;
         const int sums_at = (lane & 3u) == 0 ? (int)(sums_kind * STATES + 4 * g + sums_state) : -1;
+        // With SHORT every lane stores its sum over 8 rows (partial lane & 3).
+        auto store_short = [&](int t, float by8) {
+            short_sh.sums4[Tiles::short_at(t, (int)sums_kind, (int)(4 * g + sums_state), (int)(lane & 3u))] = by8;
+        };
         float* my_partial[3];
 #pragma unroll
         for (int i = 0; i < 3; ++i) my_partial[i] = sh.partial[i] + g * ROWS * Tiles::PARTIAL_STRIDE;
+        // With PIPE, the sums over rows of steps t + 1 .. t + 4 in flight
+        // while step t is computed (SsmRowSumsPipe).
+        SsmRowSumsPipe pipe;
         // Unrolled, so that the compiler can start the earlier sub-run's
         // forward during the later one's backward (H200, 8/11's shape: the
         // backward 2.41-2.43 ms; one sub-run at a time, 2.61-2.63).
@@ -366,6 +485,8 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
 #pragma unroll
             for (int s = R - 1; s >= 0; --s) {
                 const int t = run * R + s;
+                if constexpr (PIPE)
+                    pipe.issue_older(lane, t + 1 < T, t + 2 < T, !SHORT && t + 3 < T, !SHORT && t + 4 < T);
                 float4 st;  // dt, dt u, dy (and u, unused here)
                 if constexpr (NARROW) {
                     const float2 narrow = my_steps2[t];
@@ -394,14 +515,47 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
                 p1[s % 4] = gb;  // t % 4
                 p2[s % 4] = gaq;
                 p3[s % 4] = cx;
-                const float total = ROT ? ssm_warp_sums8_rotated(bc_terms, lane) : ssm_warp_sums8(bc_terms, lane);
-                if (sums_at >= 0) sh.sums[t * Tiles::BC_STRIDE + sums_at] = total;
+                if constexpr (PIPE && SHORT) {
+                    // Three stages: after `complete`, s3 is step t + 2's sum over 8 rows.
+                    pipe.issue_new(bc_terms);
+                    pipe.complete(lane, t + 1 < T, t + 2 < T, false, false);
+                    if (t + 2 < T) store_short(t + 2, pipe.s3);
+                    pipe.complete_new(bc_terms);
+                } else if constexpr (PIPE) {
+                    pipe.issue_new(bc_terms);
+                    const float done = pipe.complete(lane, t + 1 < T, t + 2 < T, t + 3 < T, t + 4 < T);
+                    if (t + 4 < T && sums_at >= 0) sh.sums[(t + 4) * Tiles::BC_STRIDE + sums_at] = done;
+                    pipe.complete_new(bc_terms);
+                } else if constexpr (SHORT) {
+                    store_short(t, ssm_warp_sums8_rotated_by8(bc_terms, lane));
+                } else {
+                    const float total = ROT ? ssm_warp_sums8_rotated(bc_terms, lane) : ssm_warp_sums8(bc_terms, lane);
+                    if (sums_at >= 0) sh.sums[t * Tiles::BC_STRIDE + sums_at] = total;
+                }
                 if (s % 4 == 0) {
                     const int at = Tiles::partial_at(lane, t / 4);
                     *reinterpret_cast<float4*>(my_partial[0] + at) = make_float4(p1[0], p1[1], p1[2], p1[3]);
                     *reinterpret_cast<float4*>(my_partial[1] + at) = make_float4(p2[0], p2[1], p2[2], p2[3]);
                     *reinterpret_cast<float4*>(my_partial[2] + at) = make_float4(p3[0], p3[1], p3[2], p3[3]);
                 }
+            }
+        }
+        // The pipeline's last two steps (1, 0 finish in turn), with SHORT.
+        if constexpr (PIPE && SHORT) {
+#pragma unroll
+            for (int t = -1; t >= -2; --t) {
+                pipe.issue_older(lane, t + 1 >= 0, t + 2 >= 0, false, false);
+                pipe.complete(lane, t + 1 >= 0, t + 2 >= 0, false, false);
+                if (t + 2 >= 0) store_short(t + 2, pipe.s3);
+            }
+        }
+        // The pipeline's last four steps (3, 2, 1, 0 finish in turn).
+        if constexpr (PIPE && !SHORT) {
+#pragma unroll
+            for (int t = -1; t >= -4; --t) {
+                pipe.issue_older(lane, t + 1 >= 0, t + 2 >= 0, t + 3 >= 0, t + 4 >= 0);
+                const float done = pipe.complete(lane, t + 1 >= 0, t + 2 >= 0, t + 3 >= 0, t + 4 >= 0);
+                if (t + 4 >= 0 && sums_at >= 0) sh.sums[(t + 4) * Tiles::BC_STRIDE + sums_at] = done;
             }
         }
     };
@@ -458,7 +612,16 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
         if (bc_live) {
             float v[4];
 #pragma unroll
-            for (int j = 0; j < 4; ++j) v[j] = sh.sums[(4 * unit_quad + j) * Tiles::BC_STRIDE + bc_sum];
+            for (int j = 0; j < 4; ++j) {
+                if constexpr (SHORT) {
+                    // The last two stages of the reduce-scatter, in its order.
+                    const float4 p = *reinterpret_cast<const float4*>(
+                        short_sh.sums4 + Tiles::short_at(4 * unit_quad + j, bc_kind, bc_state, 0));
+                    v[j] = (p.x + p.z) + (p.y + p.w);
+                } else {
+                    v[j] = sh.sums[(4 * unit_quad + j) * Tiles::BC_STRIDE + bc_sum];
+                }
+            }
             if (FAST) {
                 *reinterpret_cast<float4*>(bc_part + t) = make_float4(v[0], v[1], v[2], v[3]);
             } else {

@@ -744,6 +744,8 @@ pub struct Tuning {
     selective_backward_tiles: Option<bool>,
     selective_backward_rotated_states: Option<bool>,
     selective_backward_narrow_steps: Option<bool>,
+    selective_backward_pipelined_sums: Option<bool>,
+    selective_backward_short_sums: Option<bool>,
     adversarial_seed: u32,
     host_chunk_bytes: Option<usize>,
 }
@@ -939,6 +941,48 @@ impl Tuning {
     /// [`Tuning::selective_backward_narrow_steps`] as set.
     pub(crate) fn selective_backward_narrow_steps_setting(self) -> Option<bool> {
         self.selective_backward_narrow_steps
+    }
+
+    /// Whether the selective backward's rotated tile gradient kernel with
+    /// narrow steps spreads each step's sums over rows (dB's and dC's, a
+    /// warp reduce-scatter of 9 shuffles) over five steps, one stage a step
+    /// (`true`), so that the last five shuffles' results are first needed a
+    /// step later instead of a few instructions later: a warp's shuffles keep their
+    /// order in the machine code, so the plain form waits on each of a
+    /// step's last five in turn (the adds waiting on shuffles were 34% of
+    /// that kernel's stall samples on the H200). The same additions in the
+    /// same order: the same bits. Off by default until it is timed; ignored
+    /// with the states in order or without narrow steps.
+    pub fn selective_backward_pipelined_sums(mut self, piped: bool) -> Self {
+        self.selective_backward_pipelined_sums = Some(piped);
+        self
+    }
+
+    /// [`Tuning::selective_backward_pipelined_sums`] as set.
+    pub(crate) fn selective_backward_pipelined_sums_setting(self) -> Option<bool> {
+        self.selective_backward_pipelined_sums
+    }
+
+    /// Whether the selective backward's rotated tile gradient kernel with
+    /// narrow steps stops each step's sums over rows (dB's and dC's warp
+    /// reduce-scatter) after three of its five stages (`true`): every lane
+    /// then stores its sum over 8 rows, and the finish adds a value's four
+    /// in the order the last two stages would have (the same bits). Two
+    /// shuffles and two adds a step fewer, and two fewer links in the chain
+    /// of shuffles each step waits on, for one 16-byte shared load and three
+    /// adds per 4 steps in the finish and 10 KiB more shared memory a
+    /// block (N 9 to 16; 6 KiB at N up to 8). Combines with
+    /// [`Tuning::selective_backward_pipelined_sums`] (three stages in the
+    /// pipeline then). Off by default until it is timed; ignored with the
+    /// states in order or without narrow steps.
+    pub fn selective_backward_short_sums(mut self, short: bool) -> Self {
+        self.selective_backward_short_sums = Some(short);
+        self
+    }
+
+    /// [`Tuning::selective_backward_short_sums`] as set.
+    pub(crate) fn selective_backward_short_sums_setting(self) -> Option<bool> {
+        self.selective_backward_short_sums
     }
 
     /// The chunk size, in bytes, of scans of host slices (which travel to

@@ -58,8 +58,10 @@ pub(crate) struct BackwardTileKernels {
     /// (`ROT`), and the dynamic shared memory it is opted in to.
     gradients_rotated: (CudaFunction, usize),
     /// The rotated kernel with the narrow copies of each step (`NARROW`),
-    /// and its opt-in.
-    gradients_narrow: (CudaFunction, usize),
+    /// with its sums over rows plain, pipelined across steps (`PIPE`), cut
+    /// short after three stages (`SHORT`) or both, by [`narrow_index`]; each
+    /// with its opt-in.
+    gradients_narrow: [(CudaFunction, usize); 4],
     saving: CudaFunction,
 }
 
@@ -67,9 +69,53 @@ fn checkpoints_name(warps: u32) -> String {
     format!("selective_checkpoints_tiles_{warps}")
 }
 
-fn gradients_name(warps: u32, rotated: bool, narrow: bool) -> String {
-    let narrow = if rotated && narrow { "_narrow" } else { "" };
-    format!("selective_backward_tiles_{warps}{}{narrow}", if rotated { "_rot" } else { "" })
+/// A form of the gradient kernel (`selective_backward_tiles<G, ROT, NARROW,
+/// PIPE, SHORT>`): `piped` and `short` each need `narrow`, which needs
+/// `rotated`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Form {
+    rotated: bool,
+    narrow: bool,
+    piped: bool,
+    short: bool,
+}
+
+impl Form {
+    const fn new(rotated: bool, narrow: bool, piped: bool, short: bool) -> Form {
+        Form {
+            rotated,
+            narrow: rotated && narrow,
+            piped: rotated && narrow && piped,
+            short: rotated && narrow && short,
+        }
+    }
+
+    fn name(self, warps: u32) -> String {
+        let flag = |on: bool, s: &'static str| if on { s } else { "" };
+        format!(
+            "selective_backward_tiles_{warps}{}{}{}{}",
+            flag(self.rotated, "_rot"),
+            flag(self.narrow, "_narrow"),
+            flag(self.piped, "_piped"),
+            flag(self.short, "_short")
+        )
+    }
+}
+
+/// Every form: states in order, rotated, and rotated with narrow steps with
+/// each of its four ways of summing over rows.
+const FORMS: [Form; 6] = [
+    Form::new(false, false, false, false),
+    Form::new(true, false, false, false),
+    Form::new(true, true, false, false),
+    Form::new(true, true, true, false),
+    Form::new(true, true, false, true),
+    Form::new(true, true, true, true),
+];
+
+/// The place of a narrow form in `BackwardTileKernels::gradients_narrow`.
+fn narrow_index(piped: bool, short: bool) -> usize {
+    usize::from(piped) + 2 * usize::from(short)
 }
 
 fn saving_name(warps: u32) -> String {
@@ -81,15 +127,23 @@ fn saving_name(warps: u32) -> String {
 /// per (warp, row, step) (rows of 16 floats, their quads rotated), the
 /// block's dB and dC per step, and two float4 per (row, 4 steps) unit;
 /// with `narrow` (rotated only), a float2 and a float per (row, step) in
-/// rows of 17.
-fn gradients_shared_bytes(warps: u32, rotated: bool, narrow: bool) -> usize {
+/// rows of 17; with `short` (narrow only), 4 partial dB and dC sums per
+/// (step, state) in steps of `2 (16 N' + 16)` floats (N' = 4 G).
+fn gradients_shared_bytes(warps: u32, rotated: bool, narrow: bool, short: bool) -> usize {
     let states = 4 * warps as usize;
     // A thread's (row, 4 steps) units: two float4 each.
     let gates = 16 * 2 * ROWS * STEPS / 4;
     // With the states rotated, B and C again with their chunks' halves swapped.
     let bc_rot = 4 * if rotated { STEPS * 2 * states } else { 4 };
-    let narrow = if rotated && narrow { 12 * ROWS * (STEPS + 1) } else { 0 };
-    16 * ROWS * (STEPS + 1) + 4 * (2 * STEPS * 2 * states + 3 * warps as usize * ROWS * STEPS) + gates + bc_rot + narrow
+    let narrow = rotated && narrow;
+    let short = if narrow && short { 4 * STEPS * 2 * (4 * states + 16) } else { 0 };
+    let narrow = if narrow { 12 * ROWS * (STEPS + 1) } else { 0 };
+    16 * ROWS * (STEPS + 1)
+        + 4 * (2 * STEPS * 2 * states + 3 * warps as usize * ROWS * STEPS)
+        + gates
+        + bc_rot
+        + narrow
+        + short
 }
 
 /// The kernels' instantiations.
@@ -124,8 +178,9 @@ pub(crate) fn source() -> String {
              \x20     nullptr, checkpoints, dim, len, state, softplus != 0);\n\
              }}\n"
         ));
-        for (rotated, narrow) in [(false, false), (true, false), (true, true)] {
-            let gradients = gradients_name(g, rotated, narrow);
+        for form in FORMS {
+            let gradients = form.name(g);
+            let Form { rotated, narrow, piped, short } = form;
             code.push_str(&format!(
                 "extern \"C\" __global__ void __launch_bounds__({threads}, {per_sm}) {gradients}(\n\
              \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
@@ -134,7 +189,8 @@ pub(crate) fn source() -> String {
              \x20   float* ddelta, float* dz, float* part_b, float* part_c, float* part_a, float* part_d,\n\
              \x20   float* part_bias, unsigned long long dim, unsigned long long len, unsigned long long state,\n\
              \x20   int softplus) {{\n\
-             \x20 scan::selective_backward_tiles<{g}, {rotated}, {narrow}>(u, delta, A, scan::SsmProjection{{B, b_groups}},\n\
+             \x20 scan::selective_backward_tiles<{g}, {rotated}, {narrow}, {piped}, {short}>(u, delta, A,\n\
+             \x20     scan::SsmProjection{{B, b_groups}},\n\
              \x20     scan::SsmProjection{{C, c_groups}}, D, z, delta_bias, dout, checkpoints, dx0, du, ddelta, dz,\n\
              \x20     part_b, part_c, part_a, part_d, part_bias, dim, len, state, softplus != 0);\n\
              }}\n"
@@ -150,15 +206,23 @@ pub(crate) fn load(module: &std::sync::Arc<CudaModule>, limit: usize) -> Result<
     WARPS
         .into_iter()
         .map(|g| {
-            let rotated = lookup(module, &gradients_name(g, true, false))?;
-            let rotated_limit = opt_in_dynamic_shared(&rotated, limit)?;
-            let narrow = lookup(module, &gradients_name(g, true, true))?;
-            let narrow_limit = opt_in_dynamic_shared(&narrow, limit)?;
+            let opted_in = |form: Form| -> Result<(CudaFunction, usize)> {
+                let function = lookup(module, &form.name(g))?;
+                let limit = opt_in_dynamic_shared(&function, limit)?;
+                Ok((function, limit))
+            };
+            let narrow = |piped, short| opted_in(Form::new(true, true, piped, short));
             let kernels = BackwardTileKernels {
                 checkpoints: lookup(module, &checkpoints_name(g))?,
-                gradients: lookup(module, &gradients_name(g, false, false))?,
-                gradients_rotated: (rotated, rotated_limit),
-                gradients_narrow: (narrow, narrow_limit),
+                gradients: lookup(module, &Form::new(false, false, false, false).name(g))?,
+                gradients_rotated: opted_in(Form::new(true, false, false, false))?,
+                // In `narrow_index` order.
+                gradients_narrow: [
+                    narrow(false, false)?,
+                    narrow(true, false)?,
+                    narrow(false, true)?,
+                    narrow(true, true)?,
+                ],
                 saving: lookup(module, &saving_name(g))?,
             };
             Ok((g, kernels))
@@ -370,19 +434,32 @@ impl Cuda {
             // error if it does not fit.
             // The narrow copies likewise, for the rotated kernel only.
             let asked = self.tuning().selective_backward_rotated_states_setting();
-            let rotated = asked.unwrap_or(gradients_shared_bytes(warps, true, false) <= tile.gradients_rotated.1);
+            let rotated =
+                asked.unwrap_or(gradients_shared_bytes(warps, true, false, false) <= tile.gradients_rotated.1);
             let asked_narrow = self.tuning().selective_backward_narrow_steps_setting();
+            let plain_narrow = &tile.gradients_narrow[narrow_index(false, false)];
             let narrow =
-                rotated && asked_narrow.unwrap_or(gradients_shared_bytes(warps, true, true) <= tile.gradients_narrow.1);
-            let shared = gradients_shared_bytes(warps, rotated, narrow);
+                rotated && asked_narrow.unwrap_or(gradients_shared_bytes(warps, true, true, false) <= plain_narrow.1);
+            // Pipelined or short sums over rows: only when asked for
+            // (untimed), and only in the rotated kernel with narrow steps.
+            let piped = narrow && self.tuning().selective_backward_pipelined_sums_setting() == Some(true);
+            let short = narrow && self.tuning().selective_backward_short_sums_setting() == Some(true);
+            let shared = gradients_shared_bytes(warps, rotated, narrow, short);
             let function = if rotated {
-                let (function, limit) = if narrow { &tile.gradients_narrow } else { &tile.gradients_rotated };
+                let (function, limit) =
+                    if narrow { &tile.gradients_narrow[narrow_index(piped, short)] } else { &tile.gradients_rotated };
                 if shared > *limit {
+                    let form = match (narrow, piped, short) {
+                        (false, ..) => "",
+                        (true, false, false) => " with narrow steps",
+                        (true, true, false) => " with narrow steps and pipelined sums",
+                        (true, false, true) => " with narrow steps and short sums",
+                        (true, true, true) => " with narrow steps and pipelined short sums",
+                    };
                     return Err(Error::TooLarge {
                         what: format!(
-                            "the selective backward's rotated tile kernel{} needs {shared} bytes of shared memory; \
-                             this GPU gives it {limit}",
-                            if narrow { " with narrow steps" } else { "" }
+                            "the selective backward's rotated tile kernel{form} needs {shared} bytes of shared \
+                             memory; this GPU gives it {limit}"
                         ),
                     });
                 }
@@ -439,13 +516,27 @@ mod tests {
     fn the_gradient_blocks_fit_in_the_default_shared_memory() {
         // G = 4: 32 x 17 float4 steps, 16 x 32 B and C, 3 x 4 x 32 x 16
         // partial sums, 16 x 32 block sums, 2 x 128 float4 gates.
-        assert_eq!(gradients_shared_bytes(4, false, false), 16 * 32 * 17 + 4 * (512 + 6144 + 512) + 16 * 256 + 16);
-        assert_eq!(gradients_shared_bytes(4, false, true), gradients_shared_bytes(4, false, false));
-        assert_eq!(gradients_shared_bytes(4, true, false), 16 * 32 * 17 + 4 * (512 + 6144 + 512) + 16 * 256 + 2048);
+        assert_eq!(
+            gradients_shared_bytes(4, false, false, false),
+            16 * 32 * 17 + 4 * (512 + 6144 + 512) + 16 * 256 + 16
+        );
+        assert_eq!(gradients_shared_bytes(4, false, true, true), gradients_shared_bytes(4, false, false, false));
+        assert_eq!(
+            gradients_shared_bytes(4, true, false, false),
+            16 * 32 * 17 + 4 * (512 + 6144 + 512) + 16 * 256 + 2048
+        );
+        assert_eq!(gradients_shared_bytes(4, true, false, true), gradients_shared_bytes(4, true, false, false));
         // The narrow copies: a float2 and a float per (row, step), rows of 17.
-        assert_eq!(gradients_shared_bytes(4, true, true), gradients_shared_bytes(4, true, false) + 12 * 32 * 17);
+        let narrow = gradients_shared_bytes(4, true, true, false);
+        assert_eq!(narrow, gradients_shared_bytes(4, true, false, false) + 12 * 32 * 17);
+        // The short sums: 16 steps of 2 kinds x (16 states x 4 partials + 16).
+        assert_eq!(gradients_shared_bytes(4, true, true, true), narrow + 4 * 16 * 2 * 80);
+        assert_eq!(
+            gradients_shared_bytes(2, true, true, true),
+            gradients_shared_bytes(2, true, true, false) + 4 * 16 * 2 * 48
+        );
         for g in WARPS {
-            assert!(gradients_shared_bytes(g, false, false) <= 48 * 1024, "G = {g}");
+            assert!(gradients_shared_bytes(g, false, false, false) <= 48 * 1024, "G = {g}");
             assert!(tiles_shared_bytes(g) <= 48 * 1024, "G = {g}");
         }
     }

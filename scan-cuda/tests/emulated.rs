@@ -91,6 +91,12 @@ struct Case {
     rotated: bool,
     /// The rotated kernel with narrow steps (`Tuning::selective_backward_narrow_steps`).
     narrow: bool,
+    /// That kernel with its sums over rows pipelined
+    /// (`Tuning::selective_backward_pipelined_sums`).
+    piped: bool,
+    /// That kernel with its sums over rows cut short after three stages
+    /// (`Tuning::selective_backward_short_sums`).
+    short: bool,
 }
 
 /// What the harness writes: the forward's output and last state, and the
@@ -118,7 +124,9 @@ fn emulate(case: Case, mut input: Vec<u8>, schedule: u64, tag: &str) -> Vec<u8> 
     bytes
 }
 
-fn run_case(case: Case, seed: u64) {
+/// Checks the harness's output for `case` (inputs seeded by `seed`) against
+/// the f64 reference, and returns it.
+fn run_case(case: Case, seed: u64) -> Vec<u8> {
     let Case { batch, dim, len, state, b_groups, c_groups, .. } = case;
     let rows = batch * dim;
     let mut v = Values(seed);
@@ -157,7 +165,7 @@ fn run_case(case: Case, seed: u64) {
     }
 
     // The harness's input: the header, then the arrays it takes.
-    let header: [u64; 16] = [
+    let header: [u64; 17] = [
         batch as u64,
         dim as u64,
         len as u64,
@@ -173,7 +181,8 @@ fn run_case(case: Case, seed: u64) {
         case.rotated.into(),
         seed,
         case.narrow.into(),
-        0,
+        case.piped.into(),
+        case.short.into(),
     ];
     let mut input: Vec<u8> = header.iter().flat_map(|h| h.to_le_bytes()).collect();
     let mut put = |xs: &[f32]| input.extend(xs.iter().flat_map(|x| x.to_le_bytes()));
@@ -198,6 +207,7 @@ fn run_case(case: Case, seed: u64) {
     let bytes = emulate(case, input.clone(), seed, &seed.to_string());
     let again = emulate(case, input, seed ^ 0x5eed_5eed, &seed.to_string());
     assert!(bytes == again, "{case:?}: another schedule of the threads gave other bits");
+    let output = bytes.clone();
     let floats: Vec<f32> = bytes.chunks_exact(4).map(|w| f32::from_le_bytes(w.try_into().unwrap())).collect();
     let mut rest = &floats[..];
     let mut take = |n: usize| {
@@ -251,6 +261,7 @@ fn run_case(case: Case, seed: u64) {
             close(name, got, want);
         }
     }
+    output
 }
 
 const BASE: Case = Case {
@@ -268,6 +279,8 @@ const BASE: Case = Case {
     warps: 4,
     rotated: true,
     narrow: false,
+    piped: false,
+    short: false,
 };
 
 #[test]
@@ -309,4 +322,52 @@ fn the_tile_backward_with_narrow_steps_matches_the_reference() {
     run_case(Case { batch: 2, dim: 64, len: 21, b_groups: 2, c_groups: 1, ..narrow }, 70);
     run_case(Case { state: 13, len: 19, ..narrow }, 71);
     run_case(Case { state: 6, warps: 2, len: 37, ..narrow }, 72);
+}
+
+#[test]
+fn the_pipelined_sums_over_rows_give_the_plain_kernels_bits() {
+    // The same additions in the same order, spread over five steps: every
+    // output bit for bit the narrow kernel's (every tile fills and drains
+    // the pipeline), on rows of 1 to 3 tiles, the last one whole or padded
+    // with steps past L, N below 16, groups, and two warps.
+    let narrow = Case { narrow: true, ..BASE };
+    let cases = [
+        (narrow, 80),
+        (Case { len: 1, ..narrow }, 81),
+        (Case { len: 5, x0: true, ..narrow }, 82),
+        (Case { len: 37, d: false, z: false, bias: false, softplus: false, ..narrow }, 83),
+        (Case { batch: 2, dim: 64, len: 21, b_groups: 2, c_groups: 1, ..narrow }, 84),
+        (Case { state: 13, len: 19, ..narrow }, 85),
+        (Case { state: 6, warps: 2, len: 37, ..narrow }, 86),
+    ];
+    for (case, seed) in cases {
+        let plain = run_case(case, seed);
+        let piped = run_case(Case { piped: true, ..case }, seed);
+        assert!(plain == piped, "{case:?}: the pipelined sums gave other bits");
+    }
+}
+
+#[test]
+fn the_short_sums_over_rows_give_the_plain_kernels_bits() {
+    // Three stages of the reduce-scatter in the scan, the last two's adds
+    // in the finish, in their order: every output bit for bit the narrow
+    // kernel's, alone and with the pipeline (three stages deep then), on
+    // the shapes of the pipelined test.
+    let narrow = Case { narrow: true, ..BASE };
+    let cases = [
+        (narrow, 90),
+        (Case { len: 1, ..narrow }, 91),
+        (Case { len: 5, x0: true, ..narrow }, 92),
+        (Case { len: 37, d: false, z: false, bias: false, softplus: false, ..narrow }, 93),
+        (Case { batch: 2, dim: 64, len: 21, b_groups: 2, c_groups: 1, ..narrow }, 94),
+        (Case { state: 13, len: 19, ..narrow }, 95),
+        (Case { state: 6, warps: 2, len: 37, ..narrow }, 96),
+    ];
+    for (case, seed) in cases {
+        let plain = run_case(case, seed);
+        let short = run_case(Case { short: true, ..case }, seed);
+        assert!(plain == short, "{case:?}: the short sums gave other bits");
+        let both = run_case(Case { short: true, piped: true, ..case }, seed);
+        assert!(plain == both, "{case:?}: the pipelined short sums gave other bits");
+    }
 }
