@@ -232,6 +232,8 @@ fn selective_backward_ab(ab: Ab) -> scan::Result<()> {
     let tuning = Tuning::default().selective_backward_tiles(true);
     let rotated = tuning.selective_backward_rotated_states(true);
     let narrow = rotated.selective_backward_narrow_steps(true);
+    // The narrow kernel's plain sums over rows (pipelined and short are the default).
+    let plain = narrow.selective_backward_pipelined_sums(false).selective_backward_short_sums(false);
     let (first, second, names) = match ab {
         Ab::Rotated => (
             tuning.selective_backward_rotated_states(false),
@@ -239,21 +241,21 @@ fn selective_backward_ab(ab: Ab) -> scan::Result<()> {
             ["states in order", "states rotated"],
         ),
         Ab::Narrow => {
-            (rotated.selective_backward_narrow_steps(false), narrow, ["rotated, wide steps", "rotated, narrow steps"])
+            (rotated.selective_backward_narrow_steps(false), plain, ["rotated, wide steps", "rotated, narrow steps"])
         }
         Ab::Piped => (
-            narrow.selective_backward_pipelined_sums(false),
-            narrow.selective_backward_pipelined_sums(true),
+            plain,
+            plain.selective_backward_pipelined_sums(true),
             ["narrow, plain sums over rows", "narrow, pipelined sums over rows"],
         ),
         Ab::Short => (
-            narrow,
-            narrow.selective_backward_short_sums(true),
+            plain,
+            plain.selective_backward_short_sums(true),
             ["narrow, plain sums over rows", "narrow, short sums over rows"],
         ),
         Ab::PipedShort => (
-            narrow,
-            narrow.selective_backward_pipelined_sums(true).selective_backward_short_sums(true),
+            plain,
+            plain.selective_backward_pipelined_sums(true).selective_backward_short_sums(true),
             ["narrow, plain sums over rows", "narrow, pipelined short sums over rows"],
         ),
     };

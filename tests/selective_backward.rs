@@ -413,7 +413,9 @@ fn the_gpu_pipelined_and_short_sums_give_the_plain_kernels_bits() {
     let narrow = scan::cuda::Tuning::default()
         .selective_backward_tiles(true)
         .selective_backward_rotated_states(true)
-        .selective_backward_narrow_steps(true);
+        .selective_backward_narrow_steps(true)
+        .selective_backward_pipelined_sums(false)
+        .selective_backward_short_sums(false);
     let plain = gpu().with_tuning(narrow);
     let others = [
         ("pipelined", gpu().with_tuning(narrow.selective_backward_pipelined_sums(true))),

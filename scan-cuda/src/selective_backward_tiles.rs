@@ -440,10 +440,13 @@ impl Cuda {
             let plain_narrow = &tile.gradients_narrow[narrow_index(false, false)];
             let narrow =
                 rotated && asked_narrow.unwrap_or(gradients_shared_bytes(warps, true, true, false) <= plain_narrow.1);
-            // Pipelined or short sums over rows: only when asked for
-            // (untimed), and only in the rotated kernel with narrow steps.
-            let piped = narrow && self.tuning().selective_backward_pipelined_sums_setting() == Some(true);
-            let short = narrow && self.tuning().selective_backward_short_sums_setting() == Some(true);
+            // Pipelined and short sums over rows: by default with narrow
+            // steps (the rotated kernel only), unless turned off.
+            let piped = narrow && self.tuning().selective_backward_pipelined_sums_setting() != Some(false);
+            // The short sums' 10 KiB more where the GPU gives them.
+            let short_fits =
+                gradients_shared_bytes(warps, true, true, true) <= tile.gradients_narrow[narrow_index(piped, true)].1;
+            let short = narrow && self.tuning().selective_backward_short_sums_setting().unwrap_or(short_fits);
             let shared = gradients_shared_bytes(warps, rotated, narrow, short);
             let function = if rotated {
                 let (function, limit) =
