@@ -157,12 +157,10 @@ __device__ __forceinline__ float ssm_warp_sums8(float (&v)[8], unsigned lane) {
     return s;
 }
 
-// The warp's sums over its 32 lanes of v[0 .. 8) (B terms of registers 0..3,
-// C terms of 4..7), where a lane's register k holds state k ^ 2 (lane >> 4 &
-// 1): the first stage sends registers 2, 3, 6, 7 and keeps 0, 1, 4, 5, with
-// no select. Afterwards lane l holds kind (l >> 3) & 1 of state 2 ((l >> 4)
-// & 1) + ((l >> 2) & 1).
-__device__ __forceinline__ float ssm_warp_sums8_rotated(float (&v)[8], unsigned lane) {
+// ssm_warp_sums8_rotated's first three stages: lane l holds the sum over
+// the 8 lanes of its l & 3 of the value ssm_warp_sums8_rotated leaves it
+// (the short sums over rows store that, and the finish adds the four).
+__device__ __forceinline__ float ssm_warp_sums8_rotated_by8(float (&v)[8], unsigned lane) {
     float w[4];
     w[0] = v[0] + __shfl_xor_sync(0xffffffffu, v[2], 16);
     w[1] = v[1] + __shfl_xor_sync(0xffffffffu, v[3], 16);
@@ -178,7 +176,16 @@ __device__ __forceinline__ float ssm_warp_sums8_rotated(float (&v)[8], unsigned 
             w[j] = keep + __shfl_xor_sync(0xffffffffu, send, m);
         }
     }
-    float s = w[0];
+    return w[0];
+}
+
+// The warp's sums over its 32 lanes of v[0 .. 8) (B terms of registers 0..3,
+// C terms of 4..7), where a lane's register k holds state k ^ 2 (lane >> 4 &
+// 1): the first stage sends registers 2, 3, 6, 7 and keeps 0, 1, 4, 5, with
+// no select. Afterwards lane l holds kind (l >> 3) & 1 of state 2 ((l >> 4)
+// & 1) + ((l >> 2) & 1).
+__device__ __forceinline__ float ssm_warp_sums8_rotated(float (&v)[8], unsigned lane) {
+    float s = ssm_warp_sums8_rotated_by8(v, lane);
     s += __shfl_xor_sync(0xffffffffu, s, 2);
     s += __shfl_xor_sync(0xffffffffu, s, 1);
     return s;
@@ -247,27 +254,6 @@ struct SsmRowSumsPipe {
         w[3] = v[5] + r1[3];
     }
 };
-
-// ssm_warp_sums8_rotated's first three stages: lane l holds the sum over
-// the 8 lanes of its l & 3 of the value ssm_warp_sums8_rotated leaves it.
-__device__ __forceinline__ float ssm_warp_sums8_rotated_by8(float (&v)[8], unsigned lane) {
-    float w[4];
-    w[0] = v[0] + __shfl_xor_sync(0xffffffffu, v[2], 16);
-    w[1] = v[1] + __shfl_xor_sync(0xffffffffu, v[3], 16);
-    w[2] = v[4] + __shfl_xor_sync(0xffffffffu, v[6], 16);
-    w[3] = v[5] + __shfl_xor_sync(0xffffffffu, v[7], 16);
-#pragma unroll
-    for (int half = 2, m = 8; half >= 1; half /= 2, m /= 2) {
-        const bool upper = (lane & (unsigned)m) != 0;
-#pragma unroll
-        for (int j = 0; j < half; ++j) {
-            const float send = upper ? w[j] : w[j + half];
-            const float keep = upper ? w[j + half] : w[j];
-            w[j] = keep + __shfl_xor_sync(0xffffffffu, send, m);
-        }
-    }
-    return w[0];
-}
 
 template <int G, bool ROT, bool NARROW = false, bool PIPE = false, bool SHORT = false>
 __device__ __forceinline__ void selective_backward_tiles(const float* u, const float* delta, const float* A,

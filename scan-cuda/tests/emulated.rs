@@ -324,23 +324,30 @@ fn the_tile_backward_with_narrow_steps_matches_the_reference() {
     run_case(Case { state: 6, warps: 2, len: 37, ..narrow }, 72);
 }
 
+/// The narrow kernel's shapes for the forms of its sums over rows, each with
+/// a seed from `first_seed`: rows of 1 to 3 tiles, the last one whole or
+/// padded with steps past L, N below 16, groups, and two warps.
+fn row_sum_cases(first_seed: u64) -> impl Iterator<Item = (Case, u64)> {
+    let narrow = Case { narrow: true, ..BASE };
+    [
+        narrow,
+        Case { len: 1, ..narrow },
+        Case { len: 5, x0: true, ..narrow },
+        Case { len: 37, d: false, z: false, bias: false, softplus: false, ..narrow },
+        Case { batch: 2, dim: 64, len: 21, b_groups: 2, c_groups: 1, ..narrow },
+        Case { state: 13, len: 19, ..narrow },
+        Case { state: 6, warps: 2, len: 37, ..narrow },
+    ]
+    .into_iter()
+    .zip(first_seed..)
+}
+
 #[test]
 fn the_pipelined_sums_over_rows_give_the_plain_kernels_bits() {
     // The same additions in the same order, spread over five steps: every
     // output bit for bit the narrow kernel's (every tile fills and drains
-    // the pipeline), on rows of 1 to 3 tiles, the last one whole or padded
-    // with steps past L, N below 16, groups, and two warps.
-    let narrow = Case { narrow: true, ..BASE };
-    let cases = [
-        (narrow, 80),
-        (Case { len: 1, ..narrow }, 81),
-        (Case { len: 5, x0: true, ..narrow }, 82),
-        (Case { len: 37, d: false, z: false, bias: false, softplus: false, ..narrow }, 83),
-        (Case { batch: 2, dim: 64, len: 21, b_groups: 2, c_groups: 1, ..narrow }, 84),
-        (Case { state: 13, len: 19, ..narrow }, 85),
-        (Case { state: 6, warps: 2, len: 37, ..narrow }, 86),
-    ];
-    for (case, seed) in cases {
+    // the pipeline).
+    for (case, seed) in row_sum_cases(80) {
         let plain = run_case(case, seed);
         let piped = run_case(Case { piped: true, ..case }, seed);
         assert!(plain == piped, "{case:?}: the pipelined sums gave other bits");
@@ -351,19 +358,8 @@ fn the_pipelined_sums_over_rows_give_the_plain_kernels_bits() {
 fn the_short_sums_over_rows_give_the_plain_kernels_bits() {
     // Three stages of the reduce-scatter in the scan, the last two's adds
     // in the finish, in their order: every output bit for bit the narrow
-    // kernel's, alone and with the pipeline (three stages deep then), on
-    // the shapes of the pipelined test.
-    let narrow = Case { narrow: true, ..BASE };
-    let cases = [
-        (narrow, 90),
-        (Case { len: 1, ..narrow }, 91),
-        (Case { len: 5, x0: true, ..narrow }, 92),
-        (Case { len: 37, d: false, z: false, bias: false, softplus: false, ..narrow }, 93),
-        (Case { batch: 2, dim: 64, len: 21, b_groups: 2, c_groups: 1, ..narrow }, 94),
-        (Case { state: 13, len: 19, ..narrow }, 95),
-        (Case { state: 6, warps: 2, len: 37, ..narrow }, 96),
-    ];
-    for (case, seed) in cases {
+    // kernel's, alone and with the pipeline (three stages deep then).
+    for (case, seed) in row_sum_cases(90) {
         let plain = run_case(case, seed);
         let short = run_case(Case { short: true, ..case }, seed);
         assert!(plain == short, "{case:?}: the short sums gave other bits");
