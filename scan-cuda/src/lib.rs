@@ -60,6 +60,7 @@ mod cache;
 mod compact;
 mod cuda;
 mod discover;
+mod env;
 mod host;
 mod kernels;
 mod mapped;

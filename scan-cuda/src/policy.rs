@@ -661,7 +661,8 @@ impl BlellochPolicy {
     /// The policy for items of `size` bytes.
     ///
     /// For tuning experiments only, `SCAN_CUDA_POLICY=THREADSxITEMS` (e.g.
-    /// `256x8`) overrides the choice for every item size whose tile fits.
+    /// `256x8`) overrides the choice for every item size whose tile fits (a
+    /// value it does not take is ignored, with a warning on stderr).
     pub fn for_item_size(size: usize) -> Result<BlellochPolicy> {
         let size = size.max(1);
         if let Some(p) = Self::from_env().filter(|p| p.shared_bytes(size) <= SHARED_LIMIT) {
@@ -691,7 +692,15 @@ impl BlellochPolicy {
     }
 
     fn from_env() -> Option<BlellochPolicy> {
-        let v = std::env::var("SCAN_CUDA_POLICY").ok()?;
+        let var = crate::env::TuningVar {
+            name: "SCAN_CUDA_POLICY",
+            takes: "THREADSxITEMS, THREADS a power of two from 32 to 1024 and ITEMS 1 to 32 (e.g. 256x8)",
+        };
+        var.read(BlellochPolicy::parse)
+    }
+
+    /// `THREADSxITEMS` (`SCAN_CUDA_POLICY`'s form), if the kernels take it.
+    fn parse(v: &str) -> Option<BlellochPolicy> {
         let (t, k) = v.split_once('x')?;
         let (threads, items_per_run): (u32, u32) = (t.trim().parse().ok()?, k.trim().parse().ok()?);
         let ok = threads.is_power_of_two() && (32..=1024).contains(&threads) && (1..=32).contains(&items_per_run);
@@ -1097,6 +1106,15 @@ mod tests {
             let p = BlellochPolicy::for_item_size(size).unwrap();
             assert!(p.shared_bytes(size) <= SHARED_LIMIT, "size {size}: {p:?}");
             assert!(p.tile().is_power_of_two(), "size {size}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn the_policy_variable_takes_what_the_kernels_take() {
+        assert_eq!(BlellochPolicy::parse("256x8"), Some(BlellochPolicy { threads: 256, items_per_run: 8 }));
+        assert_eq!(BlellochPolicy::parse(" 64 x 1 "), Some(BlellochPolicy { threads: 64, items_per_run: 1 }));
+        for refused in ["256", "100x8", "16x8", "2048x8", "256x0", "256x33", "x", "256x8x2", "-256x8"] {
+            assert_eq!(BlellochPolicy::parse(refused), None, "{refused}");
         }
     }
 

@@ -382,14 +382,19 @@ pub enum SelectiveKernelChoice {
 
 impl SelectiveKernelChoice {
     fn from_env() -> Option<SelectiveKernelChoice> {
-        SelectiveKernelChoice::parse(&std::env::var("SCAN_CUDA_SELECTIVE_KERNEL").ok()?)
+        crate::env::TuningVar {
+            name: "SCAN_CUDA_SELECTIVE_KERNEL",
+            takes: "auto, block, lanes, lanes2, channels2, channels4, warp2, tiles, lanes:SxPxT or tiles:GxBxY",
+        }
+        .read(SelectiveKernelChoice::parse)
     }
 
     /// A choice by the name `SCAN_CUDA_SELECTIVE_KERNEL` takes: `auto`,
     /// `block`, `lanes`, `lanes2`, `channels2`, `channels4`, `warp2`, `tiles`, `lanes:SxPxT`
     /// for [`SelectiveKernelChoice::LaneShape`], or `tiles:GxBxY` for
     /// [`SelectiveKernelChoice::TileShape`]. (A value of the variable that
-    /// this does not parse is ignored: `Auto` runs.)
+    /// this does not parse is ignored, with a warning on stderr the first time:
+    /// `Auto` runs.)
     ///
     /// ```
     /// use scan_cuda::SelectiveKernelChoice;

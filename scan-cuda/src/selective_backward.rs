@@ -42,18 +42,21 @@ const RUN: usize = 16;
 /// Threads per block of the carries kernels: one warp (a chunk of 512
 /// steps, no barrier per state), the default; or 128 (a chunk of 2048 steps,
 /// as the forward's one-channel block scan), chosen by the environment
-/// variable `SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=block` (any other value
-/// keeps the default). H200, 2026-12-02,
+/// variable `SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=block` (`warp`: the default;
+/// any other value keeps the default, with a warning on stderr). H200, 2026-12-02,
 /// 8 x 1536 x 4096, N 16 (ncu): one warp 1.95 ms, 128 threads 2.07 ms; both
 /// 122 registers, so both hold 16 warps per SM (25% occupancy).
 const CARRY_WIDTHS: [u32; 2] = [32, 128];
 
 /// The carries kernel's width: the environment's choice, else one warp.
 fn carry_threads() -> u32 {
-    match std::env::var("SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES").as_deref() {
-        Ok("block") => 128,
-        _ => 32,
-    }
+    let var = crate::env::TuningVar { name: "SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES", takes: "warp or block" };
+    var.read(|v| match v {
+        "warp" => Some(32),
+        "block" => Some(128),
+        _ => None,
+    })
+    .unwrap_or(32)
 }
 
 fn carries_kernel_name(threads: u32) -> String {
