@@ -327,7 +327,8 @@ impl Device {
     /// every sum in a fixed order: bitwise the same from run to run) for a
     /// state size N up to `scan::cuda::SELECTIVE_BACKWARD_MAX_STATE`, and the
     /// CPU's backward past it; on the CPU, `Cpu::selective_scan_backward`
-    /// (in f64). Errors: the argument checks of the forward, and
+    /// (in f32; `scan::selective::backward::reference_backward` is the f64
+    /// reference). Errors: the argument checks of the forward, and
     /// [`Error::WrongShape`](crate::Error::WrongShape) for `dout`.
     ///
     /// ```

@@ -339,11 +339,13 @@ impl Chunked {
 /// [`SelectiveKernelChoice::parse`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SelectiveKernelChoice {
-    /// The default: the lane-group kernel for many short rows, and for
-    /// very many rows of any length at N 9 to 16 (at least 12288 rows:
-    /// Mamba's batch 8 x dim 1536), else the chunked block scan (two
-    /// channels per one-warp block where B and C allow it and rows are
-    /// many).
+    /// The default: the lane-group kernel for many short rows; the tile
+    /// kernel for at least 4096 longer rows at N 9 to 16 where B and C
+    /// allow it ([`Tiles`](SelectiveKernelChoice::Tiles)); the lane-group
+    /// kernel for very many rows of any length at N 9 to 16 otherwise (at
+    /// least 12288 rows: Mamba's batch 8 x dim 1536); else the chunked
+    /// block scan (two channels per one-warp block where B and C allow it
+    /// and rows are many).
     #[default]
     Auto,
     /// The chunked block scan, one block per (batch, channel) row.
