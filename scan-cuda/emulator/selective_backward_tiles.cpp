@@ -1,8 +1,8 @@
 // The selective scan's tile backward (kernels/selective_backward_tiles.cuh)
 // run in the host emulation, launched as scan-cuda/src/selective_backward_tiles.rs
 // launches it: the training forward (which saves checkpoints beside its
-// output), the backward's own checkpoint kernels (one state quad a warp, and
-// two states a warp: their checkpoints must be the same bits), the gradient kernel, and the partial sums in index order;
+// output), the backward's own checkpoint kernels (one state quad a warp,
+// and two states a warp: their checkpoints must be the same bits), the gradient kernel, and the partial sums in index order;
 // and the plain tile forward (selective_tiles.cuh), whose output and last
 // state must be the training forward's bits.
 // scan-cuda/tests/emulated.rs writes the inputs, runs this and checks the
@@ -112,7 +112,7 @@ int run(const Input& in, std::FILE* out_file) {
                                             in.dim, in.len, in.state, in.softplus);
     });
     if (std::memcmp(saved.data(), pairs.data(), checks_len * sizeof(float)) != 0) {
-        std::fprintf(stderr, "the two-states-a-warp checkpoint kernel's checkpoints differ from the training forward's\n");
+        std::fprintf(stderr, "the two-states-a-warp checkpoints differ from the training forward's\n");
         return 3;
     }
     // The plain forward (selective_scan_tiles, what `run_selective` launches;

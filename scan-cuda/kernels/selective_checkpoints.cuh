@@ -51,6 +51,9 @@ struct SsmCheckpointPairs {
         // quads land 2 to a bank (without the 2 floats' padding, 8).
         float b[T * B_STRIDE];
     };
+    // The size the host gives a block (checkpoint_pairs_shared_bytes in
+    // selective_backward_tiles.rs; the kernel traps on less).
+    static_assert(sizeof(Shared) == 8 * ROWS * (T + 1) + 4 * T * (4 * G + 2), "the host's shared-memory size");
 };
 
 template <int G>
@@ -106,9 +109,10 @@ __device__ __forceinline__ void selective_checkpoint_pairs(const float* u, const
         const u64 t = t0 + 4 * unit_quad;
 #pragma unroll
         for (int p = 0; p < UNITS; ++p) {
-            raw_u[p] = FAST ? ssm_tile_load<true>(u + unit_at[p], t, len) : ssm_tile_load<false>(u + unit_at[p], t, len);
-            raw_delta[p] = FAST ? ssm_tile_load<true>(delta + unit_at[p], t, len)
-                                : ssm_tile_load<false>(delta + unit_at[p], t, len);
+            const float* row_u = u + unit_at[p];
+            const float* row_delta = delta + unit_at[p];
+            raw_u[p] = FAST ? ssm_tile_load<true>(row_u, t, len) : ssm_tile_load<false>(row_u, t, len);
+            raw_delta[p] = FAST ? ssm_tile_load<true>(row_delta, t, len) : ssm_tile_load<false>(row_delta, t, len);
         }
         if (b_thread) raw_b = FAST ? ssm_tile_load<true>(b_row, t, len) : ssm_tile_load<false>(b_row, t, len);
     };
