@@ -1,7 +1,7 @@
 //! One GPU scan, run a few times, for profilers (Nsight Compute) to look at:
 //!
 //! ```text
-//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|f32-add-offsets|selective|selective-backward|selective-backward-ab|selective-backward-narrow-ab|selective-backward-piped-ab|selective-backward-short-ab|selective-backward-piped-short-ab|selective-backward-pairs-ab|linrec-fused-ab] [log2 n] [single-pass|blelloch]
+//! cargo run --release --example gpu_profile -- [f32-add|i32-add|linrec-f32|linrec-f64|linrec-fused|bf16-fused|f32-add-rows|f32-add-offsets|selective|selective-backward|selective-backward-ab|selective-backward-narrow-ab|selective-backward-piped-ab|selective-backward-short-ab|selective-backward-piped-short-ab|linrec-fused-ab] [log2 n] [single-pass|blelloch]
 //! ncu --launch-skip 2 --launch-count 1 -k regex:single_pass target/release/examples/gpu_profile f32-add 28
 //! ```
 //!
@@ -26,8 +26,7 @@
 //! `Tuning::selective_backward_pipelined_sums`; `selective-backward-short-ab`
 //! and `selective-backward-piped-short-ab`: that kernel plain against
 //! `Tuning::selective_backward_short_sums`, alone and with the pipelined
-//! sums; `selective-backward-pairs-ab`: the default's checkpoints with four
-//! states a warp against two, `Tuning::selective_backward_checkpoint_pairs`);
+//! sums);
 //! `linrec-fused-ab` the fused recurrence with grouped runs and through item
 //! slots (`Tuning::grouped_runs`), alternating with a copy of its bytes.
 
@@ -82,7 +81,6 @@ fn main() -> scan::Result<()> {
         "selective-backward-piped-ab" => selective_backward_ab(Ab::Piped),
         "selective-backward-short-ab" => selective_backward_ab(Ab::Short),
         "selective-backward-piped-short-ab" => selective_backward_ab(Ab::PipedShort),
-        "selective-backward-pairs-ab" => selective_backward_ab(Ab::Pairs),
         "linrec-fused-ab" => linrec_fused_ab(n),
         "i32-add" => {
             run::<Add<i32>>(&cuda, &(0..n).map(|i| (u(i) * 2e9) as i32 - 1_000_000_000).collect::<Vec<_>>(), 1)
@@ -226,9 +224,6 @@ enum Ab {
     /// Rotated with narrow steps, plain sums over rows against pipelined
     /// and short.
     PipedShort,
-    /// The default gradient kernel, its checkpoints with four states a warp
-    /// against two.
-    Pairs,
 }
 
 /// The tile backward of the 8/11 benchmark's shape in two forms,
@@ -262,11 +257,6 @@ fn selective_backward_ab(ab: Ab) -> scan::Result<()> {
             plain,
             plain.selective_backward_pipelined_sums(true).selective_backward_short_sums(true),
             ["narrow, plain sums over rows", "narrow, pipelined short sums over rows"],
-        ),
-        Ab::Pairs => (
-            tuning.selective_backward_checkpoint_pairs(false),
-            tuning.selective_backward_checkpoint_pairs(true),
-            ["checkpoints four states a warp", "checkpoints two states a warp"],
         ),
     };
     let (first, second) = (Cuda::new()?.with_tuning(first), Cuda::new()?.with_tuning(second));

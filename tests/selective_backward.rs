@@ -400,37 +400,6 @@ fn the_gpu_tile_backward_matches_the_reference() {
     }
 }
 
-/// The checkpoint kernel with two states a warp
-/// (`Tuning::selective_backward_checkpoint_pairs`) computes each state's
-/// recurrence as the forward's layout does: the same gradients bit for bit
-/// as the four-states-a-warp kernel (whose checkpoints are the training
-/// forward's, see `the_devices_training_pair_on_the_gpu_reuses_the_saved_states`);
-/// on rows of whole tiles and of a tile cut short, N 16, 9 and 6 (two warps
-/// a block), with and without an initial state, one step. `SCAN_TEST_SHORT_ROWS=1` keeps rows of at most 300 steps
-/// (for compute-sanitizer).
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn the_gpu_checkpoints_two_states_a_warp_give_the_same_gradients() {
-    let tiles = scan::cuda::Tuning::default().selective_backward_tiles(true);
-    let quads = gpu().with_tuning(tiles.selective_backward_checkpoint_pairs(false));
-    let pairs = gpu().with_tuning(tiles.selective_backward_checkpoint_pairs(true));
-    let mut rng = Rng::fresh("selective backward gpu checkpoint pairs");
-    // (L, N, options: B and C varying, which the tile kernels take)
-    let mut cases = vec![(4096, 16, 15u32), (4097, 9, 7), (37, 16, 0), (300, 6, 15), (1, 16, 15)];
-    if std::env::var_os("SCAN_TEST_SHORT_ROWS").is_some() {
-        cases.retain(|&(len, _, _)| len <= 300);
-    }
-    for (len, state, options) in cases {
-        let shape = SsmShape { batch: 2, dim: 64, len, state };
-        let o = owned(&mut rng, shape, 1, options);
-        let w = rng.vec(2 * 64 * len, |r| r.range_f64(-1.0, 1.0) as f32);
-        let a = args(&o, options);
-        let want = quads.selective_scan_backward(&a, &w).unwrap();
-        let got = pairs.selective_scan_backward(&a, &w).unwrap();
-        assert!(got == want, "{shape:?}, options {options:#b}: two states a warp gave other gradients");
-    }
-}
-
 /// The pipelined and the short sums over rows
 /// (`Tuning::selective_backward_pipelined_sums`, `..._short_sums`), alone
 /// and together, add the same terms in the same order as the plain rotated

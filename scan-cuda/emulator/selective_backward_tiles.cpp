@@ -1,8 +1,8 @@
 // The selective scan's tile backward (kernels/selective_backward_tiles.cuh)
 // run in the host emulation, launched as scan-cuda/src/selective_backward_tiles.rs
 // launches it: the training forward (which saves checkpoints beside its
-// output), the backward's own checkpoint kernels (one state quad a warp,
-// and two states a warp: their checkpoints must be the same bits), the gradient kernel, and the partial sums in index order;
+// output), the backward's own checkpoint kernel (whose checkpoints must be
+// the same bits), the gradient kernel, and the partial sums in index order;
 // and the plain tile forward (selective_tiles.cuh), whose output and last
 // state must be the training forward's bits.
 // scan-cuda/tests/emulated.rs writes the inputs, runs this and checks the
@@ -26,7 +26,6 @@
 #include "../kernels/block.cuh"
 #include "../kernels/selective.cuh"
 #include "../kernels/selective_tiles.cuh"
-#include "../kernels/selective_checkpoints.cuh"
 #include "../kernels/selective_backward.cuh"
 #include "../kernels/selective_backward_tiles.cuh"
 // clang-format on
@@ -101,18 +100,6 @@ int run(const Input& in, std::FILE* out_file) {
     });
     if (std::memcmp(saved.data(), checks.data(), checks_len * sizeof(float)) != 0) {
         std::fprintf(stderr, "the training forward's checkpoints differ from the checkpoint kernel's\n");
-        return 3;
-    }
-    // The checkpoint kernel of two states a warp (selective_checkpoints.cuh,
-    // 2 G warps): the same bits again.
-    std::vector<float> pairs(checks_len, -3.0f);
-    const dim3 pair_block{2 * 32 * G, 1, 1};
-    scan_emulator::launch(grid, pair_block, sizeof(typename scan::SsmCheckpointPairs<G>::Shared), in.seed + 4, [&] {
-        scan::selective_checkpoint_pairs<G>(in.u.data(), in.delta.data(), in.a.data(), pb, bias, x0, pairs.data(),
-                                            in.dim, in.len, in.state, in.softplus);
-    });
-    if (std::memcmp(saved.data(), pairs.data(), checks_len * sizeof(float)) != 0) {
-        std::fprintf(stderr, "the two-states-a-warp checkpoints differ from the training forward's\n");
         return 3;
     }
     // The plain forward (selective_scan_tiles, what `run_selective` launches;

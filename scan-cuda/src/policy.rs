@@ -755,7 +755,6 @@ pub struct Tuning {
     selective_backward_narrow_steps: Option<bool>,
     selective_backward_pipelined_sums: Option<bool>,
     selective_backward_short_sums: Option<bool>,
-    selective_backward_checkpoint_pairs: Option<bool>,
     adversarial_seed: u32,
     host_chunk_bytes: Option<usize>,
 }
@@ -1001,25 +1000,6 @@ impl Tuning {
     /// [`Tuning::selective_backward_short_sums`] as set.
     pub(crate) fn selective_backward_short_sums_setting(self) -> Option<bool> {
         self.selective_backward_short_sums
-    }
-
-    /// Whether the selective backward by tiles recomputes its checkpoints
-    /// (the states before every 8 steps, when the training forward did not
-    /// save them) with two states a warp (`true`:
-    /// `kernels/selective_checkpoints.cuh`, 2 G warps a block of 32
-    /// channels) instead of the forward's four (`false`). The same bits
-    /// either way (each state's recurrence is its own; the emulated test
-    /// compares them); twice the warps for the GPU to hide the exponentials'
-    /// and the loads' latency behind: at 8/11's shape the forward's layout
-    /// leaves 12 warps a SM. Off by default until it is timed on a GPU.
-    pub fn selective_backward_checkpoint_pairs(mut self, pairs: bool) -> Self {
-        self.selective_backward_checkpoint_pairs = Some(pairs);
-        self
-    }
-
-    /// [`Tuning::selective_backward_checkpoint_pairs`] as set.
-    pub(crate) fn selective_backward_checkpoint_pairs_setting(self) -> Option<bool> {
-        self.selective_backward_checkpoint_pairs
     }
 
     /// The chunk size, in bytes, of scans of host slices (which travel to

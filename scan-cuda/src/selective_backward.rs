@@ -26,13 +26,12 @@ use crate::selective_backward_tiles::BackwardTileKernels;
 use crate::source::kernel_files;
 
 /// The templates the kernels build on, then the kernels.
-const SOURCES: [(&str, &str); 8] = [
+const SOURCES: [(&str, &str); 7] = [
     ("util.cuh", include_str!("../kernels/util.cuh")),
     ("warp.cuh", include_str!("../kernels/warp.cuh")),
     ("block.cuh", include_str!("../kernels/block.cuh")),
     ("selective.cuh", include_str!("../kernels/selective.cuh")),
     ("selective_tiles.cuh", include_str!("../kernels/selective_tiles.cuh")),
-    ("selective_checkpoints.cuh", include_str!("../kernels/selective_checkpoints.cuh")),
     ("selective_backward.cuh", include_str!("../kernels/selective_backward.cuh")),
     ("selective_backward_tiles.cuh", include_str!("../kernels/selective_backward_tiles.cuh")),
 ];

@@ -53,8 +53,6 @@ fn gradient_blocks_per_sm(warps: u32) -> u32 {
 /// forward (the forward's tile kernel that also saves the checkpoints).
 pub(crate) struct BackwardTileKernels {
     checkpoints: CudaFunction,
-    /// The same checkpoints with two states a warp (2 G warps).
-    checkpoint_pairs: CudaFunction,
     gradients: CudaFunction,
     /// The gradient kernel with the upper half-warp's states rotated
     /// (`ROT`), and the dynamic shared memory it is opted in to.
@@ -69,19 +67,6 @@ pub(crate) struct BackwardTileKernels {
 
 fn checkpoints_name(warps: u32) -> String {
     format!("selective_checkpoints_tiles_{warps}")
-}
-
-fn checkpoint_pairs_name(warps: u32) -> String {
-    format!("selective_checkpoint_pairs_{warps}")
-}
-
-/// The dynamic shared memory of a block of the two-states-a-warp checkpoint
-/// kernel, as `SsmCheckpointPairs<G>::Shared`: (dt, dt u) per (row, step)
-/// in rows of 33 float2, and B's 4 G states per step in rows of 4 G + 2
-/// floats, over 32 steps.
-fn checkpoint_pairs_shared_bytes(warps: u32) -> usize {
-    let steps = 32;
-    8 * ROWS * (steps + 1) + 4 * steps * (4 * warps as usize + 2)
 }
 
 /// A form of the gradient kernel (`selective_backward_tiles<G, ROT, NARROW,
@@ -193,17 +178,6 @@ pub(crate) fn source() -> String {
              \x20     nullptr, checkpoints, dim, len, state, softplus != 0);\n\
              }}\n"
         ));
-        let pairs = checkpoint_pairs_name(g);
-        let pair_threads = 2 * threads;
-        code.push_str(&format!(
-            "extern \"C\" __global__ void __launch_bounds__({pair_threads}) {pairs}(\n\
-             \x20   const float* u, const float* delta, const float* A, const float* B, unsigned long long b_groups,\n\
-             \x20   const float* delta_bias, const float* x0, float* checkpoints, unsigned long long dim,\n\
-             \x20   unsigned long long len, unsigned long long state, int softplus) {{\n\
-             \x20 scan::selective_checkpoint_pairs<{g}>(u, delta, A, scan::SsmProjection{{B, b_groups}}, delta_bias, x0,\n\
-             \x20     checkpoints, dim, len, state, softplus != 0);\n\
-             }}\n"
-        ));
         for form in FORMS {
             let gradients = form.name(g);
             let Form { rotated, narrow, piped, short } = form;
@@ -240,7 +214,6 @@ pub(crate) fn load(module: &std::sync::Arc<CudaModule>, limit: usize) -> Result<
             let narrow = |piped, short| opted_in(Form::new(true, true, piped, short));
             let kernels = BackwardTileKernels {
                 checkpoints: lookup(module, &checkpoints_name(g))?,
-                checkpoint_pairs: lookup(module, &checkpoint_pairs_name(g))?,
                 gradients: lookup(module, &Form::new(false, false, false, false).name(g))?,
                 gradients_rotated: opted_in(Form::new(true, false, false, false))?,
                 // In `narrow_index` order.
@@ -439,28 +412,18 @@ impl Cuda {
             // 1. The checkpoints, unless the training forward saved them.
             let checks = saved.map_or(checks, |c| c.device_ptr(stream));
             if saved.is_none() {
-                // Four states a warp (the forward's layout), or two.
-                let pairs = self.tuning().selective_backward_checkpoint_pairs_setting().unwrap_or(false);
-                let (function, threads, shared) = if pairs {
-                    (&tile.checkpoint_pairs, 64 * warps, checkpoint_pairs_shared_bytes(warps))
-                } else {
-                    (&tile.checkpoints, 32 * warps, tiles_shared_bytes(warps))
-                };
-                let mut launch = stream.launch_builder(function);
+                let mut launch = stream.launch_builder(&tile.checkpoints);
                 launch.arg(&u).arg(&delta).arg(&a).arg(&b).arg(&b_groups).arg(&bias).arg(&x0).arg(&checks);
                 launch.arg(&dim64).arg(&len64).arg(&state64).arg(&softplus);
-                let cfg = LaunchConfig {
-                    grid_dim: (blocks, 1, 1),
-                    block_dim: (threads, 1, 1),
-                    shared_mem_bytes: shared as u32,
-                };
+                let shared = tiles_shared_bytes(warps) as u32;
+                let cfg =
+                    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (32 * warps, 1, 1), shared_mem_bytes: shared };
                 // SAFETY: every pointer addresses a live device buffer of the
                 // length the shape gives (checked by `validate`) or is 0 for
                 // an absent option; `checks` holds rows x ceil(L / 8) x 4 G
                 // floats; a block reads its 32 rows (one batch and group:
                 // checked by the plan) and writes its own checkpoints. Shared
-                // memory: the forward tile kernel's, or the pairs kernel's
-                // (both under 48 KiB; the kernels trap on less).
+                // memory: the forward tile kernel's (under 48 KiB).
                 unsafe { launch.launch(cfg) }
                     .map_err(|e| driver_error("launch of the selective backward (checkpoints)", e))?;
             }
@@ -580,9 +543,6 @@ mod tests {
             assert!(gradients_shared_bytes(g, false, false, false) <= 48 * 1024, "G = {g}");
             assert!(tiles_shared_bytes(g) <= 48 * 1024, "G = {g}");
         }
-        // The two-states-a-warp checkpoints: 32 x 33 float2, 32 x (4 G + 2) floats.
-        assert_eq!(checkpoint_pairs_shared_bytes(4), 8 * 32 * 33 + 4 * 32 * 18);
-        assert_eq!(checkpoint_pairs_shared_bytes(2), 8 * 32 * 33 + 4 * 32 * 10);
     }
 
     #[test]
