@@ -424,6 +424,45 @@ fn no_rows_with_long_sequences_give_empty_results() {
     }
 }
 
+/// A zero dim empties every argument, so nothing but the shape's own check
+/// bounds batch and N: huge ones beside a zero are refused when a point per
+/// (batch, dim, L, N), each 0 counted as 1, could not be addressed, and
+/// return empty results at once otherwise (they used to loop over every
+/// batch, or overflow or allocate by N alone).
+#[test]
+fn huge_dimensions_beside_an_empty_one_are_refused_or_done_at_once() {
+    let empty: [f32; 0] = [];
+    let fixed = Projection::Fixed(&empty);
+    let cpu = Cpu::new().with_threads(2);
+    for (batch, len, state) in [(1usize << 40, 1, 1), (1 << 40, 300, 1), (1, 1, 1 << 40), (1 << 20, 5, 1 << 20)] {
+        let shape = SsmShape { batch, dim: 0, len, state };
+        let args = SelectiveScan::new(shape, &empty, &empty, &empty, fixed, fixed).return_last_state(true);
+        let got = cpu.selective_scan(&args).unwrap();
+        assert!(got.out.is_empty() && got.last_state == Some(vec![]), "{shape:?}");
+        let (saved_out, saved) = cpu.selective_scan_saving(&args).unwrap();
+        assert!(saved_out.out.is_empty(), "{shape:?}: saving");
+        let grads = cpu.selective_scan_backward(&args, &empty).unwrap();
+        assert!(grads.du.is_empty() && grads.da.is_empty() && grads.db.is_empty(), "{shape:?}: backward");
+        let again = cpu.selective_scan_backward_saved(&args, &saved, &empty).unwrap();
+        assert!(again.du.is_empty() && again.dc.is_empty(), "{shape:?}: backward from saved states");
+        let (out, last) = reference(&args).unwrap();
+        assert!(out.is_empty() && last == Some(vec![]), "{shape:?}: reference");
+        let grads = scan::selective::backward::reference_backward(&args, &empty).unwrap();
+        assert!(grads.du.is_empty(), "{shape:?}: reference backward");
+    }
+    for (batch, len, state) in [(1usize << 62, 1, 1), (1, 1, usize::MAX), (1 << 31, 1 << 31, 2), (1, 0, 1 << 61)] {
+        let shape = SsmShape { batch, dim: 0, len, state };
+        let args = SelectiveScan::new(shape, &empty, &empty, &empty, fixed, fixed);
+        for (what, got) in [
+            ("forward", cpu.selective_scan(&args).map(drop)),
+            ("backward", cpu.selective_scan_backward(&args, &empty).map(drop)),
+            ("reference", reference(&args).map(drop)),
+        ] {
+            assert!(matches!(got, Err(Error::TooLarge { .. })), "{shape:?}: {what} gave {got:?}");
+        }
+    }
+}
+
 /// Few rows on several threads are cut into chunks along L; with a state
 /// that barely decays, every chunk's result depends on its carried start.
 #[test]

@@ -69,7 +69,9 @@ impl SsmShape {
     /// and what it has; [`Error::TooLarge`] when a state of (batch, dim, N)
     /// floats could not be addressed (with L = 0 no argument bounds it; one
     /// that can be but not allocated is a `TooLarge` of the call that needs
-    /// it, see [`zeros`]).
+    /// it, see [`zeros`]), or when an f64 per (batch, dim, L, N) point,
+    /// each 0 counted as 1, could not be (with dim = 0 no argument bounds
+    /// batch or N).
     pub fn check(&self, lengths: &SsmLengths) -> Result<()> {
         let SsmShape { batch, dim, len, state } = *self;
         let check = |name: &str, got: usize, dims: &[(&str, usize)]| -> Result<()> {
@@ -130,6 +132,22 @@ impl SsmShape {
         if !matches!(bytes, Some(b) if b <= isize::MAX as usize) {
             return Err(Error::TooLarge {
                 what: format!("a state of (batch, dim, N) = ({batch}, {dim}, {state}) floats does not fit in memory"),
+            });
+        }
+        // A zero dimension empties every argument, so none of the checks
+        // above bounds the others: (batch, 0, L, N) passes them for any
+        // batch and N, and the loops and the scratch sized by one dimension
+        // alone (a state of N f64s, a list of batches, grids of batch x
+        // ranges) would overflow or run on and on. Read each zero as 1 and
+        // require an f64 per (batch, dim, L, N) point to be addressable.
+        let points = [batch, dim, len, state].iter().try_fold(1usize, |acc, &n| acc.checked_mul(n.max(1)));
+        if !matches!(points.and_then(|n| n.checked_mul(std::mem::size_of::<f64>())), Some(b) if b <= isize::MAX as usize)
+        {
+            return Err(Error::TooLarge {
+                what: format!(
+                    "the shape (batch, dim, L, N) = ({batch}, {dim}, {len}, {state}), each 0 counted as 1, \
+                     has more points than an f64 array in memory could hold"
+                ),
             });
         }
         Ok(())
@@ -496,9 +514,10 @@ pub fn reference<T: SsmInput>(args: &SelectiveScan<'_, T>) -> Result<(Vec<f64>, 
     let SsmShape { batch, dim, len, state } = args.shape;
     let mut out = vec![0.0; batch * dim * len];
     let mut last = if args.return_last_state { Some(zeros(batch * dim * state)?) } else { None };
-    if len == 0 && last.is_none() {
-        // Nothing to compute (and batch x dim rows of nothing could be many).
-        return Ok((out, None));
+    if (len == 0 && last.is_none()) || batch * dim == 0 {
+        // Nothing to compute (and batch x dim rows of nothing could be many;
+        // with no rows, batch or N alone could be).
+        return Ok((out, last));
     }
     let mut x = vec![0.0f64; state];
     for b in 0..batch {

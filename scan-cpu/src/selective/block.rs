@@ -60,6 +60,10 @@ pub(crate) fn blocks<T: SsmInput>(args: &SelectiveScan<'_, T>) -> Result<Vec<Blo
         d0 = end;
     }
     let mut out = Vec::new();
+    if cuts.is_empty() {
+        // dim = 0: no rows in any batch (and batch alone may be huge).
+        return Ok(out);
+    }
     let count = batch.saturating_mul(cuts.len());
     out.try_reserve_exact(count)
         .map_err(|_| Error::TooLarge { what: format!("cannot allocate the list of {count} blocks of rows") })?;
