@@ -22,8 +22,9 @@
 //          the lanes' checkpoints of the tile (loaded a tile ahead);
 //        scan (warp g, lane r), per sub-run of 8 steps, the last first: the
 //          states from the sub-run's checkpoint forward, a_t = exp(dt A)
-//          and a_t x_{t-1} kept in registers (one exp per (step, state)
-//          here, one in the checkpoint kernel), then backward: g_t = C_t dy_t + G, G <- a_t g_t; the
+//          and x_t kept in registers (one exp per (step, state) here, one
+//          in the checkpoint kernel), then backward: g_t = C_t dy_t + G,
+//          G <- a_t g_t, g a x_{t-1} = G x_{t-1}; the
 //          sums over the warp's 4 states of g B (for du and ddt), A g
 //          a x_{t-1} (ddt) and C x (y, for dz) into `partial[kind][g]`;
 //          dA's dt g a x_{t-1} summed in the lane over the whole row; dB's
@@ -443,8 +444,11 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
         // backward 2.41-2.43 ms; one sub-run at a time, 2.61-2.63).
 #pragma unroll
         for (int run = T / R - 1; run >= 0; --run) {
-            // Forward from the checkpoint: a_t and a_t x_{t-1}.
-            float av[R][4], pv[R][4], x[4];
+            // Forward from the checkpoint: a_t and x_t (x_{t-1} of the
+            // sub-run's first step is the checkpoint). Keeping x_t rather
+            // than a_t x_{t-1} spares the backward an FMA per (step, state):
+            // x_t is kept, and g a x_{t-1} is the new carry a g times x_{t-1}.
+            float av[R][4], xv[R][4], x[4];
 #pragma unroll
             for (int k = 0; k < 4; ++k) x[k] = checks_now[run][k];
 #pragma unroll
@@ -462,8 +466,8 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
 #pragma unroll
                 for (int k = 0; k < 4; ++k) {
                     av[s][k] = ssm_exp2(st.x * a2[k]);
-                    pv[s][k] = av[s][k] * x[k];
-                    x[k] = fmaf(st.y, bv[k], pv[s][k]);
+                    x[k] = fmaf(st.y, bv[k], av[s][k] * x[k]);
+                    xv[s][k] = x[k];
                 }
             }
             // Backward over the sub-run.
@@ -488,15 +492,15 @@ __device__ __forceinline__ void selective_backward_tiles(const float* u, const f
 #pragma unroll
                 for (int k = 0; k < 4; ++k) {
                     const float gk = fmaf(cv[k], st.z, carry[k]);
-                    const float xk = fmaf(st.y, bv[k], pv[s][k]);
-                    const float q = gk * pv[s][k];  // g a x_{t-1}
+                    const float xk = xv[s][k];
+                    carry[k] = av[s][k] * gk;
+                    const float q = carry[k] * (s > 0 ? xv[s - 1][k] : checks_now[run][k]);  // g a x_{t-1}
                     da[k] = fmaf(st.x, q, da[k]);
                     gaq = fmaf(a2[k], q, gaq);
                     gb = fmaf(gk, bv[k], gb);
                     cx = fmaf(cv[k], xk, cx);
                     bc_terms[k] = gk * st.y;      // dB: g dt u
                     bc_terms[4 + k] = st.z * xk;  // dC: dy x
-                    carry[k] = av[s][k] * gk;
                 }
                 p1[s % 4] = gb;  // t % 4
                 p2[s % 4] = gaq;
