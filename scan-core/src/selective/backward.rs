@@ -72,6 +72,10 @@ fn len_of(p: Projection<'_>) -> usize {
 
 impl RowGrads {
     /// Zero gradients for `args`' shapes.
+    ///
+    /// # Panics
+    /// When `args` fail [`SelectiveScan::validate`] (the sizes may then
+    /// overflow): call it first, as [`reference_backward`] does.
     pub fn zeros(args: &SelectiveScan<'_>) -> RowGrads {
         let SsmShape { batch, dim, len, state } = args.shape;
         let bdl = batch * dim * len;
@@ -125,6 +129,10 @@ impl RowGrads {
 
     /// Differentiates row `row` (= b * dim + d) given `dout`, recomputing its
     /// forward states; `states` is scratch of (L + 1) * N values.
+    ///
+    /// # Panics
+    /// When `row` is not below batch x dim, or `args` and `dout` fail
+    /// [`check_dout`]: call it first, as [`reference_backward`] does.
     pub fn row(&mut self, args: &SelectiveScan<'_>, dout: &[f32], row: usize, states: &mut Vec<f64>) {
         let SsmShape { dim, len, state, .. } = args.shape;
         let (b, d) = (row / dim, row % dim);

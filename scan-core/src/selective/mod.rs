@@ -365,6 +365,10 @@ impl<'a, T: SsmInput> SelectiveScan<'a, T> {
 
     /// `dt` at (b, d, t): delta, plus the bias, through the softplus, as
     /// asked. In f64 for the reference; backends compute it in f32.
+    ///
+    /// # Panics
+    /// When (b, d, t) is outside the shape or the arguments do not match it:
+    /// call [`SelectiveScan::validate`] first, as the references do.
     pub fn dt_f64(&self, b: usize, d: usize, t: usize) -> f64 {
         let SsmShape { dim, len, .. } = self.shape;
         let mut dt = f64::from(self.delta[(b * dim + d) * len + t].to_f32());
@@ -378,6 +382,11 @@ impl<'a, T: SsmInput> SelectiveScan<'a, T> {
     }
 
     /// `B` (or `C`, by `p`) at (b, d, n, t).
+    ///
+    /// # Panics
+    /// When (b, d, n, t) is outside the shape or `p` does not match it (a
+    /// group count of 0 or one that does not divide dim included): call
+    /// [`SelectiveScan::validate`] first, as the references do.
     pub fn projection_at(&self, p: Projection<'_, T>, b: usize, d: usize, n: usize, t: usize) -> f32 {
         let SsmShape { dim, len, state, .. } = self.shape;
         match p {
