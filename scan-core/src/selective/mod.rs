@@ -66,12 +66,11 @@ pub struct SsmLengths {
 impl SsmShape {
     /// Checks every argument's length against this shape; the error
     /// ([`Error::WrongShape`]) names the argument, the shape it must have
-    /// and what it has; [`Error::TooLarge`] when a state of (batch, dim, N)
-    /// floats could not be addressed (with L = 0 no argument bounds it; one
-    /// that can be but not allocated is a `TooLarge` of the call that needs
-    /// it, see [`zeros`]), or when an f64 per (batch, dim, L, N) point,
-    /// each 0 counted as 1, could not be (with dim = 0 no argument bounds
-    /// batch or N).
+    /// and what it has; [`Error::TooLarge`] when an f64 per (batch, dim, L,
+    /// N) point, each 0 counted as 1, could not be addressed (with L = 0 no
+    /// argument bounds the states, with dim = 0 none bounds batch or N; an
+    /// array that can be addressed but not allocated is a `TooLarge` of the
+    /// call that needs it, see [`zeros`]).
     pub fn check(&self, lengths: &SsmLengths) -> Result<()> {
         let SsmShape { batch, dim, len, state } = *self;
         let check = |name: &str, got: usize, dims: &[(&str, usize)]| -> Result<()> {
@@ -125,21 +124,12 @@ impl SsmShape {
         if let Some(s) = lengths.initial_state {
             check("initial_state", s, &[("batch", batch), ("dim", dim), ("N", state)])?;
         }
-        // The states (the last one, an initial one's gradient) hold (batch,
-        // dim, N) floats; with L = 0 no argument bounds that count.
-        let states = batch.checked_mul(dim).and_then(|rows| rows.checked_mul(state));
-        let bytes = states.and_then(|n| n.checked_mul(std::mem::size_of::<f32>()));
-        if !matches!(bytes, Some(b) if b <= isize::MAX as usize) {
-            return Err(Error::TooLarge {
-                what: format!("a state of (batch, dim, N) = ({batch}, {dim}, {state}) floats does not fit in memory"),
-            });
-        }
-        // A zero dimension empties every argument, so none of the checks
-        // above bounds the others: (batch, 0, L, N) passes them for any
-        // batch and N, and the loops and the scratch sized by one dimension
-        // alone (a state of N f64s, a list of batches, grids of batch x
-        // ranges) would overflow or run on and on. Read each zero as 1 and
-        // require an f64 per (batch, dim, L, N) point to be addressable.
+        // Bound the arrays no argument bounds: the states (the last one, an
+        // initial one's gradient: (batch, dim, N) floats) when L = 0, and,
+        // when dim = 0 empties every argument, batch and N themselves (the
+        // loops, a state of N f64s, grids of batch x ranges). One bound
+        // covers both: an f64 per (batch, dim, L, N) point, each 0 counted
+        // as 1, must be addressable.
         let points = [batch, dim, len, state].iter().try_fold(1usize, |acc, &n| acc.checked_mul(n.max(1)));
         if !matches!(points.and_then(|n| n.checked_mul(std::mem::size_of::<f64>())), Some(b) if b <= isize::MAX as usize)
         {
