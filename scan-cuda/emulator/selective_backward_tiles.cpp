@@ -1,5 +1,5 @@
 // The selective scan's tile backward (kernels/selective_backward_tiles.cuh)
-// run in the host emulation, launched as scan-cuda/src/selective_backward_tiles.rs
+// run in the host emulation, launched as scan-cuda/src/selective/backward_tiles.rs
 // launches it: the training forward (which saves checkpoints beside its
 // output), the backward's own checkpoint kernel (whose checkpoints must be
 // the same bits), the gradient kernel, and the partial sums in index order;
@@ -19,7 +19,7 @@
 
 #include "cuda_emulator.hpp"
 
-// The backward module's sources, in the order selective_backward.rs gives NVRTC.
+// The backward module's sources, in the order selective/backward.rs gives NVRTC.
 // clang-format off
 #include "../kernels/util.cuh"
 #include "../kernels/warp.cuh"
@@ -71,7 +71,7 @@ std::vector<float> sum_parts(const std::vector<float>& in, u64 outers, u64 parts
 template <int G>
 int run(const Input& in, std::FILE* out_file) {
     constexpr unsigned ROWS = 32, CHECK = scan::SSM_CHECK;
-    constexpr int YS = G == 4 ? 16 : 4;  // the training forward's y steps (selective.rs TILE_DEFAULTS)
+    constexpr int YS = G == 4 ? 16 : 4;  // the training forward's y steps (selective/forward.rs TILE_DEFAULTS)
     const u64 rows = in.batch * in.dim, chunks = in.dim / ROWS;
     const u64 checks_len = rows * ((in.len + CHECK - 1) / CHECK) * 4 * G;
     const dim3 grid{(unsigned)(rows / ROWS), 1, 1}, block{32 * G, 1, 1};

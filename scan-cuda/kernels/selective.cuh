@@ -1,7 +1,7 @@
 // The selective scan of Mamba (scan_core::selective has the definition and
 // the f64 reference), forward, f32. Two kernels: the chunked block scan, for
 // long rows (K channels per block), and the lane-group kernel at the end of
-// the file, for many short rows (the host chooses, scan-cuda/src/selective.rs).
+// the file, for many short rows (the host chooses, scan-cuda/src/selective/forward.rs).
 
 namespace scan {
 

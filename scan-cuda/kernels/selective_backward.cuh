@@ -1,7 +1,7 @@
 // The selective scan's backward pass (scan_core::selective::backward has the
 // definition and the f64 reference), f32, run-to-run deterministic: every
 // sum is taken in an order fixed by the shapes alone, with no atomics.
-// Three kernels (scan-cuda/src/selective_backward.rs launches them):
+// Three kernels (scan-cuda/src/selective/backward.rs launches them):
 //
 //   1. selective_backward_carries, a block per (batch, channel) row, as the
 //      forward's chunked block scan: for every run of SSM_RUN steps and every

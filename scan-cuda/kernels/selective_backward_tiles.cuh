@@ -3,7 +3,7 @@
 // channels (rows) of one batch and group of B and C, and G warps; warp g
 // runs state indices 4 g .. 4 g + 3 of all 32 rows, lane r the recurrences
 // of row r, so B and C are warp-uniform shared loads. Two kernels before the
-// partial sums (scan-cuda/src/selective_backward_tiles.rs launches them):
+// partial sums (scan-cuda/src/selective/backward_tiles.rs launches them):
 //
 //   1. the forward tile kernel in checkpoint mode (ssm_tiles_forward<G, 4,
 //      false, true>): the states before every SSM_CHECK = 8 steps, [block]

@@ -23,8 +23,8 @@ use crate::kernels::{Family, Stage};
 use crate::module::{lock, Module};
 use crate::nvrtc;
 use crate::policy::{Algorithm, SinglePassPolicy, Tuning};
+use crate::selective::SelectiveBackwardKernels;
 use crate::selective::SelectiveKernel;
-use crate::selective_backward::SelectiveBackwardKernels;
 use crate::sharded::ShardKernelCache;
 use crate::single_pass::{Carry, Segments, SinglePass};
 use crate::source::ModuleSource;
@@ -142,13 +142,13 @@ pub struct Cuda {
     /// kept while the executor lives: 1/8 byte per item of the longest
     /// segmented scan by offsets so far.
     pub(crate) segment_bits: Mutex<Option<CudaSlice<u64>>>,
-    /// The selective-scan kernel, loaded at the first (selective.rs).
+    /// The selective-scan kernel, loaded at the first (selective/forward.rs).
     pub(crate) selective: Mutex<Option<Arc<SelectiveKernel>>>,
     /// The selective scan's backward kernels, loaded at the first
-    /// (selective_backward.rs).
+    /// (selective/backward.rs).
     pub(crate) selective_backward: Mutex<Option<Arc<SelectiveBackwardKernels>>>,
     /// The selective backward's checkpoints and partial sums, grown as
-    /// needed and kept while the executor lives (selective_backward.rs).
+    /// needed and kept while the executor lives (selective/backward.rs).
     pub(crate) selective_scratch: Mutex<Option<DeviceBuffer<f32>>>,
     /// The compaction kernels, loaded at the first use (compact.rs).
     pub(crate) compact: Mutex<Option<Arc<CompactKernels>>>,

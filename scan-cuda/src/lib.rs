@@ -72,9 +72,6 @@ mod policy;
 mod pool;
 mod rows;
 mod selective;
-mod selective_backward;
-mod selective_backward_tiles;
-mod selective_saved;
 mod sharded;
 mod single_pass;
 mod source;
@@ -98,11 +95,10 @@ pub use policy::{
     Algorithm, BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning, DETERMINISTIC_LOOKBACK,
     SINGLE_PASS_MAX_ITEM_BYTES,
 };
-pub use selective::{compile_selective_for_arch, DeviceProjection, DeviceSelectiveScan, SelectiveKernelChoice};
-pub use selective_backward::{
-    compile_selective_backward_for_arch, ptxas_report_selective_backward, DeviceSsmGrads, SELECTIVE_BACKWARD_MAX_STATE,
+pub use selective::{
+    compile_selective_backward_for_arch, compile_selective_for_arch, ptxas_report_selective_backward, DeviceProjection,
+    DeviceSelectiveScan, DeviceSsmGrads, SelectiveKernelChoice, SelectiveSaved, SELECTIVE_BACKWARD_MAX_STATE,
 };
-pub use selective_saved::SelectiveSaved;
 pub use sharded::{compile_shard_for_arch, ptxas_report_shard, NcclRank, ShardGroup};
 
 /// The cudarc this crate is built with, for scanning your own `CudaSlice`s.

@@ -3,7 +3,7 @@
 //! scan-cuda/emulator: each CUDA thread a fiber, blocks one after another,
 //! the fibers resumed in a shuffled order at every barrier. The harness
 //! (emulator/selective_backward_tiles.cpp) launches them as
-//! selective_backward_tiles.rs does; this test checks what comes out
+//! src/selective/backward_tiles.rs does; this test checks what comes out
 //! against scan_core's f64 reference, on shapes around the kernels' tiles
 //! (16 and 32 steps), checkpoints (8), and states past N.
 //!

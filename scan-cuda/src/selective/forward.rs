@@ -31,11 +31,11 @@ const THREADS: u32 = 128;
 
 /// The templates the kernel builds on, then the kernel.
 const SOURCES: [(&str, &str); 5] = [
-    ("util.cuh", include_str!("../kernels/util.cuh")),
-    ("warp.cuh", include_str!("../kernels/warp.cuh")),
-    ("block.cuh", include_str!("../kernels/block.cuh")),
-    ("selective.cuh", include_str!("../kernels/selective.cuh")),
-    ("selective_tiles.cuh", include_str!("../kernels/selective_tiles.cuh")),
+    ("util.cuh", include_str!("../../kernels/util.cuh")),
+    ("warp.cuh", include_str!("../../kernels/warp.cuh")),
+    ("block.cuh", include_str!("../../kernels/block.cuh")),
+    ("selective.cuh", include_str!("../../kernels/selective.cuh")),
+    ("selective_tiles.cuh", include_str!("../../kernels/selective_tiles.cuh")),
 ];
 
 /// Warps per block of the lane-group kernel.
@@ -295,7 +295,7 @@ const TILE_KERNEL_MIN_STATE: usize = 8;
 const TILE_DEFAULTS: [TileKernel; 2] = [TileKernel::new(2, None, 4), TileKernel::new(4, Some(3), 16)];
 /// The register bound (blocks per SM) and the steps of y kept in registers
 /// of the default tile kernel of `warps` warps, which the training forward
-/// (selective_backward_tiles.rs) copies.
+/// (backward_tiles.rs) copies.
 pub(crate) fn tile_default_shape(warps: u32) -> Option<(Option<u32>, u32)> {
     TILE_DEFAULTS.into_iter().find(|k| k.warps == warps).map(|k| (k.min_blocks, k.y_steps))
 }

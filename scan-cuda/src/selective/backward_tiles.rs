@@ -3,7 +3,7 @@
 //! kernel: the forward in checkpoint mode writes the states before every 8
 //! steps, then one kernel walks each block's rows from the last tile to the
 //! first with the reverse carry in registers, and the partial sums of
-//! selective_backward.rs add dB, dC, dA, dD and d delta_bias in a fixed
+//! backward.rs add dB, dC, dA, dD and d delta_bias in a fixed
 //! order. It takes N up to 16 with B and C varying and shared by every 32
 //! channels (Mamba's layout), as the forward's tile kernel does; the lane
 //! kernels take the rest.
@@ -12,14 +12,12 @@ use cudarc::driver::{CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKer
 use scan_core::selective::SsmShape;
 use scan_core::{Error, Result};
 
+use super::backward::{DeviceSsmGrads, SelectiveBackwardKernels};
+use super::forward::{opt_in_dynamic_shared, runs_share, tile_default_shape, tiles_shared_bytes, DeviceSelectiveScan};
 use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
 use crate::kernels::lookup;
-use crate::selective::{
-    opt_in_dynamic_shared, runs_share, tile_default_shape, tiles_shared_bytes, DeviceSelectiveScan,
-};
-use crate::selective_backward::{DeviceSsmGrads, SelectiveBackwardKernels};
 
 /// Warps per block (G: states 4 G, so N up to 8 or 16).
 const WARPS: [u32; 2] = [2, 4];

@@ -1,7 +1,7 @@
 //! The training forward: the selective scan's forward that also keeps what
 //! the backward would otherwise recompute first, as mamba_ssm's forward
 //! saves its chunk states for its backward. On the tile path
-//! (selective_backward_tiles.rs) that is the states before every 8 steps:
+//! (backward_tiles.rs) that is the states before every 8 steps:
 //! the forward's tile kernel writes them as it goes, and the backward skips
 //! its checkpoint kernel, a third of its time at 8/11's shape. Elsewhere
 //! nothing is saved and the backward recomputes, as
@@ -11,11 +11,11 @@ use scan_core::selective::backward::check_dout_len;
 use scan_core::selective::SsmShape;
 use scan_core::{Error, Result};
 
+use super::backward::DeviceSsmGrads;
+use super::backward_tiles::checkpoints_len;
+use super::forward::DeviceSelectiveScan;
 use crate::buffer::DeviceBuffer;
 use crate::cuda::Cuda;
-use crate::selective::DeviceSelectiveScan;
-use crate::selective_backward::DeviceSsmGrads;
-use crate::selective_backward_tiles::checkpoints_len;
 
 /// What [`Cuda::run_selective_saving`] kept for
 /// [`Cuda::run_selective_backward_saved`]: the forward states before every

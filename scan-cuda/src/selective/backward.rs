@@ -1,7 +1,7 @@
 //! The selective scan's backward pass on the GPU, every sum in an order
 //! fixed by the shapes, so that the gradients are bitwise the same from run
 //! to run. The forward states are recomputed, never stored whole. Two
-//! paths: the tile kernels (selective_backward_tiles.rs, the default for
+//! paths: the tile kernels (backward_tiles.rs, the default for
 //! Mamba's layout with N 9 to 16 and at least 4096 rows: checkpoints every
 //! 8 steps, then one gradient kernel), and here the lane kernels
 //! (kernels/selective_backward.cuh, every other shape up to N = 64): three
@@ -16,24 +16,24 @@ use scan_core::selective::backward::{check_dout, check_dout_len, SsmGrads};
 use scan_core::selective::{SelectiveScan, SsmShape};
 use scan_core::{Error, Result};
 
+use super::backward_tiles::BackwardTileKernels;
+use super::forward::{opt_in_dynamic_shared, with_limit, DeviceProjection, DeviceSelectiveScan};
 use crate::blelloch::grid;
 use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
 use crate::kernels::{keyed, lookup};
 use crate::module::lock;
-use crate::selective::{opt_in_dynamic_shared, with_limit, DeviceProjection, DeviceSelectiveScan};
-use crate::selective_backward_tiles::BackwardTileKernels;
 use crate::source::kernel_files;
 
 /// The templates the kernels build on, then the kernels.
 const SOURCES: [(&str, &str); 7] = [
-    ("util.cuh", include_str!("../kernels/util.cuh")),
-    ("warp.cuh", include_str!("../kernels/warp.cuh")),
-    ("block.cuh", include_str!("../kernels/block.cuh")),
-    ("selective.cuh", include_str!("../kernels/selective.cuh")),
-    ("selective_tiles.cuh", include_str!("../kernels/selective_tiles.cuh")),
-    ("selective_backward.cuh", include_str!("../kernels/selective_backward.cuh")),
-    ("selective_backward_tiles.cuh", include_str!("../kernels/selective_backward_tiles.cuh")),
+    ("util.cuh", include_str!("../../kernels/util.cuh")),
+    ("warp.cuh", include_str!("../../kernels/warp.cuh")),
+    ("block.cuh", include_str!("../../kernels/block.cuh")),
+    ("selective.cuh", include_str!("../../kernels/selective.cuh")),
+    ("selective_tiles.cuh", include_str!("../../kernels/selective_tiles.cuh")),
+    ("selective_backward.cuh", include_str!("../../kernels/selective_backward.cuh")),
+    ("selective_backward_tiles.cuh", include_str!("../../kernels/selective_backward_tiles.cuh")),
 ];
 
 /// Steps per checkpoint (`SSM_RUN` in the kernels).
@@ -168,7 +168,7 @@ fn source() -> String {
              }}\n"
         ));
     }
-    code.push_str(&crate::selective_backward_tiles::source());
+    code.push_str(&super::backward_tiles::source());
     code.push_str(
         "extern \"C\" __global__ void selective_backward_sum_parts(const float* in, float* out,\n\
          \x20   unsigned long long outers, unsigned long long parts, unsigned long long inner) {\n\
@@ -569,7 +569,7 @@ impl Cuda {
                 })
                 .collect::<Result<_>>()?;
             Ok(SelectiveBackwardKernels {
-                tiles: crate::selective_backward_tiles::load(&module, limit)?,
+                tiles: super::backward_tiles::load(&module, limit)?,
                 carries: CARRY_WIDTHS
                     .into_iter()
                     .map(|threads| Ok((threads, lookup(&module, &carries_kernel_name(threads))?)))
