@@ -1,71 +1,13 @@
-//! How the kernels' work is shaped for one item type on one architecture:
-//! the policy, kept apart from the mechanism (the kernel templates), as in
-//! CUB. Chosen in Rust from the item's size and the device's compute
-//! capability; [`Tuning`] overrides it for experiments.
+//! The single-pass kernels' launch shape for one item type: threads,
+//! items per thread, tile status layout, look-back, stages.
 
 use scan_core::{Error, Result};
 
-/// Dynamic or static shared memory a block may use without opting in to more.
-const SHARED_LIMIT: usize = 48 * 1024;
-
-/// Shared memory one block may opt in to on compute capability `arch`
-/// (CUDA C++ Programming Guide, "Technical specifications per compute
-/// capability"); unknown architectures get the smallest recent figure.
-pub(crate) fn shared_limit_per_block(arch: u32) -> usize {
-    let kib = match arch {
-        70 | 72 => 96,
-        75 => 64,
-        80 | 87 => 163,
-        90..=109 => 227,
-        _ => 99,
-    };
-    kib * 1024
-}
-
-/// Shared memory of one SM; each resident block also reserves 1 KiB.
-fn shared_per_sm(arch: u32) -> usize {
-    shared_limit_per_block(arch) + 1024
-}
+use super::{shared_limit_per_block, shared_per_sm};
 
 /// The largest item the single-pass kernels take: a thread keeps a few items
 /// in registers through the look-back, and past this size they spill.
 pub const SINGLE_PASS_MAX_ITEM_BYTES: usize = 128;
-
-/// The GPU scan algorithms.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Algorithm {
-    /// One launch: each block scans a tile and chains it to its predecessors
-    /// with a decoupled look-back, so the data is read once and written once
-    /// (the bytes a copy moves). The default; items past
-    /// [`SINGLE_PASS_MAX_ITEM_BYTES`] and GPUs older than compute capability
-    /// 7.0 fall back to [`Algorithm::Blelloch`], saying why
-    /// ([`Cuda::algorithm_for`](crate::Cuda::algorithm_for)).
-    #[default]
-    SinglePass,
-    /// Blelloch's multi-block scan: scan tiles and their totals, scan the
-    /// totals (recursively), add each tile's prefix. Moves each item about
-    /// four times; kept as the reference implementation of the shared driver.
-    Blelloch,
-}
-
-impl Algorithm {
-    /// Both algorithms, for tests and benchmarks that cover them all.
-    pub const ALL: [Algorithm; 2] = [Algorithm::SinglePass, Algorithm::Blelloch];
-
-    /// A short lower-case name (`"single-pass"`, `"blelloch"`).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Algorithm::SinglePass => "single-pass",
-            Algorithm::Blelloch => "blelloch",
-        }
-    }
-}
-
-impl std::fmt::Display for Algorithm {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// How a single-pass tile publishes its aggregate and prefix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -136,7 +78,7 @@ pub struct SinglePassPolicy {
     /// registers a vector per group of positions before that store (after
     /// it when the inputs take more bytes than the items), and ran
     /// faster on the H200 (the fused recurrence 0.84 of copy against 0.73,
-    /// bf16 sums 0.44 against 0.43): [`Tuning::staged_maps`].
+    /// bf16 sums 0.44 against 0.43): [`Tuning::staged_maps`](super::Tuning::staged_maps).
     pub staged_maps: bool,
     /// Fused maps from one array of narrow elements into an output of the
     /// same width, narrower than the items (bf16 sums accumulated in f32):
@@ -144,7 +86,7 @@ pub struct SinglePassPolicy {
     /// the lifted items (kernels/narrow.cuh; the slots are sized for them),
     /// 0 otherwise. Set for the fused kernels that can
     /// ([`SinglePassPolicy::narrow_slots_for`]) unless
-    /// [`Tuning::narrow_slots`] turns it off. H200, bf16 sums at 2^28 on
+    /// [`Tuning::narrow_slots`](super::Tuning::narrow_slots) turns it off. H200, bf16 sums at 2^28 on
     /// the plain 4-byte shape (256 x 32, 3 blocks per SM, 2 stages): 3022
     /// GB/s (0.73 of copy) against 2693 (0.65) through item slots, in one
     /// run. The shared memory they free fits a third stage, which with
@@ -157,7 +99,7 @@ pub struct SinglePassPolicy {
     /// from load to store (kernels/grouped.cuh), scanning them in
     /// registers, instead of exchanging them through the item slot, which
     /// costs each position five trips through shared memory instead of two.
-    /// Set for fused kernels unless [`Tuning::grouped_runs`] turns it off
+    /// Set for fused kernels unless [`Tuning::grouped_runs`](super::Tuning::grouped_runs) turns it off
     /// or narrow slots or staged maps are taken; the kernel uses it only
     /// where the maps allow (other kernels ignore it).
     pub grouped_runs: bool,
@@ -292,7 +234,7 @@ impl SinglePassPolicy {
         Ok(policy)
     }
 
-    /// The policy plain scans of `size`-byte items run when no [`Tuning`]
+    /// The policy plain scans of `size`-byte items run when no [`Tuning`](super::Tuning)
     /// sets their shape: [`for_item`](SinglePassPolicy::for_item)'s, made
     /// deterministic ([`deterministic_for`](SinglePassPolicy::deterministic_for))
     /// for 4-byte items, where that shape was also the fastest measured (f32
@@ -477,7 +419,7 @@ impl SinglePassPolicy {
     /// check every built-in and declared map for spills). Where the runs
     /// shrink, a stage is added (in the same shared memory): plain f32 sums
     /// with 16-item runs ran at 0.75 of copy with 2 stages and 0.85 with 3,
-    /// as with 32 and 2 (H200). A [`Tuning`] that sets the items per thread
+    /// as with 32 and 2 (H200). A [`Tuning`](super::Tuning) that sets the items per thread
     /// or the stages applies to the plain policy instead, so that what it
     /// sets is what runs.
     pub fn for_maps(self, input_bytes: usize, item_bytes: usize) -> SinglePassPolicy {
@@ -642,481 +584,10 @@ impl SinglePassPolicy {
     }
 }
 
-/// Threads per block and items per run of the Blelloch kernels for one item
-/// size.
-///
-/// A tile holds `2 * threads * items_per_run` items: each thread owns two runs
-/// (GPU Gems 3's two elements per thread) of `items_per_run` consecutive items.
-/// Small items get long runs so that a tile stays around 16 KiB of shared
-/// memory; large items get short runs and, past 32 bytes, fewer threads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct BlellochPolicy {
-    /// Threads per block (a power of two).
-    pub threads: u32,
-    /// Consecutive items each run holds.
-    pub items_per_run: u32,
-}
-
-impl BlellochPolicy {
-    /// The policy for items of `size` bytes.
-    ///
-    /// For tuning experiments only, `SCAN_CUDA_POLICY=THREADSxITEMS` (e.g.
-    /// `256x8`) overrides the choice for every item size whose tile fits (a
-    /// value it does not take is ignored, with a warning on stderr).
-    pub fn for_item_size(size: usize) -> Result<BlellochPolicy> {
-        let size = size.max(1);
-        if let Some(p) = Self::from_env().filter(|p| p.shared_bytes(size) <= SHARED_LIMIT) {
-            return Ok(p);
-        }
-        let mut threads = 256u32;
-        let items_per_run = match size {
-            0..=4 => 8,
-            5..=8 => 4,
-            9..=16 => 2,
-            _ => 1,
-        };
-        let mut policy = BlellochPolicy { threads, items_per_run };
-        while policy.shared_bytes(size) > SHARED_LIMIT {
-            if threads == 1 {
-                return Err(Error::TooLarge {
-                    what: format!(
-                        "items of {size} bytes do not fit the GPU kernels' shared memory ({SHARED_LIMIT} bytes for a \
-                         tile of 2 items); use smaller items or the CPU backend"
-                    ),
-                });
-            }
-            threads /= 2;
-            policy = BlellochPolicy { threads, items_per_run };
-        }
-        Ok(policy)
-    }
-
-    fn from_env() -> Option<BlellochPolicy> {
-        let var = crate::env::TuningVar {
-            name: "SCAN_CUDA_POLICY",
-            takes: "THREADSxITEMS, THREADS a power of two from 32 to 1024 and ITEMS 1 to 32 (e.g. 256x8)",
-        };
-        var.read(BlellochPolicy::parse)
-    }
-
-    /// `THREADSxITEMS` (`SCAN_CUDA_POLICY`'s form), if the kernels take it.
-    fn parse(v: &str) -> Option<BlellochPolicy> {
-        let (t, k) = v.split_once('x')?;
-        let (threads, items_per_run): (u32, u32) = (t.trim().parse().ok()?, k.trim().parse().ok()?);
-        let ok = threads.is_power_of_two() && (32..=1024).contains(&threads) && (1..=32).contains(&items_per_run);
-        ok.then_some(BlellochPolicy { threads, items_per_run })
-    }
-
-    /// Items one block scans: the driver's `block_len`.
-    pub fn tile(self) -> usize {
-        2 * self.threads as usize * self.items_per_run as usize
-    }
-
-    /// Dynamic shared memory of one block for items of `size` bytes: the padded
-    /// tile, then the padded run totals (see `conflict_free` in the kernels).
-    pub fn shared_bytes(self, size: usize) -> usize {
-        let padded = |n: usize| n + n / 32 + 1;
-        (padded(self.tile()) + padded(2 * self.threads as usize)) * size
-    }
-}
-
-/// Overrides of the single-pass policy, for tuning experiments and tests;
-/// what is not set comes from [`SinglePassPolicy::for_item`] (for rows, flags
-/// and offsets: its [`for_segments`](SinglePassPolicy::for_segments)). A
-/// Tuning that sets any shape starts from `for_item` as it is; one that sets
-/// none runs [`SinglePassPolicy::plain_default`] (deterministic for 4-byte
-/// items) unless it sets [`deterministic`](Tuning::deterministic). Set on an
-/// executor with [`Cuda::with_tuning`](crate::Cuda::with_tuning), which
-/// replaces the executor's tuning, its deterministic setting included.
-///
-/// ```
-/// use scan_cuda::{StatusLayout, Tuning};
-/// let t = Tuning::default().threads(512).items_per_thread(8).status(StatusLayout::Split);
-/// let p = t.apply(scan_cuda::SinglePassPolicy::for_item(4, 90).unwrap());
-/// assert_eq!((p.threads, p.items_per_thread, p.status), (512, 8, StatusLayout::Split));
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Tuning {
-    threads: Option<u32>,
-    items_per_thread: Option<u32>,
-    status: Option<StatusLayout>,
-    lookback: Option<u32>,
-    blocks_per_sm: Option<u32>,
-    stages: Option<u32>,
-    early_loads: Option<bool>,
-    deterministic: Option<bool>,
-    staged_maps: Option<bool>,
-    narrow_slots: Option<bool>,
-    grouped_runs: Option<bool>,
-    selective: crate::selective::SelectiveKernelChoice,
-    selective_backward_whole_rows: Option<bool>,
-    selective_backward_tiles: Option<bool>,
-    selective_backward_rotated_states: Option<bool>,
-    selective_backward_narrow_steps: Option<bool>,
-    selective_backward_pipelined_sums: Option<bool>,
-    selective_backward_short_sums: Option<bool>,
-    adversarial_seed: u32,
-    host_chunk_bytes: Option<usize>,
-}
-
-impl Tuning {
-    /// Threads per block.
-    pub fn threads(mut self, threads: u32) -> Self {
-        self.threads = Some(threads);
-        self
-    }
-
-    /// Items each thread scans.
-    pub fn items_per_thread(mut self, items: u32) -> Self {
-        self.items_per_thread = Some(items);
-        self
-    }
-
-    /// The tile status layout.
-    pub fn status(mut self, status: StatusLayout) -> Self {
-        self.status = Some(status);
-        self
-    }
-
-    /// Predecessor statuses each look-back lane reads per round trip (the
-    /// window is 32 times that).
-    pub fn lookback(mut self, per_lane: u32) -> Self {
-        self.lookback = Some(per_lane);
-        self
-    }
-
-    /// Blocks per SM to cap registers for.
-    pub fn blocks_per_sm(mut self, blocks: u32) -> Self {
-        self.blocks_per_sm = Some(blocks);
-        self
-    }
-
-    /// Stages (tiles a block holds at once, see
-    /// [`SinglePassPolicy::stages`]).
-    pub fn stages(mut self, stages: u32) -> Self {
-        self.stages = Some(stages);
-        self
-    }
-
-    /// Whether to issue a tile's loads before the store of the previous one
-    /// (see [`SinglePassPolicy::early_loads`]). Fused maps whose input
-    /// arrays take more bytes per position than the items load after the
-    /// store whatever this says (kernels/maps.cuh, `FETCHES_EARLY`).
-    pub fn early_loads(mut self, early: bool) -> Self {
-        self.early_loads = Some(early);
-        self
-    }
-
-    /// Whether plain scans and consecutive rows of whole tiles are
-    /// run-to-run deterministic (see
-    /// [`SinglePassPolicy::deterministic`]); without a
-    /// [`lookback`](Tuning::lookback), a deterministic policy reads
-    /// [`DETERMINISTIC_LOOKBACK`] statuses per lane (4 for 4-byte items:
-    /// [`SinglePassPolicy::deterministic_for`]). A mode, not a shape: items
-    /// the single-pass kernels cannot take still fall back to Blelloch.
-    pub fn deterministic(mut self, deterministic: bool) -> Self {
-        self.deterministic = Some(deterministic);
-        self
-    }
-
-    /// Whether fused maps stage whole segments of their input arrays as
-    /// vectors (see [`SinglePassPolicy::staged_maps`]).
-    pub fn staged_maps(mut self, staged: bool) -> Self {
-        self.staged_maps = Some(staged);
-        self
-    }
-
-    /// Whether fused maps that can keep narrow elements in their slots do
-    /// (see [`SinglePassPolicy::narrow_slots`]; on by default).
-    pub fn narrow_slots(mut self, narrow: bool) -> Self {
-        self.narrow_slots = Some(narrow);
-        self
-    }
-
-    /// [`Tuning::narrow_slots`] as set.
-    pub(crate) fn narrow_slots_setting(self) -> Option<bool> {
-        self.narrow_slots
-    }
-
-    /// Whether fused maps whose inputs and output move in the same groups
-    /// keep each lane's groups in the lane (see
-    /// [`SinglePassPolicy::grouped_runs`]; on by default).
-    pub fn grouped_runs(mut self, grouped: bool) -> Self {
-        self.grouped_runs = Some(grouped);
-        self
-    }
-
-    /// [`Tuning::grouped_runs`] as set.
-    pub(crate) fn grouped_runs_setting(self) -> Option<bool> {
-        self.grouped_runs
-    }
-
-    /// [`Tuning::lookback`] as set.
-    pub(crate) fn lookback_setting(self) -> Option<u32> {
-        self.lookback
-    }
-
-    /// Whether [`Tuning::deterministic`] is set on.
-    pub fn is_deterministic(self) -> bool {
-        self.deterministic == Some(true)
-    }
-
-    /// [`Tuning::deterministic`] as set: `None` when left to the policy
-    /// (deterministic for plain scans and rows of whole tiles of 4-byte
-    /// items).
-    pub fn deterministic_setting(self) -> Option<bool> {
-        self.deterministic
-    }
-
-    /// Which GPU selective-scan kernel runs (for measurements and tests;
-    /// the default chooses by shape).
-    pub fn selective_kernel(mut self, choice: crate::selective::SelectiveKernelChoice) -> Self {
-        self.selective = choice;
-        self
-    }
-
-    /// The selective-scan kernel choice set by [`Tuning::selective_kernel`].
-    pub fn selective(self) -> crate::selective::SelectiveKernelChoice {
-        self.selective
-    }
-
-    /// Whether the selective-scan backward's gradient blocks take whole rows
-    /// (`true`: the gradient kernel carries the reverse state G along each
-    /// row and the carries kernel skips its reverse scan) or ranges of 256
-    /// steps (`false`: G from the carries kernel at each range's end). The
-    /// default takes whole rows when there are channels enough to fill the
-    /// GPU (for measurements and tests; the gradients agree within rounding).
-    pub fn selective_backward_whole_rows(mut self, whole: bool) -> Self {
-        self.selective_backward_whole_rows = Some(whole);
-        self
-    }
-
-    /// [`Tuning::selective_backward_whole_rows`] as set.
-    pub(crate) fn selective_backward_whole_rows_setting(self) -> Option<bool> {
-        self.selective_backward_whole_rows
-    }
-
-    /// Whether the selective-scan backward runs its tile kernels (`true`:
-    /// where they apply, as the forward's tile kernel: N at most 16, B and C
-    /// varying and shared by every 32 channels) or its lane kernels
-    /// (`false`). The default takes the tiles for at least 4096 rows and N
-    /// past 8 (for measurements and tests; the gradients agree within
-    /// rounding).
-    pub fn selective_backward_tiles(mut self, tiles: bool) -> Self {
-        self.selective_backward_tiles = Some(tiles);
-        self
-    }
-
-    /// [`Tuning::selective_backward_tiles`] as set.
-    pub(crate) fn selective_backward_tiles_setting(self) -> Option<bool> {
-        self.selective_backward_tiles
-    }
-
-    /// Whether the selective backward's tile gradient kernel gives the upper
-    /// half of each warp its 4 states in the order 2, 3, 0, 1 (`true`), so
-    /// that the first stage of its sums over rows needs no select (96
-    /// instructions a step instead of 110, sm_90 SASS), at 2 KiB more shared
-    /// memory a block. On by default: on the H200 (8/11's shape, both forms
-    /// alternating in one process, 60 calls each) the whole backward took
-    /// 1.909 ms rotated against 1.923 in order (medians; min 1.891 / 1.903);
-    /// after the twenty-first session's bank-conflict fix 1.769-1.779 against
-    /// 1.814-1.824 (2026-12-05, three runs). Narrow steps
-    /// ([`Tuning::selective_backward_narrow_steps`]) apply to this form.
-    pub fn selective_backward_rotated_states(mut self, rotated: bool) -> Self {
-        self.selective_backward_rotated_states = Some(rotated);
-        self
-    }
-
-    /// [`Tuning::selective_backward_rotated_states`] as set.
-    pub(crate) fn selective_backward_rotated_states_setting(self) -> Option<bool> {
-        self.selective_backward_rotated_states
-    }
-
-    /// Whether the selective backward's rotated tile gradient kernel also
-    /// keeps each step's (dt, dt u) as a float2 and dy as a float in shared
-    /// memory (`true`), so that its scan loads 8 bytes a lane going forward
-    /// and 12 going back instead of 16 and 16 (the shared-memory pipe is
-    /// that kernel's busiest unit), at 6.4 KiB more shared memory a block.
-    /// Ignored with the states in order. On by default where it fits: on the
-    /// H200 (8/11's shape, both forms alternating in one process, 60 calls
-    /// each, four runs in two calls) the whole backward took 1.739-1.793 ms
-    /// with narrow steps against 1.766-1.821 without (-1.5% every time; the
-    /// gradient kernel under ncu 1.36 against 1.39 ms).
-    pub fn selective_backward_narrow_steps(mut self, narrow: bool) -> Self {
-        self.selective_backward_narrow_steps = Some(narrow);
-        self
-    }
-
-    /// [`Tuning::selective_backward_narrow_steps`] as set.
-    pub(crate) fn selective_backward_narrow_steps_setting(self) -> Option<bool> {
-        self.selective_backward_narrow_steps
-    }
-
-    /// Whether the selective backward's rotated tile gradient kernel with
-    /// narrow steps spreads each step's sums over rows (dB's and dC's, a
-    /// warp reduce-scatter of 9 shuffles) over five steps, one stage a step
-    /// (`true`), so that the last five shuffles' results are first needed a
-    /// step later instead of a few instructions later: a warp's shuffles keep their
-    /// order in the machine code, so the plain form waits on each of a
-    /// step's last five in turn (the adds waiting on shuffles were 34% of
-    /// that kernel's stall samples on the H200). The same additions in the
-    /// same order: the same bits. On by default (with the short sums: see
-    /// [`Tuning::selective_backward_short_sums`] for the figures); ignored
-    /// with the states in order or without narrow steps.
-    pub fn selective_backward_pipelined_sums(mut self, piped: bool) -> Self {
-        self.selective_backward_pipelined_sums = Some(piped);
-        self
-    }
-
-    /// [`Tuning::selective_backward_pipelined_sums`] as set.
-    pub(crate) fn selective_backward_pipelined_sums_setting(self) -> Option<bool> {
-        self.selective_backward_pipelined_sums
-    }
-
-    /// Whether the selective backward's rotated tile gradient kernel with
-    /// narrow steps stops each step's sums over rows (dB's and dC's warp
-    /// reduce-scatter) after three of its five stages (`true`): every lane
-    /// then stores its sum over 8 rows, and the finish adds a value's four
-    /// in the order the last two stages would have (the same bits). Two
-    /// shuffles and two adds a step fewer, and two fewer links in the chain
-    /// of shuffles each step waits on, for one 16-byte shared load and three
-    /// adds per 4 steps in the finish and 10 KiB more shared memory a
-    /// block (N 9 to 16; 6 KiB at N up to 8). Combines with
-    /// [`Tuning::selective_backward_pipelined_sums`] (three stages in the
-    /// pipeline then). On by default where the GPU gives the block its
-    /// shared memory; ignored with the states in order or without narrow
-    /// steps. H100 (2026-12-05), 8/11's shape, the whole backward, each
-    /// form alternating with the plain sums in one process, medians of 60
-    /// calls, two runs: pipelined and short 1.641 and 1.598 ms against
-    /// 1.843 and 1.793 (-11%); pipelined alone 1.641 and 1.657 against 1.796
-    /// and 1.810 (-9%); short alone 1.743 and 1.752 against 1.797 and 1.806
-    /// (-3%). Nsight Compute: the gradient kernel 1.36 -> 1.16 ms, issue
-    /// slots busy 54 -> 63%, stall samples on the short scoreboard halved.
-    pub fn selective_backward_short_sums(mut self, short: bool) -> Self {
-        self.selective_backward_short_sums = Some(short);
-        self
-    }
-
-    /// [`Tuning::selective_backward_short_sums`] as set.
-    pub(crate) fn selective_backward_short_sums_setting(self) -> Option<bool> {
-        self.selective_backward_short_sums
-    }
-
-    /// The chunk size, in bytes, of scans of host slices (which travel to
-    /// the GPU and back in chunks through pinned buffers, see
-    /// [`Cuda::scan_into`](crate::Cuda::scan_into)), instead of one chosen
-    /// by the input's size (an eighth of it, held between 4 and 16 MiB).
-    /// Rounded down to whole items, at least one, and at most the input.
-    /// Small chunks make tests cross many chunk boundaries.
-    pub fn host_chunk_bytes(mut self, bytes: usize) -> Self {
-        self.host_chunk_bytes = Some(bytes.max(1));
-        self
-    }
-
-    /// The chunk size set by [`Tuning::host_chunk_bytes`], if any.
-    pub fn host_chunk(self) -> Option<usize> {
-        self.host_chunk_bytes
-    }
-
-    /// A debugging mode for tests: with a seed other than 0, blocks claim
-    /// their tiles in an order unrelated to their index and publish their
-    /// status late, at pseudo-random, sometimes skipping the aggregate, so
-    /// that the look-back meets every mix of statuses; rows of one tile
-    /// (a block per row otherwise) run on two blocks that stride over the
-    /// rows. Results must not change; only speed does.
-    pub fn adversarial_schedule(mut self, seed: u32) -> Self {
-        self.adversarial_seed = seed;
-        self
-    }
-
-    /// The seed of [`Tuning::adversarial_schedule`] (0: off).
-    pub fn adversarial_seed(self) -> u32 {
-        self.adversarial_seed
-    }
-
-    /// `policy` with these overrides applied. Another block size without a
-    /// `blocks_per_sm` keeps the policy's threads per SM.
-    pub fn apply(self, policy: SinglePassPolicy) -> SinglePassPolicy {
-        let threads = self.threads.unwrap_or(policy.threads);
-        let same_threads_per_sm =
-            (policy.block_threads().saturating_mul(policy.blocks_per_sm) / threads.saturating_add(32)).max(1);
-        SinglePassPolicy {
-            threads,
-            items_per_thread: self.items_per_thread.unwrap_or(policy.items_per_thread),
-            status: self.status.unwrap_or(policy.status),
-            lookback: self.lookback.unwrap_or(match self.deterministic {
-                Some(true) if !policy.deterministic => DETERMINISTIC_LOOKBACK,
-                _ => policy.lookback,
-            }),
-            blocks_per_sm: self.blocks_per_sm.unwrap_or(same_threads_per_sm),
-            stages: self.stages.unwrap_or(policy.stages),
-            early_loads: self.early_loads.unwrap_or(policy.early_loads),
-            deterministic: self.deterministic.unwrap_or(policy.deterministic),
-            staged_maps: self.staged_maps.unwrap_or(policy.staged_maps),
-            narrow_slots: if self.narrow_slots == Some(false) { 0 } else { policy.narrow_slots },
-            grouped_runs: self.grouped_runs != Some(false) && policy.grouped_runs,
-        }
-    }
-
-    /// The launch-shape overrides alone (what a module is built for).
-    pub(crate) fn shape(self) -> Tuning {
-        Tuning { adversarial_seed: 0, host_chunk_bytes: None, selective: Default::default(), ..self }
-    }
-
-    /// True when the run length or the stages are set: the fused-map
-    /// kernels then take them as set (`SinglePassPolicy::for_maps` sets
-    /// both otherwise).
-    pub(crate) fn sets_run_shape(self) -> bool {
-        self.items_per_thread.is_some() || self.stages.is_some()
-    }
-
-    /// True when an override of the kernels' shape is set, the
-    /// deterministic mode aside (a mode every item takes: items without
-    /// single-pass kernels fall back to Blelloch with it as without).
-    pub(crate) fn overrides_launch_shape(self) -> bool {
-        Tuning { deterministic: None, ..self }.overrides_shape()
-    }
-
-    /// True when a launch-shape override is set (the module must be built
-    /// for it).
-    pub fn overrides_shape(self) -> bool {
-        self.threads.is_some()
-            || self.items_per_thread.is_some()
-            || self.status.is_some()
-            || self.lookback.is_some()
-            || self.blocks_per_sm.is_some()
-            || self.stages.is_some()
-            || self.early_loads.is_some()
-            || self.deterministic.is_some()
-        // (Not `staged_maps`, `narrow_slots` or `grouped_runs`: they concern fused maps
-        // alone, and a shape override here would also change the executor's
-        // plain scans, which would lose their deterministic default and their
-        // Blelloch fallback. `Tuning::shape` still tells modules built with
-        // them apart.)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_blelloch_policy_fits_shared_memory_and_keeps_tiles_power_of_two() {
-        for size in [1, 4, 8, 12, 16, 24, 32, 64, 100, 256, 1000, 4096] {
-            let p = BlellochPolicy::for_item_size(size).unwrap();
-            assert!(p.shared_bytes(size) <= SHARED_LIMIT, "size {size}: {p:?}");
-            assert!(p.tile().is_power_of_two(), "size {size}: {p:?}");
-        }
-    }
-
-    #[test]
-    fn the_policy_variable_takes_what_the_kernels_take() {
-        assert_eq!(BlellochPolicy::parse("256x8"), Some(BlellochPolicy { threads: 256, items_per_run: 8 }));
-        assert_eq!(BlellochPolicy::parse(" 64 x 1 "), Some(BlellochPolicy { threads: 64, items_per_run: 1 }));
-        for refused in ["256", "100x8", "16x8", "2048x8", "256x0", "256x33", "x", "256x8x2", "-256x8"] {
-            assert_eq!(BlellochPolicy::parse(refused), None, "{refused}");
-        }
-    }
+    use crate::policy::{shared_limit_per_block, shared_per_sm, Tuning};
 
     #[test]
     fn absurd_tunings_are_errors_of_validate_not_panics_before_it() {
@@ -1136,7 +607,6 @@ mod tests {
 
     #[test]
     fn huge_items_are_an_error_not_a_panic() {
-        assert!(matches!(BlellochPolicy::for_item_size(1 << 20), Err(Error::TooLarge { .. })));
         let why = SinglePassPolicy::for_item(1 << 20, 90).unwrap_err();
         assert!(why.contains("exceed"), "{why}");
     }
