@@ -5,7 +5,9 @@
 //  2. an inclusive scan of those counts (the single-pass Add<u64> kernel,
 //     launched by compact.rs): tile t's kept items start at count t - 1;
 //  3. compact_scatter: each tile finds every kept item's place within the
-//     tile (ballots and one small scan in shared memory) and writes it.
+//     tile (ballots and one small scan in shared memory) and writes it,
+//     unless the kept items would not fit the output (the host learns the
+//     count when the three are done: one wait for the device, not two).
 //
 // A tile is ROWS rows of THREADS items, striped: item base + r * THREADS + t
 // belongs to thread t, so the loads of flags and items and the stores of the
@@ -26,19 +28,33 @@ struct CompactTile {
     static constexpr u64 ITEMS = (u64)THREADS * ROWS;
 };
 
-// Pass 1: counts[tile] = the set flags of the tile.
+// Pass 1: counts[tile] = the set flags of the tile. The order within a tile
+// does not matter here, so each thread counts ROWS consecutive flags, with
+// one 16-byte load where the tile is whole and the flags aligned (a nonzero
+// byte counts, as in the scatter); byte by byte they were 16 loads a thread
+// and the kernel latency-bound (H100: 14.6 us for 2^24 flags, 34% of
+// DRAM's rate).
 template <int THREADS, int ROWS>
 __device__ __forceinline__ void compact_count(const unsigned char* flags, u64 len, u64* counts) {
     typedef CompactTile<THREADS, ROWS> Tile;
     __shared__ unsigned warp_counts[Tile::WARPS];
     const u64 tiles = (len + Tile::ITEMS - 1) / Tile::ITEMS;
+    const bool vector = ROWS == 16 && ((unsigned long long)flags % 16) == 0;
     for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const u64 base = tile * Tile::ITEMS + threadIdx.x;
+        const u64 first = tile * Tile::ITEMS + (u64)threadIdx.x * ROWS;
         unsigned count = 0;
+        if (vector && (tile + 1) * Tile::ITEMS <= len) {
+            const uint4 w = *reinterpret_cast<const uint4*>(flags + first);
+            // __vcmpne4: 0xff in each byte that is not 0.
+            const unsigned set = __popc(__vcmpne4(w.x, 0u)) + __popc(__vcmpne4(w.y, 0u)) +
+                                 __popc(__vcmpne4(w.z, 0u)) + __popc(__vcmpne4(w.w, 0u));
+            count = set / 8;
+        } else {
 #pragma unroll
-        for (int r = 0; r < ROWS; ++r) {
-            const u64 i = base + (u64)r * THREADS;
-            count += (i < len && flags[i] != 0) ? 1u : 0u;
+            for (int r = 0; r < ROWS; ++r) {
+                const u64 i = first + r;
+                count += (i < len && flags[i] != 0) ? 1u : 0u;
+            }
         }
 #pragma unroll
         for (int d = 16; d > 0; d /= 2) count += __shfl_down_sync(0xffffffffu, count, d);
@@ -55,10 +71,12 @@ __device__ __forceinline__ void compact_count(const unsigned char* flags, u64 le
 
 // Pass 3: writes every kept item of `values` to `out`, in order. An item is
 // `words` consecutive Words; `inclusive` holds pass 2's inclusive scan of
-// the tiles' counts.
+// the tiles' counts. Writes nothing when the kept items are more than
+// `capacity` (the output's items): the host then reports the error with
+// `out` as it was.
 template <int THREADS, int ROWS, class Word>
 __device__ __forceinline__ void compact_scatter(const Word* values, const unsigned char* flags, u64 len,
-                                                const u64* inclusive, Word* out, unsigned words) {
+                                                const u64* inclusive, Word* out, unsigned words, u64 capacity) {
     typedef CompactTile<THREADS, ROWS> Tile;
     constexpr int SLOTS = ROWS * Tile::WARPS;  // one count per (row, warp), in item order
     constexpr int PER_LANE = (SLOTS + 31) / 32;
@@ -66,6 +84,7 @@ __device__ __forceinline__ void compact_scatter(const Word* values, const unsign
     const unsigned lane = lane_id(), warp = warp_id();
     const unsigned lanes_before = (1u << lane) - 1u;
     const u64 tiles = (len + Tile::ITEMS - 1) / Tile::ITEMS;
+    if (tiles == 0 || inclusive[tiles - 1] > capacity) return;  // the same for every thread
     for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         const u64 base = tile * Tile::ITEMS + threadIdx.x;
         const u64 start = tile == 0 ? 0 : inclusive[tile - 1];

@@ -59,8 +59,8 @@ fn source() -> String {
         code.push_str(&format!(
             "extern \"C\" __global__ void __launch_bounds__({THREADS}) {name}(\n\
              \x20   const {ty}* values, const unsigned char* flags, unsigned long long len,\n\
-             \x20   const unsigned long long* inclusive, {ty}* out, unsigned words) {{\n\
-             \x20 scan::compact_scatter<{THREADS}, {ROWS}, {ty}>(values, flags, len, inclusive, out, words);\n\
+             \x20   const unsigned long long* inclusive, {ty}* out, unsigned words, unsigned long long capacity) {{\n\
+             \x20 scan::compact_scatter<{THREADS}, {ROWS}, {ty}>(values, flags, len, inclusive, out, words, capacity);\n\
              }}\n"
         ));
     }
@@ -104,10 +104,11 @@ impl Cuda {
     /// at least that many (its other items are left as they were). `values`
     /// and `keep` must have the same length.
     ///
-    /// Waits for the device once, to read the count (which decides whether
-    /// `out` is large enough) before the kept items are written. Three
-    /// launches: the flags are read twice, each kept item once, nothing else
-    /// of `values`.
+    /// Three launches, then one wait for the device, to read the count: the
+    /// flags are read twice, each kept item once, nothing else of `values`.
+    /// When the kept items would not fit `out`, the last launch writes
+    /// nothing (it reads the count first), and the call returns
+    /// [`Error::LengthMismatch`] with `out` as it was.
     ///
     /// ```no_run
     /// # fn main() -> scan_core::Result<()> {
@@ -136,7 +137,8 @@ impl Cuda {
         let kernels = self.compact_kernels()?;
         let stream = self.stream();
         let tiles = len.div_ceil(TILE);
-        let mut counts = self.alloc::<u64>(tiles)?;
+        // Every count is written by the count kernel.
+        let mut counts = self.alloc_unwritten::<u64>(tiles)?;
         let len64 = len as u64;
         let flags = keep.device_ptr(stream);
         let blocks = grid(tiles.min(MAX_BLOCKS))?;
@@ -150,25 +152,28 @@ impl Cuda {
             unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the compaction count", e))?;
         }
         self.scan_device::<Add<u64>>(&mut counts, ScanSpec::inclusive())?;
+        // The scatter, queued at once: it reads the count itself and writes
+        // nothing if the kept items would not fit `out` (reading the count
+        // here first cost a wait for the device and an idle GPU until the
+        // launch).
+        let (word, words) = words_of(std::mem::size_of::<T>());
+        let scatter = keyed(&kernels.scatter, &word, "a compaction scatter")?;
+        let src = values.device_ptr(stream);
+        let inclusive = counts.device_ptr(stream);
+        let capacity = out.len() as u64;
+        let dst = out.device_ptr_mut(stream);
+        let mut launch = stream.launch_builder(scatter);
+        launch.arg(&src).arg(&flags).arg(&len64).arg(&inclusive).arg(&dst).arg(&words).arg(&capacity);
+        // SAFETY: `values` holds `len` items of `words` words each, `flags`
+        // `len` bytes, `inclusive` the tiles' inclusive counts; the kernel
+        // writes kept items to places below the count, which it checks is at
+        // most `capacity`, the items `out` holds.
+        unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the compaction scatter", e))?;
         let kept = usize::try_from(counts.download_last()?.unwrap_or(0))
             .map_err(|_| Error::Other("internal: the compaction count does not fit usize".into()))?;
         if kept > out.len() {
             return Err(Error::LengthMismatch { input: kept, output: out.len() });
         }
-        if kept == 0 {
-            return Ok(0);
-        }
-        let (word, words) = words_of(std::mem::size_of::<T>());
-        let scatter = keyed(&kernels.scatter, &word, "a compaction scatter")?;
-        let src = values.device_ptr(stream);
-        let inclusive = counts.device_ptr(stream);
-        let dst = out.device_ptr_mut(stream);
-        let mut launch = stream.launch_builder(scatter);
-        launch.arg(&src).arg(&flags).arg(&len64).arg(&inclusive).arg(&dst).arg(&words);
-        // SAFETY: `values` and `flags` hold `len` items; `counts` the
-        // inclusive scan of the tiles' counts, whose last is `kept` <=
-        // `out.len()`, so every kept item's place lies within `out`.
-        unsafe { launch.launch(cfg) }.map_err(|e| driver_error("launch of the compaction scatter", e))?;
         Ok(kept)
     }
 
