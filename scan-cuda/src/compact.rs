@@ -54,10 +54,16 @@ fn source() -> String {
          \x20 scan::compact_count<{THREADS}, {ROWS}>(flags, len, counts);\n\
          }}\n"
     ));
+    // A timing experiment's register bound on the scatters: blocks per SM
+    // (the default leaves ptxas free: 80 registers, 3 blocks an SM).
+    let var =
+        crate::env::TuningVar { name: "SCAN_CUDA_COMPACT_SCATTER_BLOCKS", takes: "a number of blocks per SM, 1 to 8" };
+    let bound =
+        var.read(|v| v.parse::<u32>().ok().filter(|b| (1..=8).contains(b))).map_or(String::new(), |b| format!(", {b}"));
     for (word, ty) in WORDS {
         let name = scatter_name(word);
         code.push_str(&format!(
-            "extern \"C\" __global__ void __launch_bounds__({THREADS}) {name}(\n\
+            "extern \"C\" __global__ void __launch_bounds__({THREADS}{bound}) {name}(\n\
              \x20   const {ty}* values, const unsigned char* flags, unsigned long long len,\n\
              \x20   const unsigned long long* inclusive, {ty}* out, unsigned words, unsigned long long capacity) {{\n\
              \x20 scan::compact_scatter<{THREADS}, {ROWS}, {ty}>(values, flags, len, inclusive, out, words, capacity);\n\

@@ -2,7 +2,10 @@
 //! experiments: `SCAN_CUDA_POLICY`, `SCAN_CUDA_SELECTIVE_KERNEL` and
 //! `SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES`. A program sets the same through
 //! [`Tuning`](crate::Tuning); the variables let a benchmark binary be
-//! steered without a rebuild.
+//! steered without a rebuild. `SCAN_CUDA_COMPACT_SCATTER_BLOCKS` (a register
+//! bound on the compaction's scatter, as blocks per SM) has no `Tuning`
+//! twin: it is a timing experiment only, read when the executor first
+//! builds its compaction module.
 //!
 //! An unset or empty variable is not set. A value that does not parse is
 //! ignored and the default runs, as before; but the first time scan-cuda
