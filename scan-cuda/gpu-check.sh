@@ -7,6 +7,8 @@
 #   bash scan-cuda/gpu-check.sh host       # quickstart at 2^24 and 2^28 (no environment set up), bench --gpu-host-only
 #   bash scan-cuda/gpu-check.sh bench      # examples/bench --gpu, peers, plot (about 9 minutes since the replayed rows:
 #                                          # longer than one device call allows; scans, rows, fused, selective split it)
+#   bash scan-cuda/gpu-check.sh compact    # stream compaction: test gpu_compact, examples/compact at three register
+#                                          # bounds of the scatter (SCAN_CUDA_COMPACT_SCATTER_BLOCKS), about a minute
 #   bash scan-cuda/gpu-check.sh rows       # rows and segments: bench --gpu-rows-only, examples/compact, peers --rows-only
 #                                          # (SCAN_BENCH_ROWS_SWEEP=1 adds tile shapes for f32 rows of 65536 x 4096)
 #   bash scan-cuda/gpu-check.sh fused      # fused maps: bench --gpu-fused-only (the recurrence from a[], b[] to h[];
@@ -96,6 +98,20 @@ for what in "$@"; do
     cat "$out/compact.log"
     PYTHONUNBUFFERED=1 step 300 peers-rows python3 bench/peers.py --rows-only --reps 15 --out "$out/peers-rows.md"
     cat "$out/peers-rows.md"
+    ;;
+  compact)
+    # Stream compaction: its GPU tests, then examples/compact (2^24 f32, a
+    # quarter kept) with the scatter's register bound at the default and at
+    # 4 and 5 blocks an SM (SCAN_CUDA_COMPACT_SCATTER_BLOCKS), twice each in
+    # turn; about a minute.
+    step 60 test-gpu_compact $bin/tests/scan-gpu_compact --ignored --test-threads=4
+    for round in 1 2; do
+      for blocks in default 4 5; do
+        value=$blocks; [ "$blocks" = default ] && value=
+        SCAN_CUDA_COMPACT_SCATTER_BLOCKS=$value step 60 "compact-$blocks-$round" $bin/examples/compact
+        echo "-- scatter blocks $blocks, round $round: $(grep 'Cuda::compact_device_into' "$out/compact-$blocks-$round.log")"
+      done
+    done
     ;;
   fused)
     step 300 bench-fused $bin/examples/bench --gpu-fused-only --reps 15 --out "$out/bench-fused.md"
