@@ -9,9 +9,11 @@
 //     unless the kept items would not fit the output (the host learns the
 //     count when the three are done: one wait for the device, not two).
 //
-// A tile is ROWS rows of THREADS items, striped: item base + r * THREADS + t
-// belongs to thread t, so the loads of flags and items and the stores of the
-// kept items are coalesced. Grids are grid-stride loops over tiles.
+// A tile is ROWS rows of THREADS items. The scatter stripes it: item base +
+// r * THREADS + t belongs to thread t, so the loads of flags and items and
+// the stores of the kept items are coalesced. The count, to which order does
+// not matter, gives each thread ROWS consecutive flags instead (one 16-byte
+// load). Grids are grid-stride loops over tiles.
 
 namespace scan {
 
