@@ -450,6 +450,16 @@ fn huge_dimensions_beside_an_empty_one_are_refused_or_done_at_once() {
         let grads = scan::selective::backward::reference_backward(&args, &empty).unwrap();
         assert!(grads.du.is_empty(), "{shape:?}: reference backward");
     }
+    // Varying B and C in huge groups (dividing dim = 0) at L = 0: empty
+    // arrays whose other dimensions multiply past usize are shaped right
+    // (they were refused as "more items than fit in memory").
+    let varying = Projection::Varying { data: &empty, groups: 1 << 30 };
+    let shape = SsmShape { batch: 1 << 40, dim: 0, len: 0, state: 1 };
+    let args = SelectiveScan::new(shape, &empty, &empty, &empty, varying, varying);
+    let got = cpu.selective_scan(&args).unwrap();
+    assert!(got.out.is_empty(), "{shape:?}, groups of 2^30");
+    let grads = cpu.selective_scan_backward(&args, &empty).unwrap();
+    assert!(grads.db.is_empty() && grads.dc.is_empty(), "{shape:?}, groups of 2^30: backward");
     for (batch, len, state) in [(1usize << 62, 1, 1), (1, 1, usize::MAX), (1 << 31, 1 << 31, 2), (1, 0, 1 << 61)] {
         let shape = SsmShape { batch, dim: 0, len, state };
         let args = SelectiveScan::new(shape, &empty, &empty, &empty, fixed, fixed);

@@ -254,7 +254,7 @@ pub fn check_dout(args: &SelectiveScan<'_>, dout: &[f32]) -> Result<()> {
 /// anywhere (a host slice, a device buffer).
 pub fn check_dout_len(shape: SsmShape, len: usize) -> Result<()> {
     let SsmShape { batch, dim, len: steps, .. } = shape;
-    let want = batch.checked_mul(dim).and_then(|rows| rows.checked_mul(steps));
+    let want = super::items_of([batch, dim, steps]);
     if want != Some(len) {
         let items = want.map_or("more items than fit in memory".to_string(), |n| format!("{n} items"));
         return Err(Error::WrongShape {

@@ -63,6 +63,15 @@ pub struct SsmLengths {
     pub initial_state: Option<usize>,
 }
 
+/// The items of an array of these dimensions: 0 when any is 0 (however
+/// large the others), `None` when the product overflows.
+pub(crate) fn items_of(dims: impl IntoIterator<Item = usize> + Clone) -> Option<usize> {
+    if dims.clone().into_iter().any(|n| n == 0) {
+        return Some(0);
+    }
+    dims.into_iter().try_fold(1usize, usize::checked_mul)
+}
+
 impl SsmShape {
     /// Checks every argument's length against this shape; the error
     /// ([`Error::WrongShape`]) names the argument, the shape it must have
@@ -74,7 +83,7 @@ impl SsmShape {
     pub fn check(&self, lengths: &SsmLengths) -> Result<()> {
         let SsmShape { batch, dim, len, state } = *self;
         let check = |name: &str, got: usize, dims: &[(&str, usize)]| -> Result<()> {
-            let want = dims.iter().try_fold(1usize, |acc, (_, n)| acc.checked_mul(*n));
+            let want = items_of(dims.iter().map(|&(_, n)| n));
             if want == Some(got) {
                 return Ok(());
             }
