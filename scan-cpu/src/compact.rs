@@ -20,7 +20,7 @@ pub(crate) fn compact<T: Copy + Send + Sync>(values: &[T], keep: &[bool], thread
         (0..values.len()).step_by(per_part).map(|start| (start..(start + per_part).min(values.len()), 0)).collect();
     for_each_part(&mut parts, threads, |mine| {
         for (items, kept) in mine {
-            *kept = keep[items.clone()].iter().filter(|&&k| k).count();
+            *kept = count_set(&keep[items.clone()]);
         }
     });
     let total: usize = parts.iter().map(|(_, kept)| kept).sum();
@@ -38,32 +38,69 @@ pub(crate) fn compact<T: Copy + Send + Sync>(values: &[T], keep: &[bool], thread
         }
         for_each_part(&mut jobs, threads, |mine| {
             for (items, stretch) in mine {
-                fill_branch_free(&values[items.clone()], &keep[items.clone()], stretch);
+                fill(&values[items.clone()], &keep[items.clone()], stretch);
             }
         });
     }
-    // SAFETY: every part wrote its whole stretch (fill_branch_free writes
-    // every slot: its kept items, which the count above says fill it), and
-    // the stretches tile 0 .. total.
+    // SAFETY: every part wrote its whole stretch (`fill` writes its kept
+    // items to consecutive slots from the first, as many as the count above
+    // made the stretch; a disagreement would panic on an index, not leave a
+    // slot unwritten), and the stretches tile 0 .. total.
     unsafe { out.set_len(total) };
     Ok(out)
 }
 
-/// Writes the kept items of `values` to `out`, which holds exactly as many,
-/// without a branch per item: every item is written to the next free slot,
-/// which only a kept item claims, so unpredictable flags cost no
-/// mispredictions; the loop ends when the last slot is claimed, so no write
-/// lands past `out`.
-fn fill_branch_free<T: Copy>(values: &[T], keep: &[bool], out: &mut [std::mem::MaybeUninit<T>]) {
-    if out.is_empty() {
-        return;
-    }
+/// How many of `flags` are set: bytes of 0 or 1 summed in u8 lanes, 255 at
+/// a time so that no lane overflows, which vectorises (`filter().count()`
+/// did not: 5 ms for 2^24 flags on 2 threads, against 1).
+fn count_set(flags: &[bool]) -> usize {
+    flags.chunks(255).map(|c| usize::from(c.iter().fold(0u8, |a, &k| a + u8::from(k)))).sum()
+}
+
+/// The bits of 8 flags (bytes of 0 or 1, the first in the lowest byte): bit
+/// i is flag i. The multiplication moves byte i's bit to bit 56 + i and
+/// every other product to a bit of its own, so nothing carries.
+fn mask8(word: u64) -> u64 {
+    word.wrapping_mul(0x0102_0408_1020_4080) >> 56
+}
+
+/// Writes the kept items of `values` to `out`, which holds exactly as many.
+/// 64 flags at a time become a mask (8 bytes a multiplication), and only the
+/// kept items' positions are visited (trailing zeros), so the time goes with
+/// the kept items and no branch depends on a single flag; a chunk kept
+/// whole is copied in a row. Writing every item to the next free slot,
+/// which only a kept item claims, a flag at a time, took 1.6 ms for 2^22 f32
+/// on this machine's 2 threads whatever the flags; this takes 0.8 (3% kept
+/// at random) to 1.4 (70%). (Writing branch free only the chunks with many
+/// kept items was slower on those too: 1.70 ms against 1.24 at half kept.)
+fn fill<T: Copy>(values: &[T], keep: &[bool], out: &mut [std::mem::MaybeUninit<T>]) {
     let mut next = 0;
-    for (&x, &k) in values.iter().zip(keep) {
-        out[next].write(x);
-        next += usize::from(k);
-        if next == out.len() {
-            break;
+    let mut values = values.chunks_exact(64);
+    let mut flags = keep.chunks_exact(64);
+    for (items, flags) in values.by_ref().zip(flags.by_ref()) {
+        let mut mask = 0u64;
+        for (i, word) in flags.chunks_exact(8).enumerate() {
+            let bytes: [u8; 8] = std::array::from_fn(|j| u8::from(word[j]));
+            mask |= mask8(u64::from_le_bytes(bytes)) << (8 * i);
+        }
+        let kept = mask.count_ones();
+        if kept == 64 {
+            for (slot, &x) in out[next..next + 64].iter_mut().zip(items) {
+                slot.write(x);
+            }
+            next += 64;
+        } else {
+            while mask != 0 {
+                out[next].write(items[mask.trailing_zeros() as usize]);
+                next += 1;
+                mask &= mask - 1;
+            }
+        }
+    }
+    for (&x, &k) in values.remainder().iter().zip(flags.remainder()) {
+        if k {
+            out[next].write(x);
+            next += 1;
         }
     }
 }
@@ -81,6 +118,34 @@ mod tests {
             for threads in [1, 2, 3, 8] {
                 assert_eq!(compact(&values, &keep, threads).unwrap(), want, "n {n}, {threads} threads");
             }
+        }
+    }
+
+    #[test]
+    fn eight_flags_make_their_eight_bits() {
+        for bits in 0u64..256 {
+            let word = u64::from_le_bytes(std::array::from_fn(|i| ((bits >> i) & 1) as u8));
+            assert_eq!(mask8(word), bits, "flags {bits:08b}");
+        }
+    }
+
+    #[test]
+    fn every_chunk_kind_and_tail_keeps_its_items_in_order() {
+        // Chunks of 64 kept whole, none kept, one kept at either end, dense
+        // and sparse ones, then tails of every length below a chunk.
+        let mut flags = vec![true; 64];
+        flags.extend([false; 64]);
+        flags.extend((0..64).map(|i| i == 0));
+        flags.extend((0..64).map(|i| i == 63));
+        flags.extend((0..64).map(|i| i % 7 != 3));
+        flags.extend((0..64).map(|i| i % 13 == 5));
+        for tail in 0..64 {
+            let mut keep = flags.clone();
+            keep.extend((0..tail).map(|i| i % 3 != 1));
+            let values: Vec<u32> = (0..keep.len() as u32).collect();
+            let want: Vec<u32> = values.iter().zip(&keep).filter(|&(_, &k)| k).map(|(&x, _)| x).collect();
+            assert_eq!(count_set(&keep), want.len(), "tail {tail}: count");
+            assert_eq!(compact(&values, &keep, 1).unwrap(), want, "tail {tail}");
         }
     }
 
