@@ -149,7 +149,7 @@ const BLOCK: usize = 64;
 /// further multiplication is on a subnormal, which this machine's Xeon
 /// does some twenty times slower: `scan_mapped` of 2^22 such steps took
 /// 70-76 ms on 2 threads against 7 on one (which needs no totals), and
-/// 7.4 ms this way. In a tree, the products of whole blocks and then of
+/// 6.8-7.3 ms this way. In a tree, the products of whole blocks and then of
 /// equal halves meet, and a tiny product times a tiny one is 0.
 fn reduce<Op: ScanOp>(items: impl Iterator<Item = Op::Item>) -> Option<Op::Item> {
     // levels[l]: the total of the 2^l blocks before the current ones, if
