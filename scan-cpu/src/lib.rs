@@ -37,6 +37,7 @@ mod selective;
 mod sequential;
 mod stream;
 mod tiled;
+mod tree;
 
 pub use blelloch::BLOCK_LEN as BLELLOCH_BLOCK_LEN;
 pub use cpu::{Algorithm, Cpu};

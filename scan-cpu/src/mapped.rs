@@ -2,14 +2,14 @@
 //! inputs as they are read and projected as they are written; nothing
 //! lifted is stored.
 //!
-//! The input is cut into one piece per thread (in memory order), and each
-//! piece of several into 8 lanes, scanned side by side (one fold is
-//! latency-bound). Pass 1 reduces each lane's lifted items in scan order,
+//! The input is cut into one piece per thread (in memory order), and, when
+//! there are several pieces, each piece of at least 2^15 items into 8 lanes,
+//! scanned side by side (one fold is latency-bound). Pass 1 reduces each lane's lifted items in scan order,
 //! grouped as a tree of 64-item blocks (a long fold can stick on a
 //! subnormal); the lanes' totals are combined in scan order (the last piece
 //! first for a reverse scan); pass 2 rescans each lane from its prefix,
 //! projecting into the output. So the inputs are read twice and the output
-//! written once; one piece (one thread) is one pass. The grouping depends
+//! written once; one piece (one thread, or under 2^16 items) is one pass. The grouping depends
 //! on the number of pieces: float results are identical from run to run for
 //! one thread count, not across thread counts. Rows (`scan_mapped_rows`)
 //! are each such a scan: many rows a thread's block of rows each, one piece
@@ -20,18 +20,10 @@ use scan_core::{reference, Error, Result, ScanOp, ScanSpec};
 
 use crate::cpu::Cpu;
 use crate::parallel;
+use crate::tree::{then, Tree, BLOCK};
 
 /// Pieces smaller than this run on one thread: a thread's start costs more.
 const MIN_PIECE: usize = 1 << 15;
-
-/// `acc ∘ x`, where `None` is the empty prefix (so that a scan never
-/// combines with the identity, which for floats is not always exact: 0.0 + -0.0).
-fn then<Op: ScanOp>(acc: Option<Op::Item>, x: Op::Item) -> Op::Item {
-    match acc {
-        Some(a) => Op::combine(a, x),
-        None => x,
-    }
-}
 
 impl Cpu {
     /// Scans the items that `M` lifts from `inputs` (one slice, or a tuple
@@ -136,17 +128,19 @@ impl Cpu {
     }
 }
 
-/// Items folded one after another before their total joins the tree.
-const BLOCK: usize = 64;
-
 /// Lanes a long piece is cut into, scanned side by side in both passes. A
 /// fold is latency-bound: every combine waits for the one before (the
-/// recurrence's multiply then add, about 8 cycles), so one chain leaves the
-/// core mostly idle; eight independent chains in one loop keep it busy.
-/// Each lane is contiguous, so operands keep their order.
+/// recurrence's multiply then add; one chain measured about 5 cycles an
+/// item here), so one chain leaves the core mostly idle; eight independent
+/// chains in one loop keep it busy. Each lane is contiguous, so operands
+/// keep their order. (The lanes' block folds, accumulators and seeds are
+/// arrays of 8 items on the worker's stack: fine for the items scanned
+/// today, up to 64 bytes; `Tree`'s levels stay on the heap.)
 const LANES: usize = 8;
 
-/// Items a lane gets at least; shorter pieces are one lane.
+/// A piece is cut into lanes from `LANES * MIN_LANE` items on; shorter
+/// pieces are one lane. (Lanes are about an eighth of the piece, skewed:
+/// [`lanes_of`].)
 const MIN_LANE: usize = 1 << 12;
 
 /// How a piece of `len` items is cut: the number of lanes and the items of
@@ -156,81 +150,15 @@ const MIN_LANE: usize = 1 << 12;
 /// lanes' streams do not all sit at one offset within a 4 KiB page: there
 /// they would map to one L1 set and trip 4K-aliasing stalls (in a first
 /// form of these loops, 2^24 recurrence steps took 42 ms on 2 threads in
-/// lanes of exactly an eighth of a piece, 26 in skewed lanes).
+/// lanes of exactly an eighth of a piece, 26 in skewed lanes). For 4-byte
+/// items the 8 lanes sit 512 bytes apart within a page; 8-byte items pair
+/// lanes l and l + 4 at one offset, and 32-byte items get no spread (the
+/// skew is then 4 KiB): the arrays timed were f32.
 fn lanes_of(len: usize) -> (usize, usize) {
     if len >= LANES * MIN_LANE {
         (LANES, (len / LANES - 128) / 1024 * 1024 + 128)
     } else {
         (1, len)
-    }
-}
-
-/// A combination of items pushed in scan order, grouped as a tree: blocks
-/// of [`BLOCK`] folded one after another, then the blocks' totals joined
-/// pairwise as a binary counter joins its bits, the earlier always on the
-/// left.
-///
-/// Why not one fold over the whole piece: a long chain of combines can
-/// meet a value that no later step moves. The recurrence's decay product,
-/// folded over a million decays in (0.5, 1), underflows to the smallest
-/// subnormal f32 and stays there (half of it rounds back up), so every
-/// further multiplication is on a subnormal, which this machine's Xeon
-/// does some twenty times slower: `scan_mapped` of 2^22 such steps took
-/// 70-76 ms on 2 threads against 7 on one (which needs no totals), and
-/// 6.8-7.3 ms this way. In a tree, the products of whole blocks and then of
-/// equal halves meet, and a tiny product times a tiny one is 0.
-struct Tree<T> {
-    /// `levels[l]`: the total of the 2^l blocks before the current ones, if
-    /// the count of blocks so far has bit l set. (On the heap, as many as a
-    /// count has bits: an item may be large, and a piece's thread has a
-    /// thread's stack. Growing the levels as needed instead ran 40% slower:
-    /// 9.6 ms against 6.8 for 2^22 on 2 threads.)
-    levels: Vec<Option<T>>,
-    /// The fold of the current block so far.
-    block: Option<T>,
-    in_block: usize,
-}
-
-impl<T: Copy> Tree<T> {
-    fn new() -> Self {
-        Tree { levels: vec![None; usize::BITS as usize], block: None, in_block: 0 }
-    }
-
-    /// Folds `x` into the current block.
-    #[inline(always)]
-    fn push<Op: ScanOp<Item = T>>(&mut self, x: T) {
-        self.block = Some(then::<Op>(self.block, x));
-        self.in_block += 1;
-        if self.in_block == BLOCK {
-            if let Some(total) = self.block.take() {
-                self.push_block::<Op>(total);
-            }
-        }
-    }
-
-    /// Adds the total of a whole block (the current one must be empty).
-    fn push_block<Op: ScanOp<Item = T>>(&mut self, mut total: T) {
-        self.in_block = 0;
-        for level in self.levels.iter_mut() {
-            match level.take() {
-                Some(earlier) => total = Op::combine(earlier, total),
-                None => {
-                    *level = Some(total);
-                    return;
-                }
-            }
-        }
-    }
-
-    /// The combination of everything pushed (`None` when nothing was).
-    fn total<Op: ScanOp<Item = T>>(self) -> Option<T> {
-        // The levels hold earlier blocks the higher they are; the unfinished
-        // block comes last.
-        let joined = self.levels.iter().rev().flatten().fold(None, |acc, &t| Some(then::<Op>(acc, t)));
-        match self.block {
-            Some(rest) => Some(then::<Op>(joined, rest)),
-            None => joined,
-        }
     }
 }
 
@@ -323,8 +251,8 @@ fn scan_lanes<Op: ScanOp, M: Maps<Op>, const L: usize>(
 /// a long piece into [`LANES`] lanes (in scan order). Pass 1 reduces each
 /// lane's lifted items in scan order, as a [`Tree`]; the lanes' totals are
 /// combined in scan order (the last piece first for a reverse scan); pass 2
-/// rescans each lane from its prefix, projecting into the output. One piece
-/// of one lane is one pass.
+/// rescans each lane from its prefix, projecting into the output. A single
+/// piece (one lane) is one pass, with no totals.
 fn scan_range<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
     inputs: &I,
     base: usize,
@@ -460,37 +388,51 @@ mod tests {
         }
     }
 
-    /// Pieces (one a thread) and their lanes around every edge: a piece
-    /// cut in lanes (8 x 4096 items), lanes of 128 past a multiple of 1024
-    /// with the rest in the last, a second piece. Every result is the range
-    /// from the scan's start, joined in scan order (else `Ranges` panics).
+    /// Pieces (one a thread) and their lanes around every edge: one piece
+    /// (one pass), pieces at and just past the lanes' threshold (2^15:
+    /// lanes of 3200, the last 10368), lanes of 128 past a multiple of 1024
+    /// with the rest in the last, a last piece too short for lanes beside
+    /// pieces in lanes (98305 on 3 threads: the last piece 32767), and a
+    /// range that does not start at position 0 (as rows do). Every result
+    /// is the range from the scan's start, joined in scan order (else
+    /// `Ranges` panics).
     #[test]
     fn lanes_and_pieces_join_in_scan_order() {
-        let lengths = [1, 63, 64, 65, 32767, 32768, 32769, 65535, 65536, 65537, 8 * 1152 * 8 + 9, 200_003];
+        let lengths = [1, 63, 64, 65, 32767, 32768, 32769, 65535, 65536, 65537, 73737, 98305, 200_003];
         for n in lengths {
-            let x: Vec<u64> = (1..=n as u64).collect();
+            let x: Vec<u64> = (1..=n as u64 + 5).collect();
             for threads in 1..=4 {
                 for spec in ScanSpec::ALL {
-                    let mut out = vec![(7, 7); n];
-                    if spec.is_reverse() {
-                        scan_range::<Ranges<true>, Positions, _>(&&x[..], 0, &mut out, spec, threads);
-                    } else {
-                        scan_range::<Ranges<false>, Positions, _>(&&x[..], 0, &mut out, spec, threads);
-                    }
-                    let ctx = format!("n {n}, {threads} threads, {spec:?}");
-                    for (i, &got) in out.iter().enumerate() {
-                        let i = i as u64 + 1; // the position's own range is [i, i + 1)
-                        let (first, last) = if spec.is_reverse() { (i + 1, n as u64 + 1) } else { (1, i) };
-                        let want = match (spec.is_inclusive(), spec.is_reverse()) {
-                            (true, false) => (1, i + 1),
-                            (true, true) => (i, n as u64 + 1),
-                            (false, _) if first == last => (0, 0),
-                            (false, _) => (first, last),
-                        };
-                        assert_eq!(got, want, "{ctx}, position {i}");
+                    for base in [0, 5] {
+                        check_range(&x, base, n, threads, spec);
                     }
                 }
             }
+        }
+    }
+
+    /// `scan_range` over positions `base + 1 ..= base + n` of `x` (which
+    /// holds 1, 2, ...), checked against the ranges each result must be.
+    fn check_range(x: &[u64], base: usize, n: usize, threads: usize, spec: ScanSpec) {
+        let mut out = vec![(7, 7); n];
+        let x = &x[..base + n];
+        if spec.is_reverse() {
+            scan_range::<Ranges<true>, Positions, _>(&x, base, &mut out, spec, threads);
+        } else {
+            scan_range::<Ranges<false>, Positions, _>(&x, base, &mut out, spec, threads);
+        }
+        let ctx = format!("n {n}, base {base}, {threads} threads, {spec:?}");
+        let (lo, hi) = (base as u64 + 1, (base + n) as u64 + 1); // the range's positions: [lo, hi)
+        for (j, &got) in out.iter().enumerate() {
+            let i = lo + j as u64; // this position's own range is [i, i + 1)
+            let (first, last) = match (spec.is_inclusive(), spec.is_reverse()) {
+                (true, false) => (lo, i + 1),
+                (true, true) => (i, hi),
+                (false, false) => (lo, i),
+                (false, true) => (i + 1, hi),
+            };
+            let want = if first == last { (0, 0) } else { (first, last) };
+            assert_eq!(got, want, "{ctx}, position {i}");
         }
     }
 
@@ -503,8 +445,8 @@ mod tests {
         let fold = (0..4096).fold(1.0f32, |p, _| p * 0.53);
         assert_eq!(fold, f32::from_bits(1), "the fold sticks at the smallest subnormal");
         assert_eq!(reduce::<Decay>(std::iter::repeat_n(0.53f32, 4096)), Some(0.0));
-        // And in lanes side by side: each lane's tree, and their join.
-        let lanes = reduce_lanes::<Decay, LANES>(|_| 0.53, 4096, LANES * 4096 + 5);
+        // And in lanes side by side: each lane's tree.
+        let lanes = reduce_lanes::<Decay, LANES>(|_| 0.53, 4224, LANES * 4224 + 5);
         assert!(lanes.iter().all(|&t| t == Some(0.0)), "{lanes:?}");
     }
 }
