@@ -12,6 +12,8 @@
 
 use scan_core::ScanOp;
 
+use crate::tree::{Tree, BLOCK};
+
 mod accumulate;
 #[cfg(target_arch = "x86_64")]
 mod wide;
@@ -30,6 +32,55 @@ const MIN_CHAIN: usize = 16;
 /// also at most a tile ([`crate::tiled::is_sequential_fold`]).
 pub(crate) fn is_one_chain(n: usize) -> bool {
     n < CHAINS * MIN_CHAIN
+}
+
+/// Whether a tile of `Op` is reduced first and then scanned from its
+/// prefix ([`chain_totals`], [`seeds`], [`seeded_scan`]) instead of scanned
+/// from the identity and then fixed up ([`local_scan`], [`finish_tile`]).
+///
+/// Scanning a chunk from the identity folds a chain of some thousand
+/// items. For products of floats with factors in (0.5, 1) (the
+/// recurrence's decays, a cumulative product) the running product
+/// underflows and sticks at the smallest subnormal (half of it rounds back
+/// up), and every later multiplication is on a subnormal, which this
+/// machine's Xeon does some twenty times slower; factors below about 0.91
+/// reach the subnormals within a chunk of the recurrence's pairs (968).
+/// Reduced first, each chain starts from its prefix, by then tiny or 0,
+/// and nothing sticks; but the reduce is a second full sweep of the tile
+/// where the fix-up was a cheap vectorized one. 2^22 items, 1 / 2 threads,
+/// ms, this order against the other:
+///
+/// | operator, factors | reduced first | scanned first |
+/// |---|---|---|
+/// | recurrence pairs, decays in (0.5, 0.56) | 6.6 / 3.5 | 147 / 74 |
+/// | recurrence pairs, decays in (0.6, 0.9) | 6.8 / 3.5 | 115 / 61 |
+/// | recurrence pairs, decays in (0.9, 1) | 6.9 / 3.5 | 6.2 / 3.2 |
+/// | f32 cumulative product, (0.9, 1) | 3.2 / 1.8 | 4.7 / 2.6 |
+/// | f32 2x2 matrices, diagonal in (0.6, 0.9) | 18.6 / 9.1 | 137 / 70 |
+/// | f32 2x2 matrices, diagonal in (0.9, 1) | 18.6 / 9.2 | 15.0 / 7.6 |
+///
+/// (`bench --cpu` at 2^26, decays in (0.9, 1), 2 threads: 16.1 GB/s against
+/// 18.5.) So the order is taken for the built-in products of f32 and half
+/// floats only; f64 products stay normal over a chunk unless the factors
+/// are below 0.48, and then they reach 0 rather than stick. An operator of
+/// one's own that multiplies floats keeps the first order.
+pub(crate) fn reduces_first<Op: ScanOp>() -> bool {
+    use scan_core::maps::{bf16, f16};
+    use scan_core::ops::{LinearRecurrence, MatMul2x2, Mul};
+    use std::any::TypeId;
+    let op = TypeId::of::<Op>();
+    [
+        TypeId::of::<LinearRecurrence<f32>>(),
+        TypeId::of::<LinearRecurrence<bf16>>(),
+        TypeId::of::<LinearRecurrence<f16>>(),
+        TypeId::of::<Mul<f32>>(),
+        TypeId::of::<Mul<bf16>>(),
+        TypeId::of::<Mul<f16>>(),
+        TypeId::of::<MatMul2x2<f32>>(),
+        TypeId::of::<MatMul2x2<bf16>>(),
+        TypeId::of::<MatMul2x2<f16>>(),
+    ]
+    .contains(&op)
 }
 
 /// How many lines ahead of each chain [`local_scan`] prefetches.
@@ -96,26 +147,59 @@ pub(crate) unsafe fn local_scan<Op: ScanOp, const REV: bool, const INCL: bool, c
     out: *mut Op::Item,
     n: usize,
 ) -> Chunks<Op::Item> {
-    // In place, one pointer per chain instead of two: fewer registers, no spills.
-    if std::ptr::eq(src, out) {
-        return local_scan_impl::<Op, REV, INCL, true, AVX2>(src, out, n);
+    let acc = seeded_scan::<Op, REV, INCL, AVX2>(src, out, n, [Op::identity(); CHAINS]);
+    let sub = chunk_len(n);
+    let mut prefix = [Op::identity(); CHAINS];
+    for k in 1..CHAINS {
+        prefix[k] = accumulate::<Op>(prefix[k - 1], acc[k - 1]);
     }
-    local_scan_impl::<Op, REV, INCL, false, AVX2>(src, out, n)
+    let total = accumulate::<Op>(prefix[CHAINS - 1], acc[CHAINS - 1]);
+    Chunks { sub, len: n, prefix, total }
 }
 
-/// [`local_scan`], with `SAME`: `src == out`, known at compile time.
+/// Items in each chunk but the last of a tile of `n` items (0: one chain,
+/// the last; the others empty). Chains pay off only when each is long
+/// enough to hide the latency of a combine, and their stitching costs a
+/// pass.
+fn chunk_len(n: usize) -> usize {
+    if is_one_chain(n) {
+        0
+    } else {
+        n / CHAINS
+    }
+}
+
+/// [`local_scan`] with chain `k` starting from `seeds[k]` (an accumulation
+/// from the identity) instead of the identity: with the seeds of
+/// [`seeds`], the tile's final values, with nothing to fix up. Returns
+/// each chain's last accumulation.
+///
+/// # Safety
+/// As [`local_scan`].
+#[inline(always)]
+pub(crate) unsafe fn seeded_scan<Op: ScanOp, const REV: bool, const INCL: bool, const AVX2: bool>(
+    src: *const Op::Item,
+    out: *mut Op::Item,
+    n: usize,
+    seeds: [Op::Item; CHAINS],
+) -> [Op::Item; CHAINS] {
+    // In place, one pointer per chain instead of two: fewer registers, no spills.
+    if std::ptr::eq(src, out) {
+        return local_scan_impl::<Op, REV, INCL, true, AVX2>(src, out, n, seeds);
+    }
+    local_scan_impl::<Op, REV, INCL, false, AVX2>(src, out, n, seeds)
+}
+
+/// [`seeded_scan`], with `SAME`: `src == out`, known at compile time.
 #[inline(always)]
 unsafe fn local_scan_impl<Op: ScanOp, const REV: bool, const INCL: bool, const SAME: bool, const AVX2: bool>(
     src: *const Op::Item,
     out: *mut Op::Item,
     n: usize,
-) -> Chunks<Op::Item> {
+    mut acc: [Op::Item; CHAINS],
+) -> [Op::Item; CHAINS] {
     let src = if SAME { out as *const Op::Item } else { src };
-    // Short inputs are one chain (the last; the others empty): chains pay
-    // off only when each is long enough to hide the latency of a combine,
-    // and their stitching costs a pass.
-    let sub = if is_one_chain(n) { 0 } else { n / CHAINS };
-    let mut acc = [Op::identity(); CHAINS];
+    let sub = chunk_len(n);
     // Scan position `s` (0 = first in scan order) lives at tile index `at(s)`.
     let at = |s: usize| if REV { n - 1 - s } else { s };
     // One step of every chain at chunk offset `i`; the unsafe block's bound:
@@ -165,12 +249,76 @@ unsafe fn local_scan_impl<Op: ScanOp, const REV: bool, const INCL: bool, const S
         out.add(m).write(if INCL { next } else { *last });
         *last = next;
     }
-    let mut prefix = [Op::identity(); CHAINS];
-    for k in 1..CHAINS {
-        prefix[k] = accumulate::<Op>(prefix[k - 1], acc[k - 1]);
+    acc
+}
+
+/// The chunk structure of a tile of `n` items at `src`, as [`local_scan`]
+/// cuts it, without scanning: each chunk's total is reduced as a [`Tree`]
+/// (the chunks side by side, whole blocks folded in lockstep). With
+/// [`seeds`] and [`seeded_scan`] this is the other order of a tile's
+/// work: reduce, then scan from the prefix, instead of scan, then fix up.
+/// It reads the tile twice (the second time from cache) but never folds a
+/// long chain from the identity, which for products of many factors in
+/// (0.5, 1) sticks at the smallest subnormal (a chunk of the recurrence's
+/// pairs then ran twenty times slower: 135 ms against 5.6 for 2^22 steps on
+/// one thread).
+///
+/// # Safety
+/// `src` readable for `n` items.
+#[inline(always)]
+pub(crate) unsafe fn chain_totals<Op: ScanOp, const REV: bool>(src: *const Op::Item, n: usize) -> Chunks<Op::Item> {
+    let sub = chunk_len(n);
+    let at = |s: usize| if REV { n - 1 - s } else { s };
+    let item = |s: usize| *src.add(at(s));
+    let mut trees: [Tree<Op::Item>; CHAINS] = std::array::from_fn(|_| Tree::new());
+    let whole = sub / BLOCK * BLOCK;
+    let per_line = (64 / std::mem::size_of::<Op::Item>().max(1)).max(1);
+    for j in (0..whole).step_by(BLOCK) {
+        // Every line of each chain's block PREFETCH_ITEMS lines ahead, as
+        // `local_scan` asks for its lines (one per line; without them this
+        // pass ran a quarter slower at 2^26).
+        for k in 0..CHAINS {
+            for line in (0..BLOCK).step_by(per_line) {
+                prefetch(src.wrapping_add(at((k * sub + j + line + PREFETCH_ITEMS * per_line).min(n - 1))));
+            }
+        }
+        let mut blocks: [Op::Item; CHAINS] = std::array::from_fn(|k| item(k * sub + j));
+        for i in j + 1..j + BLOCK {
+            for (k, block) in blocks.iter_mut().enumerate() {
+                *block = Op::combine(*block, item(k * sub + i));
+            }
+        }
+        for (tree, block) in trees.iter_mut().zip(blocks) {
+            tree.push_block::<Op>(block);
+        }
     }
-    let total = accumulate::<Op>(prefix[CHAINS - 1], acc[CHAINS - 1]);
-    Chunks { sub, len: n, prefix, total }
+    // Each chunk's last, partial block (the last chunk's with the rest).
+    for (k, tree) in trees.iter_mut().enumerate() {
+        let end = if k + 1 == CHAINS { n } else { (k + 1) * sub };
+        for s in k * sub + whole..end {
+            tree.push::<Op>(item(s));
+        }
+    }
+    let mut prefix = [Op::identity(); CHAINS];
+    let mut acc = Op::identity();
+    for (k, tree) in trees.into_iter().enumerate() {
+        prefix[k] = acc;
+        if let Some(t) = tree.total::<Op>() {
+            acc = accumulate::<Op>(acc, t);
+        }
+    }
+    Chunks { sub, len: n, prefix, total: acc }
+}
+
+/// Each chain's seed for [`seeded_scan`]: the combination of everything
+/// before its chunk, given the combination of every tile before this one
+/// (`None`: the first tile).
+#[inline(always)]
+pub(crate) fn seeds<Op: ScanOp>(chunks: &Chunks<Op::Item>, tile_prefix: Option<Op::Item>) -> [Op::Item; CHAINS] {
+    match tile_prefix {
+        Some(p) => chunks.prefix.map(|c| accumulate::<Op>(p, c)),
+        None => chunks.prefix,
+    }
 }
 
 /// Replaces every `x` of `data` with `combine(prefix, x)`, `prefix` an
@@ -237,6 +385,64 @@ mod tests {
         assert_eq!(out, reference::scan::<M>(x, spec), "len {} spec {spec:?}", x.len());
         let expected_total = reference::scan_in_place::<M>(&mut x.to_vec(), spec);
         assert_eq!(chunks.total, expected_total, "total, len {} spec {spec:?}", x.len());
+
+        // The other order (reduce, then scan from the prefix), with and
+        // without a tile prefix, out of place and in place.
+        // SAFETY: x holds x.len() items.
+        let reduced = unsafe { chain_totals::<M, REV>(x.as_ptr(), x.len()) };
+        assert_eq!((reduced.sub, reduced.prefix, reduced.total), (chunks.sub, chunks.prefix, chunks.total));
+        let p = [3, -1, 2, 5];
+        for tile_prefix in [None, Some(p)] {
+            let mut with = x.to_vec();
+            if let Some(p) = tile_prefix {
+                if REV {
+                    with.push(p);
+                } else {
+                    with.insert(0, p);
+                }
+            }
+            let mut want = reference::scan::<M>(&with, spec);
+            if tile_prefix.is_some() {
+                want.remove(if REV { x.len() } else { 0 });
+            }
+            let seeds = seeds::<M>(&reduced, tile_prefix);
+            let mut out = vec![[0; 4]; x.len()];
+            // SAFETY: both hold x.len() items and are distinct.
+            unsafe { seeded_scan::<M, REV, INCL, false>(x.as_ptr(), out.as_mut_ptr(), x.len(), seeds) };
+            assert_eq!(out, want, "reduced first, len {} spec {spec:?}, prefix {tile_prefix:?}", x.len());
+            let mut in_place = x.to_vec();
+            // SAFETY: src == out, x.len() items.
+            unsafe { seeded_scan::<M, REV, INCL, false>(in_place.as_ptr(), in_place.as_mut_ptr(), x.len(), seeds) };
+            assert_eq!(in_place, want, "reduced first in place, len {} spec {spec:?}", x.len());
+        }
+    }
+
+    #[test]
+    fn float_products_of_four_bytes_or_less_reduce_first() {
+        use scan_core::maps::bf16;
+        use scan_core::ops::{Add, LinearRecurrence, Mul};
+        assert!(reduces_first::<LinearRecurrence<f32>>());
+        assert!(reduces_first::<Mul<f32>>() && reduces_first::<MatMul2x2<bf16>>());
+        assert!(!reduces_first::<Add<f32>>() && !reduces_first::<LinearRecurrence<f64>>());
+        assert!(!reduces_first::<Mul<i32>>() && !reduces_first::<M>());
+    }
+
+    /// Why: a tile of decays 0.53 scanned from the identity leaves chunk 0's
+    /// product stuck at the smallest subnormal (each later multiply on a
+    /// subnormal, twenty times slower on this Xeon); reduced as trees, the
+    /// chunks' products are 0.
+    #[test]
+    fn a_decay_chain_from_the_identity_sticks_and_its_tree_does_not() {
+        type R = scan_core::ops::LinearRecurrence<f32>;
+        let n = crate::tiled::tile_len::<(f32, f32)>();
+        let x = vec![(0.53f32, 0.25f32); n];
+        let mut out = vec![(0.0, 0.0); n];
+        // SAFETY: both hold n items and are distinct.
+        let scanned = unsafe { local_scan::<R, false, true, false>(x.as_ptr(), out.as_mut_ptr(), n) };
+        assert_eq!(scanned.prefix[1].0, f32::from_bits(1), "chunk 0 from the identity sticks");
+        // SAFETY: x holds n items.
+        let reduced = unsafe { chain_totals::<R, false>(x.as_ptr(), n) };
+        assert_eq!((reduced.prefix[1].0, reduced.total.0), (0.0, 0.0));
     }
 
     /// `x -> a x + b` on 16-bit integers, composed (wrapping): 4-byte items

@@ -10,6 +10,12 @@
 //! 4. when the output is too large to stay in cache, copies the staging
 //!    buffer out with non-temporal stores ([`stream`]).
 //!
+//! For the built-in products of f32 and half floats, whose chains from the
+//! identity can stick on subnormals, steps 1 and 3 trade places
+//! ([`kernel::reduces_first`]): step 1 only reduces each chunk
+//! ([`kernel::chain_totals`]), and step 3 scans the tile, still in cache,
+//! each chain from its prefix ([`kernel::seeded_scan`]).
+//!
 //! So the input is read once and the output written once, without the
 //! read-for-ownership of ordinary stores: the bytes a `memcpy` moves. A worker
 //! whose predecessor is late (another thread descheduled, on a busy machine)
@@ -118,7 +124,7 @@ unsafe fn scan_with<Op: ScanOp, const REV: bool, const INCL: bool>(
             let started = start_tile::<Op, REV, INCL>(bufs, b, &mut buf, stream);
             let prefix = carry;
             carry = Some(prefix.map_or(started.chunks.total, |p| Op::combine(p, started.chunks.total)));
-            finish_tile::<Op, REV>(bufs, &started, &mut buf, stream, prefix);
+            finish_tile::<Op, REV, INCL>(bufs, &started, &mut buf, stream, prefix);
         }
         return;
     }
@@ -143,7 +149,7 @@ unsafe fn scan_with<Op: ScanOp, const REV: bool, const INCL: bool>(
                 };
                 let Some((started, mut buf)) = pending.pop_front() else { break };
                 slots[started.b].publish_inclusive(Op::combine(prefix, started.chunks.total));
-                finish_tile::<Op, REV>(bufs, &started, &mut buf, stream, Some(prefix));
+                finish_tile::<Op, REV, INCL>(bufs, &started, &mut buf, stream, Some(prefix));
                 buffers.push(buf);
             }
             // Scan a new tile while there is room. Tiles are claimed in order,
@@ -161,7 +167,7 @@ unsafe fn scan_with<Op: ScanOp, const REV: bool, const INCL: bool>(
                     let started = start_tile::<Op, REV, INCL>(bufs, b, &mut buf, stream);
                     if b == 0 {
                         slots[0].publish_inclusive(started.chunks.total);
-                        finish_tile::<Op, REV>(bufs, &started, &mut buf, stream, None);
+                        finish_tile::<Op, REV, INCL>(bufs, &started, &mut buf, stream, None);
                         buffers.push(buf);
                     } else {
                         slots[b].publish_aggregate(started.chunks.total);
@@ -178,7 +184,7 @@ unsafe fn scan_with<Op: ScanOp, const REV: bool, const INCL: bool>(
                 return;
             };
             slots[started.b].publish_inclusive(Op::combine(prefix, started.chunks.total));
-            finish_tile::<Op, REV>(bufs, &started, &mut buf, stream, Some(prefix));
+            finish_tile::<Op, REV, INCL>(bufs, &started, &mut buf, stream, Some(prefix));
             buffers.push(buf);
         }
     };
@@ -197,7 +203,8 @@ fn staging<Op: ScanOp>(stream: bool, len: usize) -> Vec<Op::Item> {
     }
 }
 
-/// A tile scanned chunk by chunk, waiting for its prefix.
+/// A tile scanned chunk by chunk (or only reduced, [`kernel::reduces_first`]),
+/// waiting for its prefix.
 struct Started<T> {
     /// The tile's number in scan order.
     b: usize,
@@ -210,7 +217,9 @@ struct Started<T> {
 type Pending<T> = VecDeque<(Started<T>, Vec<T>)>;
 
 /// Scans tile `b` (in scan order) of `bufs` chunk by chunk: into the output
-/// when not streaming, else into `buf` (at least a tile long).
+/// when not streaming, else into `buf` (at least a tile long). For an
+/// operator that [`kernel::reduces_first`], only reduces its chunks and
+/// writes nothing.
 ///
 /// # Safety
 /// As [`scan`]; tile `b` is owned by the caller.
@@ -259,19 +268,24 @@ unsafe fn start_tile_portable<Op: ScanOp, const REV: bool, const INCL: bool, con
     // SAFETY: [lo, lo + n) of both buffers is inside them and owned by this
     // tile; src == dst (in place) is allowed by `local_scan`; `buf` is the
     // worker's own allocation, distinct from both buffers.
+    if kernel::reduces_first::<Op>() {
+        let chunks = kernel::chain_totals::<Op, REV>(bufs.src.add(lo), n);
+        return Started { b, lo, chunks };
+    }
     let out = if stream { buf[..n].as_mut_ptr() } else { bufs.dst.add(lo) };
     let chunks = kernel::local_scan::<Op, REV, INCL, AVX2>(bufs.src.add(lo), out, n);
     Started { b, lo, chunks }
 }
 
 /// Given the combination of every tile before it (`None` for the first
-/// tile), completes a started tile: fixes its chunks up in cache and, when
-/// streaming, copies `buf` to the output with non-temporal stores.
+/// tile), completes a started tile: fixes its chunks up in cache (or, for an
+/// operator that [`kernel::reduces_first`], scans the tile from its prefix)
+/// and, when streaming, copies `buf` to the output with non-temporal stores.
 ///
 /// # Safety
 /// As [`scan`]; `started` came from [`start_tile`] with the same `buf`.
 #[inline]
-unsafe fn finish_tile<Op: ScanOp, const REV: bool>(
+unsafe fn finish_tile<Op: ScanOp, const REV: bool, const INCL: bool>(
     bufs: Buffers<Op::Item>,
     started: &Started<Op::Item>,
     buf: &mut [Op::Item],
@@ -280,9 +294,9 @@ unsafe fn finish_tile<Op: ScanOp, const REV: bool>(
 ) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
-        return finish_tile_avx2::<Op, REV>(bufs, started, buf, stream, prefix);
+        return finish_tile_avx2::<Op, REV, INCL>(bufs, started, buf, stream, prefix);
     }
-    finish_tile_portable::<Op, REV>(bufs, started, buf, stream, prefix)
+    finish_tile_portable::<Op, REV, INCL, false>(bufs, started, buf, stream, prefix)
 }
 
 /// [`finish_tile`] compiled for AVX2, for the same reason as
@@ -293,18 +307,18 @@ unsafe fn finish_tile<Op: ScanOp, const REV: bool>(
 /// project's 2-core machine (3 runs of bench --cpu; add: 28-35 GB/s).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn finish_tile_avx2<Op: ScanOp, const REV: bool>(
+unsafe fn finish_tile_avx2<Op: ScanOp, const REV: bool, const INCL: bool>(
     bufs: Buffers<Op::Item>,
     started: &Started<Op::Item>,
     buf: &mut [Op::Item],
     stream: bool,
     prefix: Option<Op::Item>,
 ) {
-    finish_tile_portable::<Op, REV>(bufs, started, buf, stream, prefix)
+    finish_tile_portable::<Op, REV, INCL, true>(bufs, started, buf, stream, prefix)
 }
 
 #[inline(always)]
-unsafe fn finish_tile_portable<Op: ScanOp, const REV: bool>(
+unsafe fn finish_tile_portable<Op: ScanOp, const REV: bool, const INCL: bool, const AVX2: bool>(
     bufs: Buffers<Op::Item>,
     started: &Started<Op::Item>,
     buf: &mut [Op::Item],
@@ -313,6 +327,20 @@ unsafe fn finish_tile_portable<Op: ScanOp, const REV: bool>(
 ) {
     let n = started.chunks.len;
     let dst = bufs.dst.add(started.lo);
+    if kernel::reduces_first::<Op>() {
+        // Only reduced so far: scan the tile (its input still in cache) from
+        // its prefix, each chain from its own.
+        // SAFETY: the tile's n items of src are readable and of dst (or
+        // `buf`, the worker's own) writable; src == dst (in place) is
+        // allowed by `seeded_scan`.
+        let out = if stream { buf[..n].as_mut_ptr() } else { dst };
+        let seeds = kernel::seeds::<Op>(&started.chunks, prefix);
+        kernel::seeded_scan::<Op, REV, INCL, AVX2>(bufs.src.add(started.lo), out, n, seeds);
+        if stream {
+            stream::copy_streaming(&buf[..n], dst);
+        }
+        return;
+    }
     if stream {
         kernel::finish_tile::<Op, REV>(&mut buf[..n], &started.chunks, prefix);
         // SAFETY: the tile's n items of dst are writable and owned by it.

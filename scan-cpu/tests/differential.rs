@@ -383,6 +383,46 @@ fn matmul2x2_f64_is_exact_on_signed_permutations() {
     }
 }
 
+// ---------------------------------------------------------------- f32 products
+// (the tiled path reduces each tile before scanning it from its prefix for
+// these: kernel::reduces_first)
+
+#[test]
+fn matmul2x2_f32_is_exact_on_signed_permutations() {
+    let mut rng = Rng::fresh("matmul2x2 f32 exact");
+    for n in sizes_for::<MatMul2x2<f32>>(true) {
+        let x: Vec<[f32; 4]> = rng.vec(n, |r| signed_permutation(r).map(|v| v as f32));
+        for_each_scan::<MatMul2x2<f32>>(&x, n == BIG, Check::Exact);
+    }
+}
+
+#[test]
+fn mul_f32_is_exact_on_signs_and_within_bound_on_decays() {
+    let mut rng = Rng::fresh("mul f32");
+    for n in sizes_for::<Mul<f32>>(true) {
+        let x = rng.vec(n, |r| if r.below(2) == 0 { 1.0f32 } else { -1.0 });
+        for_each_scan::<Mul<f32>>(&x, n == BIG, Check::Exact);
+        // Factors in [0.5, 1): the product underflows within a few hundred
+        // items and then sits in the subnormals or at 0. Any association
+        // rounds each result's m factors m times (γ_m relative), and
+        // subnormal products add at most one subnormal unit per rounding.
+        let x = rng.vec(n, |r| r.range_f64(0.5, 1.0) as f32);
+        let tiny = f64::from(f32::from_bits(1));
+        let check = |spec: scan_core::ScanSpec, got: &[f32]| {
+            let order: Vec<usize> = if spec.is_reverse() { (0..n).rev().collect() } else { (0..n).collect() };
+            let mut want = 1.0f64;
+            order.into_iter().enumerate().find_map(|(k, i)| {
+                let before = want;
+                want *= f64::from(x[i]);
+                let (w, m) = if spec.is_inclusive() { (want, k + 1) } else { (before, k) };
+                let g = f64::from(got[i]);
+                (g.is_nan() || (g - w).abs() > gamma(m, U32) * w + tiny * 2.0 * m as f64).then_some(i)
+            })
+        };
+        for_each_scan::<Mul<f32>>(&x, n == BIG, Check::Custom(&check));
+    }
+}
+
 #[test]
 fn matmul2x2_f64_of_rotations_is_within_bound_of_the_reference() {
     // Products of rotations stay rotations. One product of two matrices with
