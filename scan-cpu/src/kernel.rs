@@ -9,6 +9,11 @@
 //! the chunks before it (and the tile's prefix), a pass over data in cache.
 //! A tile too short for chains to pay (under `CHAINS * MIN_CHAIN` items:
 //! the last tile of some scans, every tile of very large items) is one chain.
+//!
+//! The other order, for products of f32 and half floats ([`reduces_first`]):
+//! each chunk is first only reduced ([`chain_totals`]), and the chains are
+//! then scanned from their prefixes ([`seeded_scan`]), with nothing to fix
+//! up; a chain from the identity can stick on a subnormal there.
 
 use scan_core::ScanOp;
 
@@ -418,7 +423,7 @@ mod tests {
     }
 
     #[test]
-    fn float_products_of_four_bytes_or_less_reduce_first() {
+    fn products_of_f32_and_half_floats_reduce_first() {
         use scan_core::maps::bf16;
         use scan_core::ops::{Add, LinearRecurrence, Mul};
         assert!(reduces_first::<LinearRecurrence<f32>>());

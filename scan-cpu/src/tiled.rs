@@ -2,8 +2,8 @@
 //!
 //! Per tile (claimed in scan order from an atomic counter), a worker
 //! 1. scans the tile from the input as [`CHAINS`](crate::kernel::CHAINS)
-//!    independent chains ([`kernel::local_scan`]), reading the input exactly
-//!    once, into the output (or, when streaming, into a staging buffer);
+//!    independent chains ([`kernel::local_scan`]), reading the input once,
+//!    into the output (or, when streaming, into a staging buffer);
 //! 2. publishes the tile's aggregate, looks back for the tile's prefix
 //!    ([`lookback`]) and publishes its inclusive prefix;
 //! 3. combines each chunk with its prefix, in cache;
@@ -14,7 +14,8 @@
 //! identity can stick on subnormals, steps 1 and 3 trade places
 //! ([`kernel::reduces_first`]): step 1 only reduces each chunk
 //! ([`kernel::chain_totals`]), and step 3 scans the tile, still in cache,
-//! each chain from its prefix ([`kernel::seeded_scan`]).
+//! each chain from its prefix ([`kernel::seeded_scan`]): the input is read
+//! twice, the second time from cache.
 //!
 //! So the input is read once and the output written once, without the
 //! read-for-ownership of ordinary stores: the bytes a `memcpy` moves. A worker

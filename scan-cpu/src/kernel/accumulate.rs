@@ -1,7 +1,9 @@
 //! `combine(acc, x)` where `acc` is an *accumulation*: a combination of items
 //! that started from the identity. Every left operand in the tile scan is one:
-//! the chains start from the identity, and so do the chunk prefixes and the
-//! fix-up's prefix.
+//! the chains start from the identity (or, in the reduced-first order, from
+//! a seed that is itself such a combination: the tile's prefix and the chunk
+//! prefixes, built from the identity), and so do the chunk prefixes and the
+//! fix-up's prefix. (The reduced-first order's trees fold with `Op::combine`.)
 //!
 //! For the float [`Max`] and [`Min`] such an operand is never NaN (the
 //! identity is `-inf`/`+inf`, and a NaN operand is ignored), which allows a
