@@ -17,7 +17,7 @@
 
 use scan_core::ScanOp;
 
-use crate::tree::{Tree, BLOCK};
+use crate::tree::{self, BLOCK};
 
 mod accumulate;
 #[cfg(target_arch = "x86_64")]
@@ -275,40 +275,23 @@ pub(crate) unsafe fn chain_totals<Op: ScanOp, const REV: bool>(src: *const Op::I
     let sub = chunk_len(n);
     let at = |s: usize| if REV { n - 1 - s } else { s };
     let item = |s: usize| *src.add(at(s));
-    let mut trees: [Tree<Op::Item>; CHAINS] = std::array::from_fn(|_| Tree::new());
-    let whole = sub / BLOCK * BLOCK;
     let per_line = (64 / std::mem::size_of::<Op::Item>().max(1)).max(1);
-    for j in (0..whole).step_by(BLOCK) {
-        // Every line of each chain's block PREFETCH_ITEMS lines ahead, as
-        // `local_scan` asks for its lines (one per line; without them this
-        // pass ran a quarter slower at 2^26).
+    // Every line of each chain's block PREFETCH_ITEMS lines ahead, as
+    // `local_scan` asks for its lines (one per line; with one a block this
+    // pass ran a quarter slower at 2^26).
+    let prefetch_block = |j: usize| {
         for k in 0..CHAINS {
             for line in (0..BLOCK).step_by(per_line) {
                 prefetch(src.wrapping_add(at((k * sub + j + line + PREFETCH_ITEMS * per_line).min(n - 1))));
             }
         }
-        let mut blocks: [Op::Item; CHAINS] = std::array::from_fn(|k| item(k * sub + j));
-        for i in j + 1..j + BLOCK {
-            for (k, block) in blocks.iter_mut().enumerate() {
-                *block = Op::combine(*block, item(k * sub + i));
-            }
-        }
-        for (tree, block) in trees.iter_mut().zip(blocks) {
-            tree.push_block::<Op>(block);
-        }
-    }
-    // Each chunk's last, partial block (the last chunk's with the rest).
-    for (k, tree) in trees.iter_mut().enumerate() {
-        let end = if k + 1 == CHAINS { n } else { (k + 1) * sub };
-        for s in k * sub + whole..end {
-            tree.push::<Op>(item(s));
-        }
-    }
+    };
+    let totals = tree::reduce_side_by_side::<Op, CHAINS>(item, sub, n, prefetch_block);
     let mut prefix = [Op::identity(); CHAINS];
     let mut acc = Op::identity();
-    for (k, tree) in trees.into_iter().enumerate() {
+    for (k, total) in totals.into_iter().enumerate() {
         prefix[k] = acc;
-        if let Some(t) = tree.total::<Op>() {
+        if let Some(t) = total {
             acc = accumulate::<Op>(acc, t);
         }
     }

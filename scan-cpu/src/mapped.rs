@@ -20,7 +20,7 @@ use scan_core::{reference, Error, Result, ScanOp, ScanSpec};
 
 use crate::cpu::Cpu;
 use crate::parallel;
-use crate::tree::{then, Tree, BLOCK};
+use crate::tree::{self, then};
 
 /// Pieces smaller than this run on one thread: a thread's start costs more.
 const MIN_PIECE: usize = 1 << 15;
@@ -163,10 +163,10 @@ fn lanes_of(len: usize) -> (usize, usize) {
 }
 
 /// The combination of `items` (in scan order; `None` when there are none),
-/// grouped as a [`Tree`].
+/// grouped as a [`Tree`](tree::Tree).
 #[cfg(test)]
 fn reduce<Op: ScanOp>(items: impl Iterator<Item = Op::Item>) -> Option<Op::Item> {
-    let mut tree = Tree::new();
+    let mut tree = tree::Tree::new();
     for x in items {
         tree.push::<Op>(x);
     }
@@ -175,35 +175,14 @@ fn reduce<Op: ScanOp>(items: impl Iterator<Item = Op::Item>) -> Option<Op::Item>
 
 /// Pass 1 of one piece of `len` items (`item(s)`: the lifted item at scan
 /// position `s`): the totals of its `L` lanes of `sub` items (the last
-/// taking the rest), each a [`Tree`], reduced side by side.
+/// taking the rest), each a [`Tree`](tree::Tree), reduced side by side.
 #[inline(always)]
 fn reduce_lanes<Op: ScanOp, const L: usize>(
     item: impl Fn(usize) -> Op::Item,
     sub: usize,
     len: usize,
 ) -> [Option<Op::Item>; L] {
-    let mut trees: [Tree<Op::Item>; L] = std::array::from_fn(|_| Tree::new());
-    // Whole blocks side by side, the lanes' block folds in registers.
-    let whole = sub / BLOCK * BLOCK;
-    for j in (0..whole).step_by(BLOCK) {
-        let mut blocks: [Op::Item; L] = std::array::from_fn(|l| item(l * sub + j));
-        for i in j + 1..j + BLOCK {
-            for (l, block) in blocks.iter_mut().enumerate() {
-                *block = Op::combine(*block, item(l * sub + i));
-            }
-        }
-        for (tree, block) in trees.iter_mut().zip(blocks) {
-            tree.push_block::<Op>(block);
-        }
-    }
-    // Each lane's last, partial block (the last lane's with the rest).
-    for (l, tree) in trees.iter_mut().enumerate() {
-        let end = if l + 1 == L { len } else { (l + 1) * sub };
-        for s in l * sub + whole..end {
-            tree.push::<Op>(item(s));
-        }
-    }
-    trees.map(Tree::total::<Op>)
+    tree::reduce_side_by_side::<Op, L>(item, sub, len, |_| {})
 }
 
 /// Pass 2 of one piece: its `L` lanes of `sub` items (the last taking the
@@ -249,7 +228,7 @@ fn scan_lanes<Op: ScanOp, M: Maps<Op>, const L: usize>(
 ///
 /// The positions are cut into one piece per thread (in memory order), and
 /// a long piece into [`LANES`] lanes (in scan order). Pass 1 reduces each
-/// lane's lifted items in scan order, as a [`Tree`]; the lanes' totals are
+/// lane's lifted items in scan order, as a [`Tree`](tree::Tree); the lanes' totals are
 /// combined in scan order (the last piece first for a reverse scan); pass 2
 /// rescans each lane from its prefix, projecting into the output. A single
 /// piece (one lane) is one pass, with no totals.

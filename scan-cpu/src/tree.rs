@@ -83,3 +83,40 @@ impl<T: Copy> Tree<T> {
         }
     }
 }
+
+/// The totals of `L` runs reduced side by side, each a [`Tree`]: run `l` is
+/// positions `l * sub .. (l + 1) * sub` (`item(s)`: the item at position
+/// `s`), the last run also taking `L * sub .. len`. Whole blocks of the runs
+/// are folded in lockstep, the `L` folds in registers (independent chains:
+/// one fold alone is latency-bound); `before_block(j)` runs before the
+/// blocks at offset `j` (for prefetches).
+#[inline(always)]
+pub(crate) fn reduce_side_by_side<Op: ScanOp, const L: usize>(
+    item: impl Fn(usize) -> Op::Item,
+    sub: usize,
+    len: usize,
+    mut before_block: impl FnMut(usize),
+) -> [Option<Op::Item>; L] {
+    let mut trees: [Tree<Op::Item>; L] = std::array::from_fn(|_| Tree::new());
+    let whole = sub / BLOCK * BLOCK;
+    for j in (0..whole).step_by(BLOCK) {
+        before_block(j);
+        let mut blocks: [Op::Item; L] = std::array::from_fn(|l| item(l * sub + j));
+        for i in j + 1..j + BLOCK {
+            for (l, block) in blocks.iter_mut().enumerate() {
+                *block = Op::combine(*block, item(l * sub + i));
+            }
+        }
+        for (tree, block) in trees.iter_mut().zip(blocks) {
+            tree.push_block::<Op>(block);
+        }
+    }
+    // Each run's last, partial block (the last run's with the rest).
+    for (l, tree) in trees.iter_mut().enumerate() {
+        let end = if l + 1 == L { len } else { (l + 1) * sub };
+        for s in l * sub + whole..end {
+            tree.push::<Op>(item(s));
+        }
+    }
+    trees.map(Tree::total::<Op>)
+}
