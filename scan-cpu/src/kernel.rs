@@ -153,13 +153,21 @@ pub(crate) unsafe fn local_scan<Op: ScanOp, const REV: bool, const INCL: bool, c
     n: usize,
 ) -> Chunks<Op::Item> {
     let acc = seeded_scan::<Op, REV, INCL, AVX2>(src, out, n, [Op::identity(); CHAINS]);
-    let sub = chunk_len(n);
+    chunks_of::<Op>(n, acc.map(Some))
+}
+
+/// The chunk structure of a tile of `n` items from each chunk's total in
+/// scan order (`None`: nothing to add, as for an empty chunk).
+fn chunks_of<Op: ScanOp>(n: usize, totals: [Option<Op::Item>; CHAINS]) -> Chunks<Op::Item> {
     let mut prefix = [Op::identity(); CHAINS];
-    for k in 1..CHAINS {
-        prefix[k] = accumulate::<Op>(prefix[k - 1], acc[k - 1]);
+    let mut acc = Op::identity();
+    for (k, total) in totals.into_iter().enumerate() {
+        prefix[k] = acc;
+        if let Some(t) = total {
+            acc = accumulate::<Op>(acc, t);
+        }
     }
-    let total = accumulate::<Op>(prefix[CHAINS - 1], acc[CHAINS - 1]);
-    Chunks { sub, len: n, prefix, total }
+    Chunks { sub: chunk_len(n), len: n, prefix, total: acc }
 }
 
 /// Items in each chunk but the last of a tile of `n` items (0: one chain,
@@ -286,16 +294,7 @@ pub(crate) unsafe fn chain_totals<Op: ScanOp, const REV: bool>(src: *const Op::I
             }
         }
     };
-    let totals = tree::reduce_side_by_side::<Op, CHAINS>(item, sub, n, prefetch_block);
-    let mut prefix = [Op::identity(); CHAINS];
-    let mut acc = Op::identity();
-    for (k, total) in totals.into_iter().enumerate() {
-        prefix[k] = acc;
-        if let Some(t) = total {
-            acc = accumulate::<Op>(acc, t);
-        }
-    }
-    Chunks { sub, len: n, prefix, total: acc }
+    chunks_of::<Op>(n, tree::reduce_side_by_side::<Op, CHAINS>(item, sub, n, prefetch_block))
 }
 
 /// Each chain's seed for [`seeded_scan`]: the combination of everything
