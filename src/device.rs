@@ -561,6 +561,9 @@ impl<Op: ScanOp> ScanOp for OnGpu<Op> {
     fn cuda_source_if_any() -> Option<CudaSource> {
         Op::cuda_source_if_any()
     }
+    fn multiplies_narrow_floats() -> bool {
+        Op::multiplies_narrow_floats()
+    }
 }
 
 impl<Op: ScanOp> CudaOp for OnGpu<Op> {

@@ -266,3 +266,82 @@ fn generated_laws_test_fails_on_nan_from_one_grouping_only() {
     };
     assert!(msg.contains("breaks associativity"), "unexpected failure: {msg}");
 }
+
+/// The recurrence on a struct whose f32 fields the macro never sees (the
+/// identity's literals are unsuffixed): its hint comes from the field types.
+#[scan::scan_item]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Step {
+    pub a: f32,
+    pub b: f32,
+}
+
+#[scan::scan_op(identity = Step { a: 1.0, b: 0.0 })]
+pub fn decay(l: Step, r: Step) -> Step {
+    Step { a: l.a * r.a, b: r.a * l.b + r.b }
+}
+
+/// `ScanOp::multiplies_narrow_floats`, read off each body: products of f32
+/// or half floats say yes, whether the scalar is written, a type parameter
+/// or a struct field's type; sums, f64 and integer products say no.
+#[test]
+fn the_narrow_float_product_hint_follows_the_body_and_its_types() {
+    use scan::maps::{bf16, f16};
+    use scan::ops::{LinearRecurrence as Builtin, Mul};
+    assert!(LinearRecurrence::multiplies_narrow_floats() && Decay::multiplies_narrow_floats());
+    assert!(Builtin::<f32>::multiplies_narrow_floats() && Builtin::<bf16>::multiplies_narrow_floats());
+    assert!(Mul::<f16>::multiplies_narrow_floats() && MatMul2x2::<f32>::multiplies_narrow_floats());
+    assert!(!Builtin::<f64>::multiplies_narrow_floats() && !Mul::<i32>::multiplies_narrow_floats());
+    assert!(!MatMul2x2::<u64>::multiplies_narrow_floats() && !AffineF64::multiplies_narrow_floats());
+    // f64 and u32 fields multiplied by literals; f32 sums, max and min.
+    assert!(!ScaledTally::multiplies_narrow_floats() && !CountSum::multiplies_narrow_floats());
+    assert!(!Add::<f32>::multiplies_narrow_floats() && !MaxF32::multiplies_narrow_floats());
+    assert!(!Min3::multiplies_narrow_floats() && !FusedRecurrence::multiplies_narrow_floats());
+    // Forwarded by the segmented lift.
+    assert!(scan::ops::Segmented::<Mul<f32>>::multiplies_narrow_floats());
+}
+
+/// The built-in recurrence with its hint forced to `NARROW`, so that the
+/// other tile order can be compared with the one the hint picks.
+struct Forced<const NARROW: bool>;
+
+impl<const NARROW: bool> ScanOp for Forced<NARROW> {
+    type Item = (f32, f32);
+    fn identity() -> (f32, f32) {
+        scan::ops::LinearRecurrence::<f32>::identity()
+    }
+    fn combine(l: (f32, f32), r: (f32, f32)) -> (f32, f32) {
+        scan::ops::LinearRecurrence::<f32>::combine(l, r)
+    }
+    fn multiplies_narrow_floats() -> bool {
+        NARROW
+    }
+}
+
+/// The hint reaches the CPU's tiled scan for operators of one's own: the
+/// user's f32 recurrences (a tuple, a struct) give the built-in's bits,
+/// which are the reduced-first order's, not the other order's.
+#[test]
+fn user_float_products_take_the_tiled_scans_reduced_first_order() {
+    // Five tiles and a part (a tile holds 7744 items of 8 bytes).
+    let n = 5 * 7744 + 77;
+    let mut rng = Rng::fresh("user_float_products_take_the_tiled_scans_reduced_first_order");
+    let x: Vec<(f32, f32)> =
+        (0..n).map(|_| (rng.range_f64(0.6, 1.0) as f32, rng.range_f64(-1.0, 1.0) as f32)).collect();
+    let steps: Vec<Step> = x.iter().map(|&(a, b)| Step { a, b }).collect();
+    let bits = |v: &[(f32, f32)]| v.iter().map(|p| (p.0.to_bits(), p.1.to_bits())).collect::<Vec<_>>();
+    for threads in [1, 2] {
+        let cpu = Cpu::new().with_algorithm(scan::Algorithm::Tiled).with_threads(threads);
+        for spec in ScanSpec::ALL {
+            let builtin = bits(&cpu.scan::<scan::ops::LinearRecurrence<f32>>(&x, spec).unwrap());
+            assert_eq!(builtin, bits(&cpu.scan::<Forced<true>>(&x, spec).unwrap()), "{spec:?}");
+            // The premise: the two orders round differently on these data.
+            assert_ne!(builtin, bits(&cpu.scan::<Forced<false>>(&x, spec).unwrap()), "{spec:?}");
+            assert!(builtin == bits(&cpu.scan::<LinearRecurrence>(&x, spec).unwrap()), "tuple, {spec:?}");
+            let structs: Vec<(f32, f32)> =
+                cpu.scan::<Decay>(&steps, spec).unwrap().iter().map(|d| (d.a, d.b)).collect();
+            assert!(builtin == bits(&structs), "struct, {spec:?}");
+        }
+    }
+}

@@ -42,5 +42,6 @@ pub use spec::{Direction, Kind, ScanSpec};
 pub mod __private {
     pub use crate::cuda_type::__private::{c_struct, op_name, PRELUDE};
     pub use crate::cuda_type::CField;
+    pub use crate::op::{is_narrow_float, is_narrow_float_field};
     pub use crate::rng::Rng;
 }

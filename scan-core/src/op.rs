@@ -47,6 +47,42 @@ pub trait ScanOp: 'static {
     fn cuda_source_if_any() -> Option<CudaSource> {
         None
     }
+
+    /// Whether `combine` multiplies or divides `f32`, `bf16` or `f16`
+    /// values: a hint, never a question of correctness. A long run of such
+    /// products folded from the identity (factors in (0.5, 1): a cumulative
+    /// product, the linear recurrence's decays) underflows and sticks on
+    /// subnormals, which x86 cores multiply some twenty times slower; the
+    /// CPU's tiled scan then reduces each chunk first and scans it from its
+    /// prefix, where nothing sticks. `#[scan_op]` answers from the body (for
+    /// a `T: CudaScalar` or a struct field, from the type it is
+    /// instantiated with); the default is `false`.
+    ///
+    /// ```
+    /// use scan_core::{ops::{Add, LinearRecurrence, Mul}, ScanOp};
+    ///
+    /// assert!(LinearRecurrence::<f32>::multiplies_narrow_floats());
+    /// assert!(!Mul::<f64>::multiplies_narrow_floats() && !Add::<f32>::multiplies_narrow_floats());
+    /// ```
+    fn multiplies_narrow_floats() -> bool {
+        false
+    }
+}
+
+/// Whether `T` is `f32`, `bf16` or `f16`: for the `multiplies_narrow_floats`
+/// that `#[scan_op]` generates (through `__private`).
+#[doc(hidden)]
+pub fn is_narrow_float<T: 'static>() -> bool {
+    use core::any::TypeId;
+    let t = TypeId::of::<T>();
+    t == TypeId::of::<f32>() || t == TypeId::of::<half::bf16>() || t == TypeId::of::<half::f16>()
+}
+
+/// [`is_narrow_float`] of the type a projection returns: the macro names a
+/// struct field's type, which it never sees, as `|s: Struct| s.field`.
+#[doc(hidden)]
+pub fn is_narrow_float_field<S, T: 'static>(_field: fn(S) -> T) -> bool {
+    is_narrow_float::<T>()
 }
 
 /// The same operator as CUDA C++, implemented by `#[scan_op]` beside [`ScanOp`].

@@ -52,6 +52,10 @@ impl<Op: ScanOp> ScanOp for Segmented<Op> {
     fn cuda_source_if_any() -> Option<CudaSource> {
         Op::cuda_source_if_any().map(|op| lifted::<Op::Item>(&op))
     }
+
+    fn multiplies_narrow_floats() -> bool {
+        Op::multiplies_narrow_floats()
+    }
 }
 
 impl<Op: CudaOp> CudaOp for Segmented<Op> {

@@ -65,27 +65,13 @@ pub(crate) fn is_one_chain(n: usize) -> bool {
 /// | f32 2x2 matrices, diagonal in (0.9, 1) | 18.6 / 9.2 | 15.0 / 7.6 |
 ///
 /// (`bench --cpu` at 2^26, decays in (0.9, 1), 2 threads: 16.1 GB/s against
-/// 18.5.) So the order is taken for the built-in products of f32 and half
-/// floats only; f64 products stay normal over a chunk unless the factors
-/// are below 0.48, and then they reach 0 rather than stick. An operator of
-/// one's own that multiplies floats keeps the first order.
+/// 18.5.) So the order is taken where the operator says it multiplies f32
+/// or half floats ([`ScanOp::multiplies_narrow_floats`], which `#[scan_op]`
+/// reads off the body: the built-in products, and any of one's own); f64
+/// products stay normal over a chunk unless the factors are below 0.48, and
+/// then they reach 0 rather than stick.
 pub(crate) fn reduces_first<Op: ScanOp>() -> bool {
-    use scan_core::maps::{bf16, f16};
-    use scan_core::ops::{LinearRecurrence, MatMul2x2, Mul};
-    use std::any::TypeId;
-    let op = TypeId::of::<Op>();
-    [
-        TypeId::of::<LinearRecurrence<f32>>(),
-        TypeId::of::<LinearRecurrence<bf16>>(),
-        TypeId::of::<LinearRecurrence<f16>>(),
-        TypeId::of::<Mul<f32>>(),
-        TypeId::of::<Mul<bf16>>(),
-        TypeId::of::<Mul<f16>>(),
-        TypeId::of::<MatMul2x2<f32>>(),
-        TypeId::of::<MatMul2x2<bf16>>(),
-        TypeId::of::<MatMul2x2<f16>>(),
-    ]
-    .contains(&op)
+    Op::multiplies_narrow_floats()
 }
 
 /// How many lines ahead of each chain [`local_scan`] prefetches.

@@ -10,9 +10,9 @@
 //! 4. when the output is too large to stay in cache, copies the staging
 //!    buffer out with non-temporal stores ([`stream`]).
 //!
-//! For the built-in products of f32 and half floats, whose chains from the
-//! identity can stick on subnormals, steps 1 and 3 trade places
-//! ([`kernel::reduces_first`]): step 1 only reduces each chunk
+//! For products of f32 and half floats (`ScanOp::multiplies_narrow_floats`),
+//! whose chains from the identity can stick on subnormals, steps 1 and 3
+//! trade places ([`kernel::reduces_first`]): step 1 only reduces each chunk
 //! ([`kernel::chain_totals`]), and step 3 scans the tile, still in cache,
 //! each chain from its prefix ([`kernel::seeded_scan`]): the input is read
 //! twice, the second time from cache.

@@ -1,6 +1,6 @@
 //! The tiled path's other tile order (reduce each chunk, then scan it from
-//! its prefix: `kernel::reduces_first`), taken for the built-in products of
-//! f32, bf16 and f16: `Mul`, `LinearRecurrence` and `MatMul2x2` on data whose
+//! its prefix: `kernel::reduces_first`), taken for products of f32, bf16 and
+//! f16 (`ScanOp::multiplies_narrow_floats`), here the built-in ones: `Mul`, `LinearRecurrence` and `MatMul2x2` on data whose
 //! every partial result is exact (signs, decays in {-1, 0, 1} with small
 //! integers, signed permutation matrices), so that any misplaced item shows,
 //! on sizes around 1, 2, 8 and 13 tiles and past the streaming threshold,

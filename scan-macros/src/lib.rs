@@ -6,9 +6,10 @@
 //!
 //! The steps live in modules named for them: `attr` (the arguments), `ast`
 //! (the fn), `lower` (body -> `ir`), `valid` (signature, identity, laws via
-//! `check`), `expand` (Rust items), `rust` and `cuda` (the two printers of the
-//! IR); `maps` is the same pipeline for `#[scan_maps]` impls. See the `scan`
-//! crate's docs for the supported subset.
+//! `check`), `expand` (Rust items), `hint` (a `ScanOp` hint read off the
+//! body), `rust` and `cuda` (the two printers of the IR); `maps` is the same
+//! pipeline for `#[scan_maps]` impls. See the `scan` crate's docs for the
+//! supported subset.
 
 #![warn(missing_docs)]
 
@@ -18,6 +19,7 @@ mod check;
 mod cuda;
 mod cxx_names;
 mod expand;
+mod hint;
 mod ir;
 mod item;
 mod lower;

@@ -40,7 +40,7 @@ mod rational;
 mod report;
 mod sample;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 mod tropical;
 
 use proc_macro2::{Ident, Span, TokenStream};
