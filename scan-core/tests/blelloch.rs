@@ -148,3 +148,26 @@ fn the_sweeps_use_exactly_2_n_minus_1_combines() {
         assert_eq!(tree, want, "n = {n}: the sweeps leave the exclusive scan");
     }
 }
+
+/// The monoid on `()`: zero-sized items.
+struct Unit;
+
+impl ScanOp for Unit {
+    type Item = ();
+    fn identity() {}
+    fn combine((): (), (): ()) {}
+}
+
+/// `usize::MAX` zero-sized items: no power of two holds them (the block scan
+/// overflowed computing one) and no loop over them ends; both levels return
+/// at once.
+#[test]
+fn zero_sized_items_of_any_count_are_scanned_at_once() {
+    let mut x = vec![(); usize::MAX];
+    for spec in ScanSpec::ALL {
+        block::scan_block::<Unit>(&mut x, spec, &mut Vec::new());
+        scan_in_place::<Unit, _>(&SliceBackend::new(1024), &mut x[..], usize::MAX, spec).unwrap();
+        let mut small = [(); 5];
+        block::scan_block::<Unit>(&mut small, spec, &mut Vec::new());
+    }
+}

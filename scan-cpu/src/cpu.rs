@@ -440,6 +440,10 @@ impl Run {
         spec: ScanSpec,
     ) -> Result<()> {
         debug_assert_eq!(input.len(), output.len());
+        if is_zero_sized::<Op::Item>() {
+            // Nothing to write: a zero-sized slot holds the value it is read as.
+            return Ok(());
+        }
         match self.algorithm {
             // A tiled scan of one short tile is this fold, bit for bit
             // (tiled::is_sequential_fold), without the tile's bookkeeping:
@@ -468,6 +472,9 @@ impl Run {
 
     /// Scans `data` in place.
     pub fn scan_in_place<Op: ScanOp>(&self, data: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
+        if is_zero_sized::<Op::Item>() {
+            return Ok(());
+        }
         match self.algorithm {
             Algorithm::Sequential => {
                 reference::scan_in_place::<Op>(data, spec);
@@ -493,4 +500,12 @@ impl Run {
         }
         Ok(())
     }
+}
+
+/// Whether `T` takes no bytes. Then every item of a scan is the one value of
+/// its type (a slice of an uninhabited type is empty), and the scan has
+/// nothing to compute: a fold of `usize::MAX` of them would not end, and the
+/// tiled path would ask for more tile slots than memory holds.
+fn is_zero_sized<T>() -> bool {
+    std::mem::size_of::<T>() == 0
 }

@@ -112,6 +112,32 @@ fn empty_input_gives_an_empty_result() {
     }
 }
 
+/// The monoid on `()`: zero-sized items.
+struct Unit;
+
+impl ScanOp for Unit {
+    type Item = ();
+    fn identity() {}
+    fn combine((): (), (): ()) {}
+}
+
+/// `usize::MAX` zero-sized items: each algorithm returns at once (the fold
+/// would not end; the tiled path used to abort, asking for tile slots past
+/// memory), with every item the one value of `()`.
+#[test]
+fn zero_sized_items_of_any_count_are_scanned_at_once() {
+    for cpu in all_cpus() {
+        for spec in ScanSpec::ALL {
+            let x = vec![(); usize::MAX];
+            assert_eq!(cpu.scan::<Unit>(&x, spec).unwrap().len(), usize::MAX);
+            let mut out = vec![(); usize::MAX];
+            cpu.scan_into::<Unit>(&x, &mut out, spec).unwrap();
+            cpu.scan_in_place::<Unit>(&mut out, spec).unwrap();
+            assert_eq!(cpu.scan::<Unit>(&x[..3], spec).unwrap(), [(), (), ()]);
+        }
+    }
+}
+
 // ---------------------------------------------------------------- threads
 
 #[test]

@@ -92,7 +92,9 @@ fn sweep_down<Op: ScanOp>(tree: &mut [Op::Item]) {
 /// `scratch` padded with the identity to a power of two, swept, and written back.
 pub fn scan_block<Op: ScanOp>(data: &mut [Op::Item], spec: ScanSpec, scratch: &mut Vec<Op::Item>) -> Op::Item {
     let n = data.len();
-    if n == 0 {
+    // Zero-sized items are all the one value of their type: nothing to
+    // sweep (and past 2^63 of them no power of two holds them).
+    if n == 0 || std::mem::size_of::<Op::Item>() == 0 {
         return Op::identity();
     }
     scratch.clear();
