@@ -506,6 +506,6 @@ impl Run {
 /// its type (a slice of an uninhabited type is empty), and the scan has
 /// nothing to compute: a fold of `usize::MAX` of them would not end, and the
 /// tiled path would ask for more tile slots than memory holds.
-fn is_zero_sized<T>() -> bool {
+pub(crate) fn is_zero_sized<T>() -> bool {
     std::mem::size_of::<T>() == 0
 }

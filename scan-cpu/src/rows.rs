@@ -10,7 +10,7 @@ use std::mem::MaybeUninit;
 
 use scan_core::{reference, Error, Result, ScanOp, ScanSpec};
 
-use crate::cpu::{as_uninit, Run};
+use crate::cpu::{as_uninit, is_zero_sized, Run};
 use crate::{parallel, Cpu};
 
 /// Rows of at least this many bytes are long enough to be split over threads.
@@ -31,7 +31,9 @@ pub(crate) fn scan_rows<Op: ScanOp>(
     row_len: usize,
     spec: ScanSpec,
 ) -> Result<()> {
-    if row_len == 0 {
+    // (Zero-sized items: nothing to write, and their rows may be as many as
+    // a `usize` counts.)
+    if row_len == 0 || is_zero_sized::<Op::Item>() {
         return Ok(());
     }
     let (run, within, block) = plan_rows::<Op::Item>(cpu, input.len(), row_len);
@@ -49,7 +51,7 @@ pub(crate) fn scan_rows_in_place<Op: ScanOp>(
     row_len: usize,
     spec: ScanSpec,
 ) -> Result<()> {
-    if row_len == 0 {
+    if row_len == 0 || is_zero_sized::<Op::Item>() {
         return Ok(());
     }
     let (run, within, block) = plan_rows::<Op::Item>(cpu, data.len(), row_len);
@@ -127,6 +129,10 @@ pub(crate) fn scan_rows_strided<Op: ScanOp>(
     spec: ScanSpec,
 ) -> Result<()> {
     Error::check_lengths(input.len(), output.len())?;
+    if is_zero_sized::<Op::Item>() {
+        // The check alone: listing as many rows as a `usize` counts would not fit.
+        return reference::check_strided(input.len(), rows, row_len, stride);
+    }
     let ranges = reference::strided_rows(input.len(), rows, row_len, stride)?;
     let mut work = Vec::with_capacity(ranges.len());
     let (mut rest, mut at) = (output, 0);

@@ -123,7 +123,8 @@ impl ScanOp for Unit {
 
 /// `usize::MAX` zero-sized items: each algorithm returns at once (the fold
 /// would not end; the tiled path used to abort, asking for tile slots past
-/// memory), with every item the one value of `()`.
+/// memory), with every item the one value of `()`; so do rows of them, as
+/// many as items, and strided rows, whose bad shapes are still refused.
 #[test]
 fn zero_sized_items_of_any_count_are_scanned_at_once() {
     for cpu in all_cpus() {
@@ -134,6 +135,14 @@ fn zero_sized_items_of_any_count_are_scanned_at_once() {
             cpu.scan_into::<Unit>(&x, &mut out, spec).unwrap();
             cpu.scan_in_place::<Unit>(&mut out, spec).unwrap();
             assert_eq!(cpu.scan::<Unit>(&x[..3], spec).unwrap(), [(), (), ()]);
+            // As many rows as items (usize::MAX is odd: no rows of 2).
+            cpu.scan_rows::<Unit>(&x, &mut out, usize::MAX, spec).unwrap();
+            cpu.scan_rows_in_place::<Unit>(&mut out, usize::MAX, spec).unwrap();
+            assert!(matches!(cpu.scan_rows_in_place::<Unit>(&mut out, 2, spec), Err(Error::BadShape { .. })));
+            // Every other item, as rows of one.
+            cpu.scan_rows_strided::<Unit>(&x, &mut out, 1 << 63, 1, 2, spec).unwrap();
+            let past = cpu.scan_rows_strided::<Unit>(&x, &mut out, 1 << 63, 2, 2, spec);
+            assert!(matches!(past, Err(Error::BadStride { .. })), "{past:?}");
         }
     }
 }
