@@ -345,3 +345,24 @@ fn user_float_products_take_the_tiled_scans_reduced_first_order() {
         }
     }
 }
+
+mod hygiene {
+    //! A unit struct named like the closure parameter of the generated hint
+    //! (`|s: Step| s.a`): were it not hygienic, `s` would be a pattern of
+    //! this type and the closure would not compile.
+    #![allow(non_camel_case_types, dead_code)]
+    use super::Step;
+
+    struct s;
+
+    #[scan::scan_op(identity = Step { a: 1.0, b: 0.0 })]
+    pub fn decay_again(l: Step, r: Step) -> Step {
+        Step { a: l.a * r.a, b: r.a * l.b + r.b }
+    }
+
+    #[test]
+    fn the_hint_of_a_struct_field_ignores_the_names_in_scope() {
+        use scan::ScanOp;
+        assert!(DecayAgain::multiplies_narrow_floats());
+    }
+}

@@ -79,7 +79,7 @@ pub fn is_narrow_float<T: 'static>() -> bool {
 }
 
 /// [`is_narrow_float`] of the type a projection returns: the macro names a
-/// struct field's type, which it never sees, as `|s: Struct| s.field`.
+/// struct field's type, which it never sees, as `|__scan_item: Struct| __scan_item.field`.
 #[doc(hidden)]
 pub fn is_narrow_float_field<S, T: 'static>(_field: fn(S) -> T) -> bool {
     is_narrow_float::<T>()

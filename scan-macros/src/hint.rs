@@ -66,7 +66,9 @@ impl Answer {
             }
             Ty::Field { strukt, field } => {
                 let field = format_ident!("{}", field);
-                quote!(::scan_core::__private::is_narrow_float_field(|s: #strukt| s.#field))
+                // A name no user item has: a parameter named like a unit
+                // struct or const in scope would be a pattern of it.
+                quote!(::scan_core::__private::is_narrow_float_field(|__scan_item: #strukt| __scan_item.#field))
             }
             Ty::Scalar(_) | Ty::Tuple(_) | Ty::Array(..) | Ty::Struct { .. } => return,
         };
@@ -108,9 +110,9 @@ mod tests {
         let fields = "fn f(l: Step, r: Step) -> Step { Step { a: l.a * r.a, b: r.a * l.b + r.b, n: l.n * 2 } }";
         assert_eq!(
             hint(fields),
-            "::scan_core::__private::is_narrow_float_field(|s:Step|s.a)||\
-             ::scan_core::__private::is_narrow_float_field(|s:Step|s.b)||\
-             ::scan_core::__private::is_narrow_float_field(|s:Step|s.n)"
+            "::scan_core::__private::is_narrow_float_field(|__scan_item:Step|__scan_item.a)||\
+             ::scan_core::__private::is_narrow_float_field(|__scan_item:Step|__scan_item.b)||\
+             ::scan_core::__private::is_narrow_float_field(|__scan_item:Step|__scan_item.n)"
         );
     }
 }
