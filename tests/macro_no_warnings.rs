@@ -1,5 +1,5 @@
 //! A correct operator compiles without warnings: this file denies every
-//! warning, and its ten private operators are reached only through their
+//! warning, and its twelve private operators are reached only through their
 //! generated types (their fns are never called). `name = ...` picks a type's
 //! name where the CamelCase one is taken.
 #![deny(warnings)]
@@ -65,6 +65,30 @@ fn w_stats(l: WStats, r: WStats) -> WStats {
     WStats { weight: l.weight + r.weight, total: l.total + r.total }
 }
 
+/// Products of struct fields and of a type parameter: their
+/// `multiplies_narrow_floats` checks the types when the program runs (a
+/// closure per field, `is_narrow_float::<T>()`), here with an operand
+/// named `L`.
+#[scan_item]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Scales {
+    a: f32,
+    b: f64,
+    n: u32,
+}
+
+#[scan_op(identity = Scales { a: 1.0, b: 1.0, n: 1 })]
+#[allow(non_snake_case)] // the fn's own names; the generated code adds no warning
+fn scale_all(L: Scales, R: Scales) -> Scales {
+    Scales { a: L.a * R.a, b: L.b * R.b, n: L.n * R.n }
+}
+
+#[scan_op(identity = T::ONE)]
+fn generic_product<T: scan::CudaScalar>(a: T, b: T) -> T {
+    a * b
+}
+
 /// Fused maps too: a 2-array lift with a `let`, a widening project.
 struct MovingAverage;
 
@@ -89,7 +113,7 @@ fn declared_maps_compile_without_warnings() {
 }
 
 #[test]
-fn ten_operators_reached_only_through_their_types_compile_without_warnings() {
+fn twelve_operators_reached_only_through_their_types_compile_without_warnings() {
     let inc = ScanSpec::inclusive();
     assert_eq!(reference::scan::<Plus>(&[1, 2, 3], inc), [1, 3, 6]);
     assert_eq!(reference::scan::<Times>(&[2.0, 3.0], inc), [2.0, 6.0]);
@@ -105,4 +129,10 @@ fn ten_operators_reached_only_through_their_types_compile_without_warnings() {
     );
     let s = reference::scan::<MergeWStats>(&[WStats { weight: 1.0, total: 2.0 }; 2], inc);
     assert_eq!(s[1], WStats { weight: 2.0, total: 4.0 });
+    let x = Scales { a: 2.0, b: 3.0, n: 4 };
+    assert_eq!(reference::scan::<ScaleAll>(&[x; 2], inc)[1], Scales { a: 4.0, b: 9.0, n: 16 });
+    assert_eq!(reference::scan::<GenericProduct<i64>>(&[2, 3], inc), [2, 6]);
+    use scan::ScanOp;
+    assert!(ScaleAll::multiplies_narrow_floats() && GenericProduct::<f32>::multiplies_narrow_floats());
+    assert!(!GenericProduct::<i64>::multiplies_narrow_floats());
 }

@@ -324,8 +324,7 @@ impl<const NARROW: bool> ScanOp for Forced<NARROW> {
 /// which are the reduced-first order's, not the other order's.
 #[test]
 fn user_float_products_take_the_tiled_scans_reduced_first_order() {
-    // Five tiles and a part (a tile holds 7744 items of 8 bytes).
-    let n = 5 * 7744 + 77;
+    let n = 5 * scan_cpu::tile_len::<(f32, f32)>() + 77;
     let mut rng = Rng::fresh("user_float_products_take_the_tiled_scans_reduced_first_order");
     let x: Vec<(f32, f32)> =
         (0..n).map(|_| (rng.range_f64(0.6, 1.0) as f32, rng.range_f64(-1.0, 1.0) as f32)).collect();
@@ -347,13 +346,15 @@ fn user_float_products_take_the_tiled_scans_reduced_first_order() {
 }
 
 mod hygiene {
-    //! A unit struct named like the closure parameter of the generated hint
-    //! (`|s: Step| s.a`): were it not hygienic, `s` would be a pattern of
-    //! this type and the closure would not compile.
+    //! Unit structs named like closure parameters the generated hint could
+    //! bind (`|s: Step| s.a`, as it first did): such a parameter would be a
+    //! pattern of the struct, and the closure would not compile. It binds
+    //! the fn's first operand, which the fn binds too.
     #![allow(non_camel_case_types, dead_code)]
     use super::Step;
 
     struct s;
+    struct __scan_item;
 
     #[scan::scan_op(identity = Step { a: 1.0, b: 0.0 })]
     pub fn decay_again(l: Step, r: Step) -> Step {
@@ -364,5 +365,55 @@ mod hygiene {
     fn the_hint_of_a_struct_field_ignores_the_names_in_scope() {
         use scan::ScanOp;
         assert!(DecayAgain::multiplies_narrow_floats());
+    }
+}
+
+/// Three f32 products side by side: 12-byte items.
+#[scan::scan_op(identity = [1.0f32, 1.0, 1.0])]
+pub fn mul3(l: [f32; 3], r: [f32; 3]) -> [f32; 3] {
+    [l[0] * r[0], l[1] * r[1], l[2] * r[2]]
+}
+
+fn exactly_the_reference<Op: ScanOp>(x: &[Op::Item])
+where
+    Op::Item: PartialEq + std::fmt::Debug,
+{
+    assert!(Op::multiplies_narrow_floats());
+    for spec in ScanSpec::ALL {
+        let want = reference::scan::<Op>(x, spec);
+        for threads in [1, 2, 3] {
+            let cpu = Cpu::new().with_algorithm(scan::Algorithm::Tiled).with_threads(threads);
+            let got = cpu.scan::<Op>(x, spec).unwrap();
+            if let Some(i) = (0..x.len()).find(|&i| got[i] != want[i]) {
+                panic!("n={} threads={threads} {spec:?}: at {i} got {:?} want {:?}", x.len(), got[i], want[i]);
+            }
+            let mut data = x.to_vec();
+            cpu.scan_in_place::<Op>(&mut data, spec).unwrap();
+            assert!(data == want, "in place, n={} threads={threads} {spec:?}", x.len());
+        }
+    }
+}
+
+/// Items that first reach the reduced-first tile order through the hint:
+/// a user's 12-byte f32 triple, and the segmented lift of the f32 and bf16
+/// products (`Seg<bf16>` is 4 bytes, the AVX2 lanes' width), on exact data
+/// (signs and zeros) around tile boundaries. (From a helper's review.)
+#[test]
+fn the_reduced_first_order_is_exact_on_user_and_segmented_items() {
+    use scan::maps::bf16;
+    use scan::ops::{Mul, Seg, Segmented};
+    let mut rng = Rng::fresh("the_reduced_first_order_is_exact_on_user_and_segmented_items");
+    let sign = |r: &mut Rng| [-1.0f32, 1.0, 1.0, 1.0, 0.0][r.below(5) as usize];
+    let tiles = [scan_cpu::tile_len::<[f32; 3]>(), scan_cpu::tile_len::<Seg<f32>>(), scan_cpu::tile_len::<Seg<bf16>>()];
+    for t in tiles {
+        for n in [1, 127, 128, 129, t - 1, t, t + 1, 3 * t + 77, 9 * t + 5] {
+            let x: Vec<[f32; 3]> = (0..n).map(|_| [sign(&mut rng), sign(&mut rng), sign(&mut rng)]).collect();
+            exactly_the_reference::<Mul3>(&x);
+            let s: Vec<Seg<f32>> = (0..n).map(|_| Seg { head: rng.below(50) == 0, value: sign(&mut rng) }).collect();
+            exactly_the_reference::<Segmented<Mul<f32>>>(&s);
+            let h: Vec<Seg<bf16>> =
+                (0..n).map(|_| Seg { head: rng.below(50) == 0, value: bf16::from_f32(sign(&mut rng)) }).collect();
+            exactly_the_reference::<Segmented<Mul<bf16>>>(&h);
+        }
     }
 }

@@ -55,8 +55,8 @@ pub trait ScanOp: 'static {
     /// subnormals, which x86 cores multiply some twenty times slower; the
     /// CPU's tiled scan then reduces each chunk first and scans it from its
     /// prefix, where nothing sticks. `#[scan_op]` answers from the body (for
-    /// a `T: CudaScalar` or a struct field, from the type it is
-    /// instantiated with); the default is `false`.
+    /// a `T: CudaScalar`, from the type it is instantiated with; for a
+    /// struct field, from its declared type); the default is `false`.
     ///
     /// ```
     /// use scan_core::{ops::{Add, LinearRecurrence, Mul}, ScanOp};
@@ -79,7 +79,7 @@ pub fn is_narrow_float<T: 'static>() -> bool {
 }
 
 /// [`is_narrow_float`] of the type a projection returns: the macro names a
-/// struct field's type, which it never sees, as `|__scan_item: Struct| __scan_item.field`.
+/// struct field's type, which it never sees, as `|l: Struct| l.field`.
 #[doc(hidden)]
 pub fn is_narrow_float_field<S, T: 'static>(_field: fn(S) -> T) -> bool {
     is_narrow_float::<T>()

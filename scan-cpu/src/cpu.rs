@@ -160,7 +160,10 @@ impl Cpu {
             what: format!("cannot allocate an output of {n} items of {} bytes", std::mem::size_of::<Op::Item>()),
         })?;
         self.run::<Op::Item>(n).scan_into::<Op>(input, &mut out.spare_capacity_mut()[..n], spec)?;
-        // SAFETY: `scan_into` returned Ok, so it initialized all `n` items.
+        // SAFETY: `scan_into` returned Ok, so it initialized all `n` items
+        // (zero-sized ones need no writing: any slot of an inhabited
+        // zero-sized type is a valid value, and an uninhabited type's slice
+        // is empty).
         unsafe { out.set_len(n) };
         Ok(out)
     }
@@ -432,7 +435,8 @@ pub(crate) struct Run {
 
 impl Run {
     /// Scans `input` into `output` (same length, possibly uninitialized),
-    /// initializing every item of `output` when it returns `Ok`.
+    /// initializing every item of `output` when it returns `Ok` (writing
+    /// nothing for zero-sized items, whose slots are valid as they are).
     pub fn scan_into<Op: ScanOp>(
         &self,
         input: &[Op::Item],

@@ -18,7 +18,7 @@
 use scan_core::maps::{Inputs, Maps};
 use scan_core::{reference, Error, Result, ScanOp, ScanSpec};
 
-use crate::cpu::Cpu;
+use crate::cpu::{is_zero_sized, Cpu};
 use crate::parallel;
 use crate::tree::{self, then};
 
@@ -58,7 +58,10 @@ impl Cpu {
     ) -> Result<()> {
         let n = inputs.checked_len()?;
         Error::check_lengths(n, output.len())?;
-        scan_range::<Op, M, I>(&inputs, 0, output, spec, self.threads());
+        // (Zero-sized outputs: nothing to write, however many.)
+        if !is_zero_sized::<M::Output>() {
+            scan_range::<Op, M, I>(&inputs, 0, output, spec, self.threads());
+        }
         Ok(())
     }
 
@@ -96,7 +99,7 @@ impl Cpu {
         let n = inputs.checked_len()?;
         Error::check_lengths(n, output.len())?;
         let row_len = reference::row_len(n, rows)?;
-        if row_len == 0 {
+        if row_len == 0 || is_zero_sized::<M::Output>() {
             return Ok(());
         }
         let threads = self.threads();

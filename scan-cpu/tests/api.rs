@@ -121,10 +121,21 @@ impl ScanOp for Unit {
     fn combine((): (), (): ()) {}
 }
 
+/// `()` in and out, as fused maps.
+struct Same;
+
+impl scan_core::maps::Maps<Unit> for Same {
+    type Input = ();
+    type Output = ();
+    fn lift((): ()) {}
+    fn project((): ()) {}
+}
+
 /// `usize::MAX` zero-sized items: each algorithm returns at once (the fold
 /// would not end; the tiled path used to abort, asking for tile slots past
 /// memory), with every item the one value of `()`; so do rows of them, as
-/// many as items, and strided rows, whose bad shapes are still refused.
+/// many as items, strided rows and fused maps, whose bad shapes are still
+/// refused.
 #[test]
 fn zero_sized_items_of_any_count_are_scanned_at_once() {
     for cpu in all_cpus() {
@@ -143,6 +154,11 @@ fn zero_sized_items_of_any_count_are_scanned_at_once() {
             cpu.scan_rows_strided::<Unit>(&x, &mut out, 1 << 63, 1, 2, spec).unwrap();
             let past = cpu.scan_rows_strided::<Unit>(&x, &mut out, 1 << 63, 2, 2, spec);
             assert!(matches!(past, Err(Error::BadStride { .. })), "{past:?}");
+            // Fused maps, whole and in rows.
+            cpu.scan_mapped::<Unit, Same, _>(&x[..], &mut out, spec).unwrap();
+            cpu.scan_mapped_rows::<Unit, Same, _>(&x[..], &mut out, usize::MAX, spec).unwrap();
+            let odd = cpu.scan_mapped_rows::<Unit, Same, _>(&x[..], &mut out, 2, spec);
+            assert!(matches!(odd, Err(Error::BadShape { .. })), "{odd:?}");
         }
     }
 }

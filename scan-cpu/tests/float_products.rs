@@ -1,14 +1,15 @@
 //! The tiled path's other tile order (reduce each chunk, then scan it from
-//! its prefix: `kernel::reduces_first`), taken for products of f32, bf16 and
-//! f16 (`ScanOp::multiplies_narrow_floats`), here the built-in ones: `Mul`, `LinearRecurrence` and `MatMul2x2` on data whose
-//! every partial result is exact (signs, decays in {-1, 0, 1} with small
-//! integers, signed permutation matrices), so that any misplaced item shows,
-//! on sizes around 1, 2, 8 and 13 tiles and past the streaming threshold,
-//! every kind and direction, 1 to 3 threads, out of place over a stale
-//! output, into an unaligned output and in place; and the f32 recurrence's
-//! bits the same for every thread count. (Written by a helper reviewing the
-//! change; the 8-lane AVX2 chains with seeds run on 4-byte items: the f32
-//! products and the half pairs.)
+//! its prefix: `kernel::reduces_first`), taken for products of f32, bf16
+//! and f16 (`ScanOp::multiplies_narrow_floats`), here the built-in ones:
+//! `Mul`, `LinearRecurrence` and `MatMul2x2` on data whose every partial
+//! result is exact (signs, decays in {-1, 0, 1} with small integers, signed
+//! permutation matrices), so that any misplaced item shows, on sizes around
+//! 1, 2, 8 and 13 tiles and past the streaming threshold, every kind and
+//! direction, 1 to 3 threads, out of place over a stale output, into an
+//! unaligned output and in place; and the f32 recurrence's bits the same for
+//! every thread count. (Written by a helper reviewing the change; the 8-lane
+//! AVX2 chains with seeds run on 4-byte items: the f32 products and the half
+//! pairs.)
 
 use std::fmt::Debug;
 

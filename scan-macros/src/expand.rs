@@ -105,7 +105,7 @@ fn expand(op: &Operator, v: &Valid) -> Result<TokenStream> {
     });
 
     let property_test = check::property_test(&v.def(fn_name, name));
-    let narrow_products = crate::hint::multiplies_narrow_floats(&v.body);
+    let narrow_products = crate::hint::multiplies_narrow_floats(&v.body, l);
 
     Ok(quote_spanned! {span=>
         #type_decl
@@ -124,6 +124,8 @@ fn expand(op: &Operator, v: &Valid) -> Result<TokenStream> {
             fn cuda_source_if_any() -> ::core::option::Option<::scan_core::CudaSource> {
                 ::core::option::Option::Some(<Self as ::scan_core::CudaOp>::cuda_source())
             }
+            // (The checks' closures bind the first operand's name: `L` is fine.)
+            #[allow(non_snake_case)]
             fn multiplies_narrow_floats() -> bool {
                 #narrow_products
             }

@@ -3,7 +3,7 @@
 //! then reduces each chunk before scanning it, so that a long product does
 //! not stick on subnormals).
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
 use crate::ir::{BinOp, Expr, ExprKind, Method, Scalar, Ty};
@@ -12,8 +12,12 @@ use crate::ir::{BinOp, Expr, ExprKind, Method, Scalar, Ty};
 /// product of known scalars is decided here; one of a type parameter, or of
 /// a struct field (whose type the macro never sees), asks
 /// `scan_core::__private` about the type rustc instantiates.
-pub fn multiplies_narrow_floats(body: &Expr) -> TokenStream {
-    let mut answer = Answer::default();
+///
+/// `operand` is the fn's first parameter, the name the field checks' closures
+/// bind: the user's fn binds it already, so no unit struct or const of that
+/// name is in scope to turn the closure's parameter into a pattern.
+pub fn multiplies_narrow_floats(body: &Expr, operand: &Ident) -> TokenStream {
+    let mut answer = Answer { operand, known: false, checks: Vec::new() };
     answer.visit(body);
     if answer.known {
         return quote!(true);
@@ -25,8 +29,8 @@ pub fn multiplies_narrow_floats(body: &Expr) -> TokenStream {
     quote!(#(#checks)||*)
 }
 
-#[derive(Default)]
-struct Answer {
+struct Answer<'a> {
+    operand: &'a Ident,
     /// A product of `f32`, `bf16` or `f16` values is in the body.
     known: bool,
     /// Run-time checks of the opaque scalars multiplied, each once (by its
@@ -34,7 +38,7 @@ struct Answer {
     checks: Vec<(String, TokenStream)>,
 }
 
-impl Answer {
+impl Answer<'_> {
     fn visit(&mut self, e: &Expr) {
         let operands: Vec<&Expr> = match &e.kind {
             ExprKind::Binary(BinOp::Mul | BinOp::Div, a, b) => vec![a, b],
@@ -66,9 +70,8 @@ impl Answer {
             }
             Ty::Field { strukt, field } => {
                 let field = format_ident!("{}", field);
-                // A name no user item has: a parameter named like a unit
-                // struct or const in scope would be a pattern of it.
-                quote!(::scan_core::__private::is_narrow_float_field(|__scan_item: #strukt| __scan_item.#field))
+                let x = self.operand;
+                quote!(::scan_core::__private::is_narrow_float_field(|#x: #strukt| #x.#field))
             }
             Ty::Scalar(_) | Ty::Tuple(_) | Ty::Array(..) | Ty::Struct { .. } => return,
         };
@@ -85,7 +88,8 @@ mod tests {
     use crate::check::testing::body;
 
     fn hint(src: &str) -> String {
-        multiplies_narrow_floats(&body(src).1).to_string().replace(' ', "")
+        let operand = Ident::new("l", proc_macro2::Span::call_site());
+        multiplies_narrow_floats(&body(src).1, &operand).to_string().replace(' ', "")
     }
 
     #[test]
@@ -110,9 +114,9 @@ mod tests {
         let fields = "fn f(l: Step, r: Step) -> Step { Step { a: l.a * r.a, b: r.a * l.b + r.b, n: l.n * 2 } }";
         assert_eq!(
             hint(fields),
-            "::scan_core::__private::is_narrow_float_field(|__scan_item:Step|__scan_item.a)||\
-             ::scan_core::__private::is_narrow_float_field(|__scan_item:Step|__scan_item.b)||\
-             ::scan_core::__private::is_narrow_float_field(|__scan_item:Step|__scan_item.n)"
+            "::scan_core::__private::is_narrow_float_field(|l:Step|l.a)||\
+             ::scan_core::__private::is_narrow_float_field(|l:Step|l.b)||\
+             ::scan_core::__private::is_narrow_float_field(|l:Step|l.n)"
         );
     }
 }
