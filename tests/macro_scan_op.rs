@@ -417,3 +417,30 @@ fn the_reduced_first_order_is_exact_on_user_and_segmented_items() {
         }
     }
 }
+
+/// Structs inside tuples and arrays: the scans of the operators above equal
+/// direct loops.
+#[test]
+fn structs_inside_tuples_and_arrays_scan_like_direct_loops() {
+    let mut rng = Rng::fresh("structs_inside_tuples_and_arrays_scan_like_direct_loops");
+    let n = 3000;
+    let x: Vec<(Tally, i32)> = (0..n)
+        .map(|_| (Tally { sum: rng.below(100) as f64, count: rng.below(100) as u32 }, rng.below(100) as i32))
+        .collect();
+    let inc = ScanSpec::inclusive();
+    for got in
+        [Cpu::new().scan::<TallyAndSum>(&x, inc).unwrap(), Cpu::new().scan::<TallyAndSumAssumed>(&x, inc).unwrap()]
+    {
+        let mut acc = (Tally { sum: 0.0, count: 0 }, 0);
+        for (i, v) in x.iter().enumerate() {
+            acc = (Tally { sum: acc.0.sum + v.0.sum, count: acc.0.count + v.0.count }, acc.1 + v.1);
+            assert_eq!(got[i], acc, "at {i}");
+        }
+    }
+    let pairs: Vec<[Tally; 2]> = x.iter().map(|&(t, k)| [t, Tally { sum: k as f64, count: 1 }]).collect();
+    let got = Cpu::new().scan::<TwoTallies>(&pairs, ScanSpec::exclusive()).unwrap();
+    assert_eq!(got[0], [Tally { sum: 0.0, count: 0 }; 2]);
+    let last = pairs[..n - 1].iter().fold([0.0, 0.0], |s, p| [s[0] + p[0].sum, s[1] + p[1].sum]);
+    assert_eq!([got[n - 1][0].sum, got[n - 1][1].sum], last);
+    assert_eq!(got[n - 1][1].count, n as u32 - 1);
+}

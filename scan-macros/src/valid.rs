@@ -182,10 +182,7 @@ pub fn validate(op: &Operator) -> Result<Valid> {
     // The macro cannot see a struct's declaration: the identity (a struct
     // literal naming every field) tells the checker which fields there are.
     let item = match (item, &identity) {
-        (Some(ir::Ty::Struct { name, fields }), Some(id)) if fields.is_empty() => match &id.ty {
-            ir::Ty::Struct { name: n, fields } if *n == name => Some(ir::Ty::Struct { name, fields: fields.clone() }),
-            _ => Some(ir::Ty::Struct { name, fields }),
-        },
+        (Some(item), Some(id)) => Some(fields_from_identity(item, &id.ty)),
         (item, _) => item,
     };
     let body = match (&item, names.len()) {
@@ -216,4 +213,24 @@ pub fn validate(op: &Operator) -> Result<Valid> {
     };
     errors.ok(check::check(&valid.def(&sig.ident, &op.type_name)));
     errors.finish(valid)
+}
+
+/// `item` with the fields of each struct in it (at the top, or inside tuples
+/// and arrays) as the identity's literal names them, where the item type
+/// alone could not list them.
+fn fields_from_identity(item: ir::Ty, identity: &ir::Ty) -> ir::Ty {
+    match (item, identity) {
+        (ir::Ty::Struct { name, fields }, ir::Ty::Struct { name: n, fields: named })
+            if fields.is_empty() && *n == name =>
+        {
+            ir::Ty::Struct { name, fields: named.clone() }
+        }
+        (ir::Ty::Tuple(ts), ir::Ty::Tuple(ids)) if ts.len() == ids.len() => {
+            ir::Ty::Tuple(ts.into_iter().zip(ids).map(|(t, id)| fields_from_identity(t, id)).collect())
+        }
+        (ir::Ty::Array(t, n), ir::Ty::Array(id, m)) if n == *m => {
+            ir::Ty::Array(Box::new(fields_from_identity(*t, id)), n)
+        }
+        (item, _) => item,
+    }
 }

@@ -77,6 +77,29 @@ pub fn count_sum(l: Tally, r: Tally) -> Tally {
     Tally { count: l.count + r.count, sum: l.sum + r.sum }
 }
 
+/// Structs inside a tuple and an array: the identity's literals name their
+/// fields, which the checker needs (it once knew them only for a struct at
+/// the top of the item, and rejected these).
+#[scan_op(identity = (Tally { sum: 0.0, count: 0 }, 0))]
+pub fn tally_and_sum(l: (Tally, i32), r: (Tally, i32)) -> (Tally, i32) {
+    (Tally { sum: l.0.sum + r.0.sum, count: l.0.count + r.0.count }, l.1 + r.1)
+}
+
+#[scan_op(identity = [Tally { sum: 0.0, count: 0 }; 2])]
+pub fn two_tallies(l: [Tally; 2], r: [Tally; 2]) -> [Tally; 2] {
+    [
+        Tally { count: l[0].count + r[0].count, sum: l[0].sum + r[0].sum },
+        Tally { sum: l[1].sum + r[1].sum, count: l[1].count + r[1].count },
+    ]
+}
+
+/// The same with the opt-in: its generated laws test builds the tuple's
+/// struct, every field named (it did not compile before).
+#[scan_op(identity = (Tally { sum: 0.0, count: 0 }, 0), assume_associative)]
+pub fn tally_and_sum_assumed(l: (Tally, i32), r: (Tally, i32)) -> (Tally, i32) {
+    (Tally { sum: l.0.sum + r.0.sum, count: l.0.count + r.0.count }, l.1 + r.1)
+}
+
 /// A struct item with a bool field: a segmented sum, whose `!` on the flag
 /// must be logical in CUDA (`~` on a C++ bool is never false).
 #[scan_item]
@@ -227,6 +250,9 @@ pub fn each_op(f: &mut impl EachOp) {
     f.op::<MaxOf<u64>>();
     f.op::<SumBf16>();
     f.op::<MaxAndSumF16>();
+    f.op::<TallyAndSum>();
+    f.op::<TwoTallies>();
+    f.op::<TallyAndSumAssumed>();
 }
 
 /// Every operator above, as its CUDA source, for the NVRTC test.

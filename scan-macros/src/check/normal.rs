@@ -115,6 +115,22 @@ pub fn resolve_item(item: &Ty, body: &Expr) -> Ty {
             fields.dedup_by(|a, b| a.0 == b.0);
             Ty::Struct { name: name.clone(), fields }
         }
+        other => sorted_fields(other),
+    }
+}
+
+/// `t` with the fields of the structs inside its tuples and arrays (listed
+/// by the identity's literals, `valid::fields_from_identity`) sorted by name,
+/// as the checker's values have them.
+fn sorted_fields(t: &Ty) -> Ty {
+    match t {
+        Ty::Struct { name, fields } => {
+            let mut fields: Vec<(String, Ty)> = fields.iter().map(|(n, t)| (n.clone(), sorted_fields(t))).collect();
+            fields.sort_by(|a, b| a.0.cmp(&b.0));
+            Ty::Struct { name: name.clone(), fields }
+        }
+        Ty::Tuple(ts) => Ty::Tuple(ts.iter().map(sorted_fields).collect()),
+        Ty::Array(t, n) => Ty::Array(Box::new(sorted_fields(t)), *n),
         other => other.clone(),
     }
 }
