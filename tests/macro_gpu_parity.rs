@@ -243,6 +243,10 @@ fn generated_cuda_computes_what_the_cpu_computes() {
         gpu.check::<CountedSegments>(&mut rng, same),
         gpu.check::<SumBf16>(&mut rng, same),
         gpu.check::<MaxAndSumF16>(&mut rng, same),
+        // Structs inside a tuple and an array: their C++ layout must be
+        // rustc's (padding after the struct's u32, the tuple's order).
+        gpu.check::<TallyAndSum>(&mut rng, same),
+        gpu.check::<TwoTallies>(&mut rng, same),
         // exp/log1p are not correctly rounded on either side (CUDA documents
         // 1-2 ulp for double exp/log1p): compared with `close`.
         gpu.check::<op_logaddexp::LogAddExp>(&mut rng, close),
