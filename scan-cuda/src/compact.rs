@@ -55,7 +55,8 @@ fn source() -> String {
          }}\n"
     ));
     // A timing experiment's register bound on the scatters: blocks per SM
-    // (the default leaves ptxas free: 80 registers, 3 blocks an SM).
+    // (the default leaves ptxas free: 64 registers, 4 blocks an SM for
+    // 4-byte words with NVRTC 13 since 2026-12-06; before, 80 and 3).
     let var =
         crate::env::TuningVar { name: "SCAN_CUDA_COMPACT_SCATTER_BLOCKS", takes: "a number of blocks per SM, 1 to 8" };
     let bound =
