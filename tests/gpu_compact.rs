@@ -3,7 +3,8 @@
 //! (each moved as the widest word that divides it), lengths around the
 //! kernels' 4096-item tile, flags all off, all on, sparse, dense and
 //! alternating; the device form writes only the kept prefix of its output;
-//! bad lengths are errors that write nothing. Run on a GPU machine:
+//! bad lengths are errors that write nothing; past 4096 tiles, blocks that
+//! stride over several tiles. Run on a GPU machine:
 //! `cargo test --test gpu_compact -- --ignored`.
 
 #[path = "../scan-cuda/tests/support/mod.rs"]
@@ -105,4 +106,24 @@ fn the_device_facade_compacts_on_the_gpu_as_on_the_cpu() {
     let values: Vec<i32> = rng.vec(1_000_003.min(max_len()), |r| r.next_u64() as i32);
     let keep: Vec<bool> = values.iter().map(|&x| x % 3 == 0).collect();
     assert_eq!(gpu.compact(&values, &keep).unwrap(), Device::cpu().compact(&values, &keep).unwrap());
+}
+
+/// Past 4096 tiles (2^24 items) the grid stops growing and each block
+/// strides over several tiles, reusing its shared memory from one tile to
+/// the next; the tests above stay below that. One-word items (the
+/// scatter's fast path) and three-word ones (its general path), with the
+/// last tile partial.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn blocks_that_stride_over_several_tiles_compact_exactly() {
+    let n = (4096 * TILE + 3 * TILE + 17).min(max_len());
+    let cuda = cuda();
+    let mut rng = Rng::fresh("strided compact");
+    let keep: Vec<bool> = rng.vec(n, |r| r.below(10) < 3);
+    let values: Vec<u32> = (0..n as u32).collect();
+    let want: Vec<u32> = values.iter().zip(&keep).filter(|&(_, &k)| k).map(|(&x, _)| x).collect();
+    assert_eq!(cuda.compact(&values, &keep).unwrap(), want, "{n} u32 items");
+    let triples: Vec<[u32; 3]> = values.iter().map(|&x| [x, !x, x ^ 0x5555]).collect();
+    let want: Vec<[u32; 3]> = triples.iter().zip(&keep).filter(|&(_, &k)| k).map(|(&x, _)| x).collect();
+    assert_eq!(cuda.compact(&triples, &keep).unwrap(), want, "{n} [u32; 3] items");
 }
