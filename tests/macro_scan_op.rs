@@ -282,9 +282,21 @@ pub fn decay(l: Step, r: Step) -> Step {
     Step { a: l.a * r.a, b: r.a * l.b + r.b }
 }
 
+/// A float product in a condition only (both branches are the sum, so the
+/// operator is the sum): nothing is carried on as a product.
+#[scan::scan_op(identity = 0.0)]
+pub fn sum_by_sign(a: f32, b: f32) -> f32 {
+    if a * b > 0.0 {
+        a + b
+    } else {
+        b + a
+    }
+}
+
 /// `ScanOp::multiplies_narrow_floats`, read off each body: products of f32
 /// or half floats say yes, whether the scalar is written, a type parameter
-/// or a struct field's type; sums, f64 and integer products say no.
+/// or a struct field's type; sums, f64 and integer products say no, and so
+/// does a product that cannot reach the result.
 #[test]
 fn the_narrow_float_product_hint_follows_the_body_and_its_types() {
     use scan::maps::{bf16, f16};
@@ -298,6 +310,9 @@ fn the_narrow_float_product_hint_follows_the_body_and_its_types() {
     assert!(!ScaledTally::multiplies_narrow_floats() && !CountSum::multiplies_narrow_floats());
     assert!(!Add::<f32>::multiplies_narrow_floats() && !MaxF32::multiplies_narrow_floats());
     assert!(!Min3::multiplies_narrow_floats() && !FusedRecurrence::multiplies_narrow_floats());
+    assert!(!SumBySign::multiplies_narrow_floats());
+    let x = [1.0f32, -2.0, 3.0, 0.5];
+    assert_eq!(Cpu::new().scan::<SumBySign>(&x, ScanSpec::inclusive()).unwrap(), [1.0, -1.0, 2.0, 2.5]);
     // Forwarded by the segmented lift.
     assert!(scan::ops::Segmented::<Mul<f32>>::multiplies_narrow_floats());
 }

@@ -56,7 +56,10 @@ pub trait ScanOp: 'static {
     /// CPU's tiled scan then reduces each chunk first and scans it from its
     /// prefix, where nothing sticks. `#[scan_op]` answers from the body (for
     /// a `T: CudaScalar`, from the type it is instantiated with; for a
-    /// struct field, from its declared type); the default is `false`.
+    /// struct field, from its declared type), counting only products whose
+    /// value can reach the result: not one inside a condition or a
+    /// comparison, cast to an integer, or of literals alone. The default is
+    /// `false`.
     ///
     /// ```
     /// use scan_core::{ops::{Add, LinearRecurrence, Mul}, ScanOp};

@@ -1,7 +1,16 @@
 //! `ScanOp::multiplies_narrow_floats`, read off the typed body: whether it
-//! multiplies or divides `f32`, `bf16` or `f16` values (the CPU's tiled scan
-//! then reduces each chunk before scanning it, so that a long product does
-//! not stick on subnormals).
+//! multiplies or divides `f32`, `bf16` or `f16` values into what it returns
+//! (the CPU's tiled scan then reduces each chunk before scanning it, so that
+//! a long product does not stick on subnormals).
+//!
+//! Only a product whose value can reach the result counts: one inside a
+//! condition or a comparison decides a bool, one cast to an integer is cut
+//! off from the floats, and one of literals alone is a constant, so none of
+//! them can become a running product across a scan. Each of those, counted,
+//! cost about 10% where nothing underflows (the reduced-first order's price).
+//! A product that reaches the result through a cast to `f64` still counts:
+//! a value carried in `f64` can be narrowed to `f32` again in the next
+//! combine.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
@@ -40,6 +49,17 @@ struct Answer<'a> {
 
 impl Answer<'_> {
     fn visit(&mut self, e: &Expr) {
+        match &e.kind {
+            // The value is a bool: no product inside can be carried on.
+            ExprKind::Binary(op, ..) if op.is_comparison() => return,
+            ExprKind::Cast(_, to) if !to.is_float() => return,
+            ExprKind::If { then, otherwise, .. } => {
+                self.visit(then);
+                self.visit(otherwise);
+                return;
+            }
+            _ => {}
+        }
         let operands: Vec<&Expr> = match &e.kind {
             ExprKind::Binary(BinOp::Mul | BinOp::Div, a, b) => vec![a, b],
             ExprKind::Method(Method::MulAdd, x, args) => std::iter::once(&**x).chain(args).collect(),
@@ -47,7 +67,7 @@ impl Answer<'_> {
         };
         // The product's type, and its operands' (an unsuffixed literal takes
         // the other side's type, which may be the one that tells).
-        if !operands.is_empty() {
+        if !operands.is_empty() && !operands.iter().all(|x| is_constant(x)) {
             self.note(&e.ty);
             for x in operands {
                 self.note(&x.ty);
@@ -79,6 +99,16 @@ impl Answer<'_> {
         if !self.checks.iter().any(|(k, _)| *k == key) {
             self.checks.push((key, check));
         }
+    }
+}
+
+/// A literal or a named constant, possibly negated or cast: a product of
+/// these alone is the same in every combine.
+fn is_constant(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Lit(_) | ExprKind::Const { .. } => true,
+        ExprKind::Unary(_, x) | ExprKind::Cast(x, _) => is_constant(x),
+        _ => false,
     }
 }
 
@@ -118,5 +148,25 @@ mod tests {
              ::scan_core::__private::is_narrow_float_field(|l:Step|l.b)||\
              ::scan_core::__private::is_narrow_float_field(|l:Step|l.n)"
         );
+    }
+
+    #[test]
+    fn products_that_cannot_reach_the_result_do_not_count() {
+        // In a condition, a comparison, a cast to an integer, or of literals alone.
+        assert_eq!(hint("fn f(a: f32, b: f32) -> f32 { if a * b > 0.0 { a } else { b } }"), "false");
+        assert_eq!(
+            hint("fn f(l: (f32, bool), r: (f32, bool)) -> (f32, bool) { (l.0 + r.0, l.0 * r.0 > 1.0) }"),
+            "false"
+        );
+        assert_eq!(hint("fn f(a: i64, b: i64) -> i64 { a + ((a as f32) * (b as f32)) as i64 }"), "false");
+        assert_eq!(hint("fn f(a: f32, b: f32) -> f32 { a.max(b) + 2.0 * -0.5 }"), "false");
+        let generic = "fn f<T: CudaScalar>(a: T, b: T) -> T { if a * b > T::ZERO { a } else { b } }";
+        assert_eq!(hint(generic), "false");
+        // The same products where they do reach it: a branch's value, a
+        // cast to f64 (narrowed again in the next combine), a literal
+        // times an operand.
+        assert_eq!(hint("fn f(a: f32, b: f32) -> f32 { if a * b > 0.0 { a * b } else { b } }"), "true");
+        assert_eq!(hint("fn f(a: f64, b: f64) -> f64 { ((a as f32) * (b as f32)) as f64 }"), "true");
+        assert_eq!(hint("fn f(a: f32, b: f32) -> f32 { a.max(b) * 0.5 }"), "true");
     }
 }

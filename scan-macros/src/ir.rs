@@ -104,6 +104,13 @@ pub enum BinOp {
     Ge,
 }
 
+impl BinOp {
+    /// `==`, `!=`, `<`, `<=`, `>`, `>=`: a bool from two operands of one type.
+    pub fn is_comparison(self) -> bool {
+        matches!(self, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
+    }
+}
+
 /// A method of the supported list; `wrapping_*` are folded into `Binary`
 /// on integer operands (integer arithmetic always wraps). Everything about
 /// each is in [`METHODS`].

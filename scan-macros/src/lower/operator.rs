@@ -73,7 +73,7 @@ impl Lowerer {
             }
             _ => return Err(unsupported(b.op.span(), "this operator is")),
         };
-        let comparison = matches!(op, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
+        let comparison = op.is_comparison();
         let logical = matches!(op, BinOp::And | BinOp::Or);
         let operand_expect = if comparison || logical { None } else { expect };
         let (x, y) = if logical {
