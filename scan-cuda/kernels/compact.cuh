@@ -76,7 +76,9 @@ __device__ __forceinline__ void compact_count(const unsigned char* flags, u64 le
 // ballots its rows; `before[r]` counts the kept items of this warp's row r
 // before this thread's; warp 0 scans the (row, warp) counts, in item order,
 // into `offsets` (exclusive). Both barriers are inside: every thread of the
-// block must call it.
+// block must call it, and the caller must pass a barrier after its last read
+// of `offsets` before calling it again (its first writes come before its
+// first barrier).
 template <int THREADS, int ROWS>
 __device__ __forceinline__ void compact_places(unsigned kept, unsigned (&before)[ROWS], unsigned* offsets) {
     typedef CompactTile<THREADS, ROWS> Tile;
@@ -123,8 +125,8 @@ __device__ __forceinline__ void compact_places(unsigned kept, unsigned (&before)
 // Written for few instructions per item: Nsight Compute put the general
 // form below at 49 instructions per item (25.8 M warp instructions for 2^24
 // f32 items on an H100, issue slots 57% busy, ALU the busiest pipe), 54 us
-// at 53% of DRAM's rate, and doubling its occupancy (48 registers instead of
-// 80) left the time as it was. Most of those instructions were 64-bit index
+// at 53% of DRAM's rate (80 registers, 3 blocks an SM, occupancy 35%), and a
+// variant at 48 registers and 5 blocks (occupancy 60%) took as long. Most of those instructions were 64-bit index
 // arithmetic per item and the loop over an item's other words; here the
 // tile's pointers are formed once, a row's offset is a constant (an
 // immediate of the load), and places within the tile are 32-bit: 15.9 M

@@ -22,7 +22,8 @@ const THREADS: u32 = 256;
 const ROWS: u32 = 16;
 const TILE: usize = (THREADS * ROWS) as usize;
 
-/// Blocks of the grid-stride loops at most: a few waves of any GPU.
+/// Blocks of the grid-stride loops at most: a few waves of any GPU
+/// (`Tuning::compaction_blocks` sets another bound).
 const MAX_BLOCKS: usize = 4096;
 
 const SOURCES: [(&str, &str); 2] =
@@ -148,7 +149,7 @@ impl Cuda {
         let mut counts = self.alloc_unwritten::<u64>(tiles)?;
         let len64 = len as u64;
         let flags = keep.device_ptr(stream);
-        let blocks = grid(tiles.min(MAX_BLOCKS))?;
+        let blocks = grid(tiles.min(self.tuning().compaction_grid().unwrap_or(MAX_BLOCKS)))?;
         let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
         {
             let counts_ptr = counts.device_ptr_mut(stream);
