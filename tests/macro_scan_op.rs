@@ -285,6 +285,7 @@ pub fn decay(l: Step, r: Step) -> Step {
 /// A float product in a condition only (both branches are the sum, so the
 /// operator is the sum): nothing is carried on as a product.
 #[scan::scan_op(identity = 0.0)]
+#[allow(clippy::if_same_then_else)] // the point: the branches agree
 pub fn sum_by_sign(a: f32, b: f32) -> f32 {
     if a * b > 0.0 {
         a + b
