@@ -104,7 +104,7 @@ for what in "$@"; do
     # quarter kept) with the scatter's register bound at the default and at
     # 4 and 5 blocks an SM (SCAN_CUDA_COMPACT_SCATTER_BLOCKS), twice each in
     # turn; about a minute.
-    step 60 test-gpu_compact $bin/tests/scan-gpu_compact --ignored --test-threads=4
+    step 150 test-gpu_compact $bin/tests/scan-gpu_compact --ignored --test-threads=4
     for round in 1 2; do
       for blocks in default 4 5; do
         value=$blocks; [ "$blocks" = default ] && value=
