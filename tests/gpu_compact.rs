@@ -144,3 +144,25 @@ fn blocks_that_stride_over_several_tiles_compact_exactly() {
     }
     check_on(&cuda(), &[n], "u32 (4 B) past 4096 tiles", |r| r.next_u64() as u32, u32::MAX);
 }
+
+/// Zero-sized items: only the count is learned. (The scatter moved such
+/// items as zero words of 16 bytes, reading and writing a word of each in
+/// buffers of no bytes.) The executor works on afterwards.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn zero_sized_items_compact_to_their_count() {
+    let cuda = cuda();
+    let keep: Vec<bool> = (0..3 * TILE + 5).map(|i| i % 3 != 1).collect();
+    let kept = keep.iter().filter(|&&k| k).count();
+    assert_eq!(cuda.compact(&vec![(); keep.len()], &keep).unwrap().len(), kept);
+    let values = cuda.upload(&vec![(); keep.len()]).unwrap();
+    let flags = cuda.upload(&keep).unwrap();
+    let mut out = cuda.upload(&vec![(); kept]).unwrap();
+    assert_eq!(cuda.compact_device_into(&values, &flags, &mut out).unwrap(), kept);
+    let mut short = cuda.upload(&vec![(); kept - 1]).unwrap();
+    assert!(matches!(
+        cuda.compact_device_into(&values, &flags, &mut short),
+        Err(Error::LengthMismatch { input, output }) if input == kept && output == kept - 1
+    ));
+    assert_eq!(cuda.compact(&[1u32, 2, 3], &[true, false, true]).unwrap(), [1, 3]);
+}
