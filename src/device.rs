@@ -19,7 +19,7 @@ use scan_cuda::{Cuda, DeviceSelectiveScan, HostInputs, SelectiveSaved};
 /// It takes any [`ScanOp`]: on the CPU every operator runs; on the GPU, an
 /// operator with CUDA source (every `#[scan_op]` operator, see
 /// [`ScanOp::cuda_source_if_any`]), and any other is an
-/// [`Error::NotCuda`](crate::Error::NotCuda).
+/// [`Error::NotCuda`].
 ///
 /// ```
 /// use scan::{ops::Add, Device, ScanSpec};
@@ -46,7 +46,7 @@ enum Backend {
 /// on a GPU their device copy and the states the forward saved (see
 /// `scan::cuda::SelectiveSaved`; about twice `u`'s size at 16 states), on
 /// the CPU the states before every 64 steps
-/// ([`SelectiveCheckpoints`](crate::SelectiveCheckpoints); 1/64 of the
+/// ([`SelectiveCheckpoints`]; 1/64 of the
 /// (batch, dim, L, N) states).
 #[derive(Debug)]
 pub struct SavedForward<'a> {
@@ -149,8 +149,8 @@ impl Device {
     }
 
     /// Scans each row of a row-major `[rows, input.len() / rows]` buffer from
-    /// `input` into `output` (same length). Errors: [`Error::LengthMismatch`](crate::Error::LengthMismatch),
-    /// and [`Error::BadShape`](crate::Error::BadShape) when `rows` is 0 or does
+    /// `input` into `output` (same length). Errors: [`Error::LengthMismatch`],
+    /// and [`Error::BadShape`] when `rows` is 0 or does
     /// not divide the length.
     ///
     /// ```
@@ -178,7 +178,7 @@ impl Device {
     }
 
     /// Scans each row of a row-major `[rows, data.len() / rows]` buffer in
-    /// place. [`Error::BadShape`](crate::Error::BadShape) when `rows` is 0 or
+    /// place. [`Error::BadShape`] when `rows` is 0 or
     /// does not divide the length.
     ///
     /// ```
@@ -295,7 +295,7 @@ impl Device {
     /// (`Cpu::selective_scan`). bf16 or f16 activations (`T`) are read into
     /// f32 exactly; the GPU kernel reads f32, so there they are widened on
     /// the host first. A wrong shape is an
-    /// [`Error::WrongShape`](crate::Error::WrongShape) naming the argument.
+    /// [`Error::WrongShape`] naming the argument.
     ///
     /// ```
     /// use scan::selective::{Projection, SelectiveScan, SsmShape};
@@ -329,7 +329,7 @@ impl Device {
     /// CPU's backward past it; on the CPU, `Cpu::selective_scan_backward`
     /// (in f32; `scan::selective::backward::reference_backward` is the f64
     /// reference). Errors: the argument checks of the forward, and
-    /// [`Error::WrongShape`](crate::Error::WrongShape) for `dout`.
+    /// [`Error::WrongShape`] for `dout`.
     ///
     /// ```
     /// use scan::selective::{Projection, SelectiveScan, SsmShape};
@@ -403,7 +403,7 @@ impl Device {
     /// arguments (on a GPU bit for bit: the saved states are the ones the
     /// backward would compute). A `saved` from another device works too:
     /// the backward then starts from the arguments it borrows. Errors:
-    /// [`Error::WrongShape`](crate::Error::WrongShape) for `dout`, and those
+    /// [`Error::WrongShape`] for `dout`, and those
     /// of the backward on this device.
     pub fn selective_scan_backward_saved(&self, saved: &SavedForward<'_>, dout: &[f32]) -> Result<SsmGrads> {
         match (&self.backend, &saved.on_device, &saved.on_cpu) {
@@ -421,9 +421,9 @@ impl Device {
     /// Scans through the fused maps `M` (`scan::maps`): item `i` is
     /// `M::lift` of item `i` of each input array (one slice, or a tuple of
     /// two or three), and `output[i]` is `M::project` of scanned item `i`,
-    /// with nothing in between stored. Errors: [`Error::LengthMismatch`](crate::Error::LengthMismatch)
+    /// with nothing in between stored. Errors: [`Error::LengthMismatch`]
     /// when the arrays or `output` differ in length; on the GPU,
-    /// [`Error::Unsupported`](crate::Error::Unsupported) when the operator has
+    /// [`Error::Unsupported`] when the operator has
     /// no single-pass kernels.
     ///
     /// ```
@@ -451,7 +451,7 @@ impl Device {
     /// [`scan_mapped`](Device::scan_mapped) of each row of a row-major
     /// `[rows, len / rows]` layout of the inputs, each row on its own, into
     /// `output` in the same layout. Errors: those of `scan_mapped`, and
-    /// [`Error::BadShape`](crate::Error::BadShape) when `rows` is 0 or does
+    /// [`Error::BadShape`] when `rows` is 0 or does
     /// not divide the length.
     ///
     /// ```

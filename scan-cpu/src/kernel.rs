@@ -252,7 +252,7 @@ unsafe fn local_scan_impl<Op: ScanOp, const REV: bool, const INCL: bool, const S
 }
 
 /// The chunk structure of a tile of `n` items at `src`, as [`local_scan`]
-/// cuts it, without scanning: each chunk's total is reduced as a [`Tree`]
+/// cuts it, without scanning: each chunk's total is reduced as a [`Tree`](tree::Tree)
 /// (the chunks side by side, whole blocks folded in lockstep). With
 /// [`seeds`] and [`seeded_scan`] this is the other order of a tile's
 /// work: reduce, then scan from the prefix, instead of scan, then fix up.
@@ -295,7 +295,7 @@ pub(crate) fn seeds<Op: ScanOp>(chunks: &Chunks<Op::Item>, tile_prefix: Option<O
 }
 
 /// Replaces every `x` of `data` with `combine(prefix, x)`, `prefix` an
-/// accumulation from the identity ([`accumulate`]). A loop the compiler
+/// accumulation from the identity ([`accumulate()`]). A loop the compiler
 /// vectorizes for the arithmetic operators and max/min. (Always inlined, like
 /// [`local_scan`], so that AVX2 builds of its callers vectorize it for AVX2.)
 #[inline(always)]

@@ -1,4 +1,4 @@
-//! syn -> [`ir`]: the user's fn body (and identity) as a typed expression tree.
+//! syn -> [`ir`](crate::ir): the user's fn body (and identity) as a typed expression tree.
 //!
 //! Everything outside the supported subset is rejected here, at its token,
 //! with a message that names what is supported. Types are inferred the way
@@ -41,7 +41,7 @@ const ITEM_TYPES: &str = "item types are i32, u32, i64, u64, f32, f64, bf16, f16
      `T: CudaScalar`, tuples and arrays `[T; N]` of them, and #[repr(C)] #[scan_item] structs";
 
 /// Rust's primitive types that no item may be: without this they would be
-/// taken for #[scan_item] structs, and the first error would be a puzzling
+/// taken for `#[scan_item]` structs, and the first error would be a puzzling
 /// "expected `u8`, found an integer".
 const UNSUPPORTED_PRIMITIVES: &[&str] = &["i8", "u8", "i16", "u16", "i128", "u128", "isize", "usize", "char", "str"];
 

@@ -513,8 +513,8 @@ impl Cuda {
         Ok((scratch, parts))
     }
 
-    /// A new buffer of outers x inner floats: out[o][e] = the sum over p <
-    /// count of parts[(o count + p) inner + e], p ascending (zeros where
+    /// A new buffer of outers x inner floats: `out[o][e]` = the sum over p <
+    /// count of `parts[(o count + p) inner + e]`, p ascending (zeros where
     /// count is 0), queued on the stream.
     ///
     /// # Safety

@@ -1,4 +1,4 @@
-//! Method calls (through [`METHODS`](crate::ir::METHODS)), the
+//! Method calls (through [`METHODS`]), the
 //! `f32::max(a, b)` call form, field and index access, struct literals.
 
 use super::literal::param_const;
