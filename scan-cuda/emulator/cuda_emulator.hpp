@@ -9,8 +9,9 @@
 //
 // Include this before the kernel headers. What it provides:
 //   - threadIdx, blockIdx, blockDim, gridDim; __syncthreads, __syncwarp;
-//     __shfl_sync / _up / _down / _xor with the full mask;
-//   - float2, float4, make_float2, make_float4, __trap (an abort);
+//     __shfl_sync / _up / _down / _xor and __ballot_sync with the full mask;
+//   - __popc, __vcmpne4;
+//   - float2, float4, uint4, make_float2, make_float4, __trap (an abort);
 //   - dynamic shared memory through `dynamic_shared(bytes)` (the kernel
 //     headers take it under SCAN_HOST_EMULATION): a launch's block gets
 //     `shared_bytes` bytes filled with a NaN pattern, so a read of shared
@@ -65,6 +66,9 @@ struct alignas(8) float2 {
 };
 struct alignas(16) float4 {
     float x, y, z, w;
+};
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
 };
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
@@ -172,6 +176,19 @@ inline T exchange(unsigned mask, T value, Source source) {
     return value;
 }
 
+// Every lane offers `predicate`; returns the warp's bits (lane i's at bit i).
+inline unsigned ballot(unsigned mask, bool predicate) {
+    if (mask != 0xffffffffu) fail("ballots with a partial mask are not emulated");
+    const unsigned me = flat_thread(), lane = me % 32, first = me - lane;
+    block->slots[me] = predicate ? 1 : 0;
+    sync_warp();
+    unsigned bits = 0;
+    for (unsigned i = 0; i < 32 && first + i < block->slots.size(); ++i)
+        bits |= (block->slots[first + i] != 0 ? 1u : 0u) << i;
+    sync_warp();
+    return bits;
+}
+
 inline void* dynamic_shared(std::size_t bytes) {
     if (block->shared.size() < bytes) fail("the launch gave less dynamic shared memory than the kernel uses");
     return block->shared.data();
@@ -251,6 +268,15 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
     scan_emulator::sync_warp();
 }
 [[noreturn]] inline void __trap() { scan_emulator::fail("__trap"); }
+inline unsigned __ballot_sync(unsigned mask, bool predicate) { return scan_emulator::ballot(mask, predicate); }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+// 0xff in each byte of `a` that differs from `b`'s, 0 elsewhere.
+inline unsigned __vcmpne4(unsigned a, unsigned b) {
+    unsigned r = 0;
+    for (int i = 0; i < 32; i += 8)
+        if (((a >> i) & 0xffu) != ((b >> i) & 0xffu)) r |= 0xffu << i;
+    return r;
+}
 // A streaming store (st.global.cs): a plain store here.
 inline void __stcs(float4* p, float4 v) { *p = v; }
 inline void __stcs(float* p, float v) { *p = v; }

@@ -1,5 +1,6 @@
 // The emulator's own semantics, against the CUDA programming guide: the
-// shuffles with their widths and out-of-range sources, barriers reached
+// shuffles with their widths and out-of-range sources, a ballot, __popc and
+// __vcmpne4, barriers reached
 // after other threads have exited, and dynamic shared memory seen by the
 // whole block. scan-cuda/tests/emulated.rs runs it; exit status 0 and
 // "emulator self-test: ok" when every check holds.
@@ -41,6 +42,12 @@ void shuffles() {
     got = __shfl_down_sync(0xffffffffu, v, 3, 16);
     const int want_down = (lane & 15u) + 3 < 16 ? (int)(lane + 3) : (int)lane;
     expect(got == want_down, "down 3, width 16", lane, got, want_down);
+    // A ballot: lane i's predicate at bit i, the same bits for every lane.
+    const unsigned bits = __ballot_sync(0xffffffffu, lane % 3 == 0 || lane == 31);
+    expect(bits == 0xc9249249u, "ballot of lanes 0 mod 3 and 31", lane, (int)bits, (int)0xc9249249u);
+    expect(__popc(bits) == 12, "popc of that ballot", lane, __popc(bits), 12);
+    const unsigned ne = __vcmpne4(0x00120034u, 0x00ff0034u);
+    expect(ne == 0x00ff0000u, "vcmpne4", lane, (int)ne, 0x00ff0000);
 }
 
 // Two warps; the second warp's upper half exits early, the rest meet at a

@@ -13,7 +13,8 @@
 // r * THREADS + t belongs to thread t, so the loads of flags and items and
 // the stores of the kept items are coalesced. The count, to which order does
 // not matter, gives each thread ROWS consecutive flags instead (one 16-byte
-// load). Grids are grid-stride loops over tiles.
+// load). Grids are grid-stride loops over tiles. scan-cuda/emulator/compaction.cpp
+// runs both kernels in the host emulation (no GPU), on grids of a few blocks.
 
 namespace scan {
 
@@ -39,7 +40,11 @@ struct CompactTile {
 template <int THREADS, int ROWS>
 __device__ __forceinline__ void compact_count(const unsigned char* flags, u64 len, u64* counts) {
     typedef CompactTile<THREADS, ROWS> Tile;
+#ifndef SCAN_HOST_EMULATION
     __shared__ unsigned warp_counts[Tile::WARPS];
+#else  // (static __shared__ arrays are per thread in the emulator)
+    unsigned* warp_counts = static_cast<unsigned*>(scan_emulator::dynamic_shared(sizeof(unsigned) * Tile::WARPS));
+#endif
     const u64 tiles = (len + Tile::ITEMS - 1) / Tile::ITEMS;
     const bool vector = ROWS == 16 && ((unsigned long long)flags % 16) == 0;
     for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -210,7 +215,11 @@ template <int THREADS, int ROWS, class Word>
 __device__ __forceinline__ void compact_scatter(const Word* values, const unsigned char* flags, u64 len,
                                                 const u64* inclusive, Word* out, unsigned words, u64 capacity) {
     typedef CompactTile<THREADS, ROWS> Tile;
+#ifndef SCAN_HOST_EMULATION
     __shared__ unsigned offsets[ROWS * Tile::WARPS];
+#else  // (static __shared__ arrays are per thread in the emulator)
+    unsigned* offsets = static_cast<unsigned*>(scan_emulator::dynamic_shared(sizeof(unsigned) * ROWS * Tile::WARPS));
+#endif
     const u64 tiles = (len + Tile::ITEMS - 1) / Tile::ITEMS;
     if (tiles == 0 || inclusive[tiles - 1] > capacity) return;  // the same for every thread
     for (u64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {

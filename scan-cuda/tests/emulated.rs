@@ -1,5 +1,6 @@
 //! The selective scan's tile kernels (forward with checkpoints, and the
-//! backward's gradient kernel) run without a GPU, in the host emulation of
+//! backward's gradient kernel) and stream compaction's kernels run without a
+//! GPU, in the host emulation of
 //! scan-cuda/emulator: each CUDA thread a fiber, blocks one after another,
 //! the fibers resumed in a shuffled order at every barrier. The harness
 //! (emulator/selective_backward_tiles.cpp) launches them as
@@ -58,6 +59,27 @@ fn the_emulator_follows_the_cuda_semantics_it_claims() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "emulator self-test: ok");
+}
+
+/// Stream compaction's count and scatter (kernels/compact.cuh) launched as
+/// compact.rs launches them, on grids of one and two blocks, so that every
+/// block strides over several tiles (on a GPU only past 4096 tiles): items
+/// of one word of each size (the scatter's fast path) and of three words
+/// (its general path), whole and partial tiles, flags none, all, ~30% and
+/// alternating, aligned and not, and an output too small, which must stay
+/// untouched; each case against a plain filter (emulator/compaction.cpp).
+#[test]
+fn the_compaction_kernels_filter_exactly_with_blocks_striding_over_tiles() {
+    let output = Command::new(compile("compaction")).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let cases: usize = stdout
+        .trim()
+        .strip_prefix("compaction: ")
+        .and_then(|rest| rest.strip_suffix(" cases ok"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected harness output: {stdout}"));
+    assert!(cases >= 400, "only {cases} cases ran");
 }
 
 /// A deterministic stream of floats in [lo, hi).
