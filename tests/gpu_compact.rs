@@ -3,7 +3,9 @@
 //! (each moved as the widest word that divides it), lengths around the
 //! kernels' 4096-item tile, flags all off, all on, sparse, dense and
 //! alternating; the device form writes only the kept prefix of its output;
-//! bad lengths are errors that write nothing. Run on a GPU machine:
+//! bad lengths are errors that write nothing; blocks that stride over
+//! several tiles (on grids of 1 and 3 blocks, and past 4096 tiles) compact
+//! the same. Run on a GPU machine:
 //! `cargo test --test gpu_compact -- --ignored`.
 
 #[path = "../scan-cuda/tests/support/mod.rs"]
@@ -13,6 +15,7 @@ use std::fmt::Debug;
 
 use scan::Device;
 use scan_core::Error;
+use scan_cuda::{Cuda, Tuning};
 use scan_testing::Rng;
 use support::gpu::{cuda, max_len};
 
@@ -35,10 +38,20 @@ fn patterns(rng: &mut Rng, n: usize) -> Vec<(&'static str, Vec<bool>)> {
     ]
 }
 
-fn check<T: Copy + PartialEq + Debug + Send + Sync>(label: &str, mut gen: impl FnMut(&mut Rng) -> T, sentinel: T) {
-    let cuda = cuda();
+fn check<T: Copy + PartialEq + Debug + Send + Sync>(label: &str, gen: impl FnMut(&mut Rng) -> T, sentinel: T) {
+    check_on(&cuda(), &lengths(), label, gen, sentinel);
+}
+
+/// [`check`] on `cuda`, at `lengths`.
+fn check_on<T: Copy + PartialEq + Debug + Send + Sync>(
+    cuda: &Cuda,
+    lengths: &[usize],
+    label: &str,
+    mut gen: impl FnMut(&mut Rng) -> T,
+    sentinel: T,
+) {
     let mut rng = Rng::fresh(label);
-    for n in lengths() {
+    for &n in lengths {
         let values = rng.vec(n, &mut gen);
         for (pattern, keep) in patterns(&mut rng, n) {
             let ctx = format!("{label}, {n} items, flags {pattern}");
@@ -105,4 +118,51 @@ fn the_device_facade_compacts_on_the_gpu_as_on_the_cpu() {
     let values: Vec<i32> = rng.vec(1_000_003.min(max_len()), |r| r.next_u64() as i32);
     let keep: Vec<bool> = values.iter().map(|&x| x % 3 == 0).collect();
     assert_eq!(gpu.compact(&values, &keep).unwrap(), Device::cpu().compact(&values, &keep).unwrap());
+}
+
+/// Past its grid's blocks (4096, compact.rs's MAX_BLOCKS, unless
+/// `Tuning::compaction_blocks` says otherwise) each block strides over
+/// several tiles, reusing its shared memory from one tile to the next; the
+/// tests above stay below that. On grids of 1 and 3 blocks the lengths
+/// above of more tiles than blocks stride (one-word items, the scatter's
+/// fast path, and three-word ones, its general path), so compute-sanitizer's
+/// racecheck sees the reuse at small sizes too; then once at the default
+/// bound, past 4096 tiles.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn blocks_that_stride_over_several_tiles_compact_exactly() {
+    for blocks in [1, 3] {
+        let cuda = cuda().with_tuning(Tuning::default().compaction_blocks(blocks));
+        check_on(&cuda, &lengths(), &format!("u32 (4 B) on {blocks} blocks"), |r| r.next_u64() as u32, u32::MAX);
+        let triple = |r: &mut Rng| [r.next_u64() as u32, 7, r.next_u64() as u32];
+        check_on(&cuda, &lengths(), &format!("[u32; 3] (12 B) on {blocks} blocks"), triple, [5; 3]);
+    }
+    let n = 4096 * TILE + 3 * TILE + 17;
+    if n > max_len() {
+        eprintln!("[strided] {n} items skipped: SCAN_TEST_MAX_LEN={}", max_len());
+        return;
+    }
+    check_on(&cuda(), &[n], "u32 (4 B) past 4096 tiles", |r| r.next_u64() as u32, u32::MAX);
+}
+
+/// Zero-sized items: only the count is learned. (The scatter moved such
+/// items as zero words of 16 bytes, reading and writing a word of each in
+/// buffers of no bytes.) The executor works on afterwards.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn zero_sized_items_compact_to_their_count() {
+    let cuda = cuda();
+    let keep: Vec<bool> = (0..3 * TILE + 5).map(|i| i % 3 != 1).collect();
+    let kept = keep.iter().filter(|&&k| k).count();
+    assert_eq!(cuda.compact(&vec![(); keep.len()], &keep).unwrap().len(), kept);
+    let values = cuda.upload(&vec![(); keep.len()]).unwrap();
+    let flags = cuda.upload(&keep).unwrap();
+    let mut out = cuda.upload(&vec![(); kept]).unwrap();
+    assert_eq!(cuda.compact_device_into(&values, &flags, &mut out).unwrap(), kept);
+    let mut short = cuda.upload(&vec![(); kept - 1]).unwrap();
+    assert!(matches!(
+        cuda.compact_device_into(&values, &flags, &mut short),
+        Err(Error::LengthMismatch { input, output }) if input == kept && output == kept - 1
+    ));
+    assert_eq!(cuda.compact(&[1u32, 2, 3], &[true, false, true]).unwrap(), [1, 3]);
 }

@@ -22,7 +22,8 @@ const THREADS: u32 = 256;
 const ROWS: u32 = 16;
 const TILE: usize = (THREADS * ROWS) as usize;
 
-/// Blocks of the grid-stride loops at most: a few waves of any GPU.
+/// Blocks of the grid-stride loops at most: a few waves of any GPU
+/// (`Tuning::compaction_blocks` sets another bound).
 const MAX_BLOCKS: usize = 4096;
 
 const SOURCES: [(&str, &str); 2] =
@@ -74,10 +75,14 @@ fn source() -> String {
     code
 }
 
-/// The word size an item of `size` bytes moves in, and how many words.
-fn words_of(size: usize) -> (usize, u32) {
+/// The word size an item of `size` bytes moves in, and how many words (the
+/// kernels count them in 32 bits: an item of 2^32 words or more is refused).
+fn words_of(size: usize) -> Result<(usize, u32)> {
     let word = WORDS.iter().map(|&(w, _)| w).find(|w| size % w == 0).unwrap_or(1);
-    (word, (size / word) as u32)
+    let words = u32::try_from(size / word).map_err(|_| Error::TooLarge {
+        what: format!("a compaction of items of {size} bytes (at most 2^32 - 1 words of {word} bytes)"),
+    })?;
+    Ok((word, words))
 }
 
 impl Cuda {
@@ -148,7 +153,7 @@ impl Cuda {
         let mut counts = self.alloc_unwritten::<u64>(tiles)?;
         let len64 = len as u64;
         let flags = keep.device_ptr(stream);
-        let blocks = grid(tiles.min(MAX_BLOCKS))?;
+        let blocks = grid(tiles.min(self.tuning().compaction_grid().unwrap_or(MAX_BLOCKS)))?;
         let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
         {
             let counts_ptr = counts.device_ptr_mut(stream);
@@ -163,7 +168,16 @@ impl Cuda {
         // nothing if the kept items would not fit `out` (reading the count
         // here first cost a wait for the device and an idle GPU until the
         // launch).
-        let (word, words) = words_of(std::mem::size_of::<T>());
+        let (word, words) = words_of(std::mem::size_of::<T>())?;
+        if words == 0 {
+            // Zero-sized items: nothing to move, only the count to learn
+            // (the scatter would read and write a word of each).
+            let kept = counts.download_last()?.unwrap_or(0);
+            return usize::try_from(kept)
+                .ok()
+                .filter(|&kept| kept <= out.len())
+                .ok_or(Error::LengthMismatch { input: kept as usize, output: out.len() });
+        }
         let scatter = keyed(&kernels.scatter, &word, "a compaction scatter")?;
         let src = values.device_ptr(stream);
         let inclusive = counts.device_ptr(stream);
@@ -209,11 +223,17 @@ mod tests {
 
     #[test]
     fn items_move_as_the_widest_word_that_divides_them() {
-        assert_eq!(words_of(4), (4, 1));
-        assert_eq!(words_of(12), (4, 3));
-        assert_eq!(words_of(16), (16, 1));
-        assert_eq!(words_of(24), (8, 3));
-        assert_eq!(words_of(3), (1, 3));
-        assert_eq!(words_of(2), (2, 1));
+        assert_eq!(words_of(4).unwrap(), (4, 1));
+        assert_eq!(words_of(12).unwrap(), (4, 3));
+        assert_eq!(words_of(16).unwrap(), (16, 1));
+        assert_eq!(words_of(24).unwrap(), (8, 3));
+        assert_eq!(words_of(3).unwrap(), (1, 3));
+        assert_eq!(words_of(2).unwrap(), (2, 1));
+        assert_eq!(words_of(0).unwrap().1, 0);
+        // 2^32 words of 16 bytes: past the kernels' u32 count, an error (it wrapped to 0).
+        if let Some(size) = 16usize.checked_mul(1 << 31).and_then(|s| s.checked_mul(2)) {
+            assert!(matches!(words_of(size), Err(Error::TooLarge { .. })));
+            assert_eq!(words_of(size - 16).unwrap(), (16, u32::MAX));
+        }
     }
 }

@@ -40,6 +40,7 @@ pub struct Tuning {
     selective_backward_short_sums: Option<bool>,
     adversarial_seed: u32,
     host_chunk_bytes: Option<usize>,
+    compaction_blocks: Option<usize>,
 }
 
 impl Tuning {
@@ -301,6 +302,20 @@ impl Tuning {
         self.host_chunk_bytes
     }
 
+    /// The most blocks of stream compaction's grids (`Cuda::compact`),
+    /// instead of 4096; each block strides over the tiles of 4096 items past
+    /// them, reusing its shared memory. Small grids make tests stride at
+    /// small sizes. At least one.
+    pub fn compaction_blocks(mut self, blocks: usize) -> Self {
+        self.compaction_blocks = Some(blocks.max(1));
+        self
+    }
+
+    /// The grid bound set by [`Tuning::compaction_blocks`], if any.
+    pub fn compaction_grid(self) -> Option<usize> {
+        self.compaction_blocks
+    }
+
     /// A debugging mode for tests: with a seed other than 0, blocks claim
     /// their tiles in an order unrelated to their index and publish their
     /// status late, at pseudo-random, sometimes skipping the aggregate, so
@@ -343,7 +358,13 @@ impl Tuning {
 
     /// The launch-shape overrides alone (what a module is built for).
     pub(crate) fn shape(self) -> Tuning {
-        Tuning { adversarial_seed: 0, host_chunk_bytes: None, selective: Default::default(), ..self }
+        Tuning {
+            adversarial_seed: 0,
+            host_chunk_bytes: None,
+            compaction_blocks: None,
+            selective: Default::default(),
+            ..self
+        }
     }
 
     /// True when the run length or the stages are set: the fused-map
