@@ -32,7 +32,7 @@ use crate::kernels::lookup;
 use crate::module::lock;
 use crate::nccl::{self, Comm, NcclId};
 use crate::single_pass::{Carry, Segments};
-use crate::source::kernel_files;
+use crate::source::{items_have_bytes, kernel_files};
 
 const SOURCES: [(&str, &str); 4] = [
     ("util.cuh", include_str!("../kernels/util.cuh")),
@@ -74,7 +74,8 @@ fn reduce_rows(item: usize) -> usize {
     (64 / (reduce_unit(item) * item)).clamp(1, 4)
 }
 
-fn source<Op: CudaOp>() -> String {
+fn source<Op: CudaOp>() -> Result<String> {
+    items_have_bytes::<Op>()?;
     let op = Op::cuda_source();
     let name = &op.name;
     let mut code = format!("// ---- operator `{name}` ----\n{}\n\n", op.code);
@@ -110,18 +111,18 @@ fn source<Op: CudaOp>() -> String {
              }}\n"
         ));
     }
-    code
+    Ok(code)
 }
 
 /// Compiles `Op`'s join kernels for `arch` (e.g. `"sm_90"`) with NVRTC and
 /// returns the CUBIN; needs libnvrtc, no GPU.
 pub fn compile_shard_for_arch<Op: CudaOp>(arch: &str) -> Result<Vec<u8>> {
-    crate::nvrtc::compile_cubin(&source::<Op>(), "shard", arch)
+    crate::nvrtc::compile_cubin(&source::<Op>()?, "shard", arch)
 }
 
 /// ptxas' report (registers, spills) of `Op`'s join kernels for `arch`.
 pub fn ptxas_report_shard<Op: CudaOp>(arch: &str) -> Result<String> {
-    crate::nvrtc::ptxas_report(&source::<Op>(), "shard", arch)
+    crate::nvrtc::ptxas_report(&source::<Op>()?, "shard", arch)
 }
 
 /// One operator's join kernels (the module must outlive the functions).
@@ -202,7 +203,7 @@ impl Cuda {
         if let Some(k) = cache.get(&TypeId::of::<Op>()) {
             return Ok(k.clone());
         }
-        let kernels = self.load_cached(&source::<Op>(), "shard", Instant::now(), |cubin| {
+        let kernels = self.load_cached(&source::<Op>()?, "shard", Instant::now(), |cubin| {
             let module = self
                 .context()
                 .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))

@@ -4,10 +4,26 @@
 use std::fmt::Write as _;
 
 use scan_core::maps::CudaMaps;
-use scan_core::{CudaOp, CudaSource, Kind, Result};
+use scan_core::{CudaOp, CudaSource, Error, Kind, Result};
 
 use crate::kernels::{variants, Family, Stage};
 use crate::policy::{BlellochPolicy, SinglePassPolicy, StatusLayout, Tuning};
+
+/// Refuses `Op` when its items are zero-sized, before any source is built:
+/// such an item has no bytes for a kernel to move (every one is the one
+/// value of its type, which the CPU backend returns at once), and the
+/// kernels' shapes divide by the item's size.
+pub(crate) fn items_have_bytes<Op: CudaOp>() -> Result<()> {
+    if std::mem::size_of::<Op::Item>() == 0 {
+        return Err(Error::Unsupported(format!(
+            "zero-sized items on the GPU: `{}` scans `{}`, which has no bytes to move (every item is the one \
+             value of its type; the CPU backend returns such scans at once)",
+            std::any::type_name::<Op>(),
+            std::any::type_name::<Op::Item>()
+        )));
+    }
+    Ok(())
+}
 
 /// Kernel template files, each under a banner naming it, in order: the
 /// start of every generated module.
@@ -124,6 +140,7 @@ impl ModuleSource {
     /// which spill for some operators: such a source carries a
     /// [`fallback`](ModuleSource::fallback) with shorter runs.
     pub(crate) fn family_of<Op: CudaOp>(arch: u32, tuning: Tuning, family: Family) -> Result<ModuleSource> {
+        items_have_bytes::<Op>()?;
         let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());
         let build = |short_runs: bool| -> Result<ModuleSource> {
             let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, family, None, short_runs)?;
@@ -151,6 +168,7 @@ impl ModuleSource {
         sizes: &[usize],
         family: Family,
     ) -> Result<ModuleSource> {
+        items_have_bytes::<Op>()?;
         let maps = MapsShape::of::<Op, M>(sizes);
         let (single_pass, blelloch) = Self::policies::<Op>(arch, tuning, family, Some(maps), false)?;
         let (size, align) = (std::mem::size_of::<Op::Item>(), std::mem::align_of::<Op::Item>());

@@ -344,6 +344,45 @@ impl CudaOp for Broken {
     }
 }
 
+/// The monoid on `()`: zero-sized items, which no kernel can move.
+struct Unit;
+impl ScanOp for Unit {
+    type Item = ();
+    fn identity() {}
+    fn combine((): (), (): ()) {}
+}
+impl CudaOp for Unit {
+    fn cuda_source() -> CudaSource {
+        CudaSource {
+            name: "Unit".into(),
+            code: "struct Unit { struct Item {};
+  static __device__ __forceinline__ Item identity() { return Item{}; }
+  static __device__ __forceinline__ Item combine(Item, Item) { return Item{}; } };"
+                .into(),
+        }
+    }
+}
+
+/// Zero-sized items are refused with an error saying so before any source
+/// is built (no NVRTC needed): the shard kernels' source divided by the
+/// item's size and panicked (found by the thirty-fifth session's review),
+/// and the scan modules' failed in NVRTC on a layout check that did not
+/// name the cause.
+#[test]
+fn zero_sized_items_are_refused_before_any_source_is_built() {
+    let refused = |what: &str, result: scan_core::Result<()>| match result {
+        Err(Error::Unsupported(message)) => {
+            assert!(message.contains("zero-sized") && message.contains("Unit"), "{what}: {message}")
+        }
+        other => panic!("{what}: expected Error::Unsupported, got {other:?}"),
+    };
+    refused("module_source", scan_cuda::module_source::<Unit>().map(drop));
+    refused("compile_for_arch", scan_cuda::compile_for_arch::<Unit>("sm_90").map(drop));
+    refused("compile_segmented_for_arch", scan_cuda::compile_segmented_for_arch::<Unit>("sm_90").map(drop));
+    refused("compile_shard_for_arch", scan_cuda::compile_shard_for_arch::<Unit>("sm_90").map(drop));
+    refused("ptxas_report_shard", scan_cuda::ptxas_report_shard::<Unit>("sm_90").map(drop));
+}
+
 /// An architecture that is not one (a NUL in it, no "sm_" prefix) is an
 /// error saying so, from every compile helper, not a panic reported as a
 /// missing NVRTC function.
