@@ -35,7 +35,9 @@ pub enum Algorithm {
     Blelloch,
     /// The fast path: threads over cache-sized tiles, each scanned as several
     /// independent chains (one, under 128 items) and chained to its predecessors by a look-back;
-    /// large outputs are written with non-temporal stores.
+    /// large outputs are written with non-temporal stores. Items larger
+    /// than [`STACK_ITEM_MAX_BYTES`](crate::STACK_ITEM_MAX_BYTES) run as
+    /// [`Algorithm::Blelloch`] (the chains' bookkeeping is on the stack).
     #[default]
     Tiled,
 }
@@ -351,9 +353,16 @@ impl Cpu {
         Scan::<Op>::scan_flagged_in_place(self, data, heads, spec)
     }
 
-    /// How to run a scan whose whole output holds `len` items of `T`.
+    /// How to run a scan whose whole output holds `len` items of `T`: this
+    /// executor's algorithm, except that items past
+    /// [`STACK_ITEM_MAX_BYTES`](crate::STACK_ITEM_MAX_BYTES) take Blelloch's
+    /// path instead of the tiled one (whose bookkeeping is on the stack).
     pub(crate) fn run<T>(&self, len: usize) -> Run {
-        Run { algorithm: self.algorithm, threads: self.threads, stream: tiled::should_stream::<T>(len) }
+        let algorithm = match self.algorithm {
+            Algorithm::Tiled if std::mem::size_of::<T>() > crate::STACK_ITEM_MAX_BYTES => Algorithm::Blelloch,
+            algorithm => algorithm,
+        };
+        Run { algorithm, threads: self.threads, stream: tiled::should_stream::<T>(len) }
     }
 }
 

@@ -43,3 +43,12 @@ pub use blelloch::BLOCK_LEN as BLELLOCH_BLOCK_LEN;
 pub use cpu::{Algorithm, Cpu};
 pub use selective::SelectiveCheckpoints;
 pub use tiled::{tile_len, STREAM_MIN_BYTES};
+
+/// Items larger than this many bytes skip the paths that keep a handful of
+/// items per chain or lane on a thread's stack (about 40 in the tiled
+/// path's tile bookkeeping, which overflowed the 2 MiB stacks of helper
+/// threads at 64 KiB items): [`Algorithm::Tiled`] runs them as
+/// [`Algorithm::Blelloch`], and the mapped scans in one lane a piece. Such
+/// items are memory-bound anyway (a combine touches kilobytes), so the
+/// chains' latency hiding buys nothing there.
+pub const STACK_ITEM_MAX_BYTES: usize = 4096;

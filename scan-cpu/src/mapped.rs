@@ -137,8 +137,9 @@ impl Cpu {
 /// item here), so one chain leaves the core mostly idle; eight independent
 /// chains in one loop keep it busy. Each lane is contiguous, so operands
 /// keep their order. (The lanes' block folds, accumulators and seeds are
-/// arrays of 8 items on the worker's stack: fine for the items scanned
-/// today, up to 64 bytes; `Tree`'s levels stay on the heap.)
+/// arrays of 8 items on the worker's stack, so items larger than
+/// [`STACK_ITEM_MAX_BYTES`](crate::STACK_ITEM_MAX_BYTES) run in one lane a
+/// piece, compiled apart: [`scan_range`]. `Tree`'s levels stay on the heap.)
 const LANES: usize = 8;
 
 /// A piece is cut into lanes from `LANES * MIN_LANE` items on; shorter
@@ -242,15 +243,21 @@ fn scan_range<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
     spec: ScanSpec,
     threads: usize,
 ) {
-    match spec.is_reverse() {
-        false => scan_range_in::<Op, M, I, false>(inputs, base, output, spec, threads),
-        true => scan_range_in::<Op, M, I, true>(inputs, base, output, spec, threads),
+    // (Each form is its own function, so a large item's frames hold no
+    // 8-lane arrays even on the paths not taken.)
+    let one_lane = std::mem::size_of::<Op::Item>() > crate::STACK_ITEM_MAX_BYTES;
+    match (spec.is_reverse(), one_lane) {
+        (false, false) => scan_range_in::<Op, M, I, false, LANES>(inputs, base, output, spec, threads),
+        (true, false) => scan_range_in::<Op, M, I, true, LANES>(inputs, base, output, spec, threads),
+        (false, true) => scan_range_in::<Op, M, I, false, 1>(inputs, base, output, spec, threads),
+        (true, true) => scan_range_in::<Op, M, I, true, 1>(inputs, base, output, spec, threads),
     }
 }
 
 /// [`scan_range`] in one direction (`REV`: from the last position down),
-/// fixed at compile time so that positions step by one in the loops.
-fn scan_range_in<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>, const REV: bool>(
+/// fixed at compile time so that positions step by one in the loops, in at
+/// most `L` lanes a piece ([`LANES`], or 1).
+fn scan_range_in<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>, const REV: bool, const L: usize>(
     inputs: &I,
     base: usize,
     output: &mut [M::Output],
@@ -276,25 +283,25 @@ fn scan_range_in<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>, const REV:
 
     // One piece is one lane: one pass, which on one thread beats two
     // passes of lanes (2^24 recurrence steps: 31.7 ms against 36).
-    let lanes_of = |len: usize| if pieces > 1 { lanes_of(len) } else { (1, len) };
+    let lanes_of = |len: usize| if pieces > 1 && L > 1 { lanes_of(len) } else { (1, len) };
 
     // Pass 1: each lane's total (pieces in memory order, lanes in scan
     // order). A piece a thread; if the OS refuses a thread, the others take
     // its piece (`for_each_part`).
-    let mut totals: Vec<(usize, [Option<Op::Item>; LANES])> = (0..pieces).map(|k| (k, [None; LANES])).collect();
+    let mut totals: Vec<(usize, [Option<Op::Item>; L])> = (0..pieces).map(|k| (k, [None; L])).collect();
     if pieces > 1 {
         parallel::for_each_part(&mut totals, pieces, |part| {
             for (k, total) in part.iter_mut() {
                 let len = len_of(*k);
                 match lanes_of(len) {
                     (1, _) => total[0] = reduce_lanes::<Op, 1>(item(*k), len, len)[0],
-                    (_, sub) => *total = reduce_lanes::<Op, LANES>(item(*k), sub, len),
+                    (_, sub) => *total = reduce_lanes::<Op, L>(item(*k), sub, len),
                 }
             }
         });
     }
     // Each lane's prefix: the totals before it in scan order.
-    let mut seeds = vec![[None; LANES]; pieces];
+    let mut seeds = vec![[None; L]; pieces];
     let mut acc: Option<Op::Item> = None;
     let scan_order: Vec<usize> = if REV { (0..pieces).rev().collect() } else { (0..pieces).collect() };
     for k in scan_order {
@@ -313,7 +320,7 @@ fn scan_range_in<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>, const REV:
             let len = out.len();
             match lanes_of(len) {
                 (1, _) => scan_lanes::<Op, M, 1>(item(*k), at(len), out, [seeds[*k][0]], len, len, inclusive),
-                (_, sub) => scan_lanes::<Op, M, LANES>(item(*k), at(len), out, seeds[*k], sub, len, inclusive),
+                (_, sub) => scan_lanes::<Op, M, L>(item(*k), at(len), out, seeds[*k], sub, len, inclusive),
             }
         }
     });
