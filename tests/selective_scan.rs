@@ -473,6 +473,27 @@ fn huge_dimensions_beside_an_empty_one_are_refused_or_done_at_once() {
     }
 }
 
+/// Rows without steps (L = 0) train at once however many there are: the
+/// training forward and the backward from its states cut no blocks of rows
+/// (they listed 2^37 blocks for 2^40 rows and refused the shape as too
+/// large, where the plain forward and backward returned at once; found by
+/// the thirty-fifth session's review).
+#[test]
+fn huge_row_counts_without_steps_train_at_once() {
+    let empty: [f32; 0] = [];
+    let per_channel = vec![-1.0f32; 1 << 20];
+    let fixed = Projection::Fixed(&per_channel);
+    let shape = SsmShape { batch: 1 << 20, dim: 1 << 20, len: 0, state: 1 };
+    let args = SelectiveScan::new(shape, &empty, &empty, &per_channel, fixed, fixed);
+    let device = scan::Device::cpu();
+    let (out, saved) = device.selective_scan_for_training(&args).expect("training forward");
+    assert!(out.out.is_empty() && out.last_state.is_none());
+    let grads = device.selective_scan_backward_saved(&saved, &empty).expect("backward from the saved states");
+    assert!(grads.du.is_empty() && grads.ddelta.is_empty());
+    assert!(grads.da.len() == per_channel.len() && grads.da.iter().all(|&v| v == 0.0), "dA");
+    assert_eq!(grads, device.selective_scan_backward(&args, &empty).expect("backward"));
+}
+
 /// Few rows on several threads are cut into chunks along L; with a state
 /// that barely decays, every chunk's result depends on its carried start.
 #[test]

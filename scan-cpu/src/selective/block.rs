@@ -44,11 +44,15 @@ fn group_size(p: Projection<'_, impl SsmInput>, dim: usize) -> usize {
 }
 
 /// The blocks covering every row in (batch, dim) order: runs of up to
-/// [`LANES`] rows, cut where a group of B or of C ends. `Error::TooLarge`
-/// when their list cannot be allocated (with L = 0 nothing else bounds the
-/// row count).
+/// [`LANES`] rows, cut where a group of B or of C ends; none when rows have
+/// no steps (L = 0: nothing runs, and nothing else bounds the row count,
+/// so a list of them could be past memory). `Error::TooLarge` when their
+/// list cannot be allocated.
 pub(crate) fn blocks<T: SsmInput>(args: &SelectiveScan<'_, T>) -> Result<Vec<Block>> {
-    let SsmShape { batch, dim, .. } = args.shape;
+    let SsmShape { batch, dim, len, .. } = args.shape;
+    if len == 0 {
+        return Ok(Vec::new());
+    }
     let (gb, gc) = (group_size(args.b, dim), group_size(args.c, dim));
     // One batch's cuts (the same in every batch), then the whole list
     // reserved at once, fallibly.
