@@ -421,8 +421,9 @@ impl Device {
     /// Scans through the fused maps `M` (`scan::maps`): item `i` is
     /// `M::lift` of item `i` of each input array (one slice, or a tuple of
     /// two or three), and `output[i]` is `M::project` of scanned item `i`,
-    /// with nothing in between stored. Errors: [`Error::LengthMismatch`]
-    /// when the arrays or `output` differ in length; on the GPU,
+    /// with nothing in between stored. Errors: [`Error::WrongShape`] when
+    /// the input arrays differ in length, [`Error::LengthMismatch`] when
+    /// `output` differs from them; on the GPU,
     /// [`Error::Unsupported`] when the operator has
     /// no single-pass kernels.
     ///

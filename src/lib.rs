@@ -119,9 +119,27 @@
 //! assert!(matches!(err, Error::LengthMismatch { input: 3, output: 2 }));
 //! ```
 //!
-//! `BadShape` (a row count that does not divide the length), `TooLarge`,
-//! `BadTuning`, and for the GPU `CudaUnavailable`, `Driver` and `Compile`
-//! (with the NVRTC log and the generated source) are the others.
+//! The others: `WrongShape` (an argument that does not match the others:
+//! head or `keep` flags not one per item, a mapped scan's second input
+//! array, a selective-scan array), `BadShape` (a row count that does not
+//! divide the length), `BadStride` (strided rows that overlap or overrun),
+//! `BadSegments` (starts or offsets out of order or past the end),
+//! `TooLarge`, `BadTuning`, `Unsupported` (what a backend cannot run, e.g.
+//! zero-sized items on the GPU), `Other`; for the GPU `CudaUnavailable`,
+//! `NotCuda` (a buffer of another context), `Driver` and `Compile` (with the
+//! NVRTC log and the generated source); for sharded scans
+//! `NcclUnavailable` and `Nccl`. Each message says what was wrong and what
+//! to pass instead:
+//!
+//! ```
+//! use scan::{ops::Add, Cpu, ScanSpec};
+//! let mut out = [0u32; 3];
+//! let err = Cpu::new().scan_flagged::<Add<u32>>(&[1, 2, 3], &mut out, &[true, false], ScanSpec::inclusive());
+//! assert_eq!(
+//!     err.unwrap_err().to_string(),
+//!     "wrong shape: `heads` must be 3 items, one per item of the input, found 2 items"
+//! );
+//! ```
 
 #![warn(missing_docs)]
 

@@ -42,8 +42,8 @@ where
     T: CudaFloat,
     E: Scan<LinearRecurrence<T>> + ?Sized,
 {
-    Error::check_lengths(a.len(), h.len())?;
-    Error::check_lengths(a.len(), dh.len())?;
+    Error::check_one_per("h", h.len(), "`a`", a.len())?;
+    Error::check_one_per("dh", dh.len(), "`a`", a.len())?;
     let n = a.len();
     // (a_{t+1}, gh_t); the last step has no successor (any coefficient).
     let pairs: Vec<(T, T)> = (0..n).map(|t| (if t + 1 < n { a[t + 1] } else { T::ZERO }, dh[t])).collect();

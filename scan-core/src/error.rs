@@ -32,8 +32,10 @@ pub enum Error {
         rows: usize,
     },
 
-    /// An argument of a multi-array call (the selective scan) does not have
-    /// the shape the others imply.
+    /// An argument of a multi-array call does not have the shape the others
+    /// imply: an array of the selective scan, head flags or `keep` flags
+    /// that are not one per item, a mapped scan's second or third input
+    /// array, a `len` past the end of a buffer.
     #[error("wrong shape: `{argument}` must be {expected}, found {found}")]
     WrongShape {
         /// The argument, as the API names it (`u`, `B`, ...).
@@ -165,6 +167,29 @@ impl Error {
     pub fn check_lengths(input: usize, output: usize) -> Result<()> {
         if input != output {
             return Err(Error::LengthMismatch { input, output });
+        }
+        Ok(())
+    }
+
+    /// `Ok` when `argument` has `found` == `expected` items, one per item of
+    /// `per`; else [`Error::WrongShape`] naming both (for arrays that go
+    /// beside the input, such as flags or a second input array, where
+    /// [`Error::LengthMismatch`]'s "input" and "output" would name the wrong
+    /// buffers).
+    ///
+    /// ```
+    /// use scan_core::Error;
+    /// assert!(Error::check_one_per("heads", 3, "the input", 3).is_ok());
+    /// let err = Error::check_one_per("heads", 2, "the input", 3).unwrap_err();
+    /// assert_eq!(err.to_string(), "wrong shape: `heads` must be 3 items, one per item of the input, found 2 items");
+    /// ```
+    pub fn check_one_per(argument: &str, found: usize, per: &str, expected: usize) -> Result<()> {
+        if found != expected {
+            return Err(Error::WrongShape {
+                argument: argument.into(),
+                expected: format!("{expected} items, one per item of {per}"),
+                found: format!("{found} items"),
+            });
         }
         Ok(())
     }

@@ -118,7 +118,9 @@ pub trait Scan<Op: ScanOp> {
 
     /// Scans each segment on its own, a segment starting at every item whose
     /// head flag is set (and at item 0): one flag per item
-    /// ([`Error::LengthMismatch`](crate::Error::LengthMismatch) otherwise).
+    /// ([`Error::WrongShape`](crate::Error::WrongShape) otherwise;
+    /// [`Error::LengthMismatch`](crate::Error::LengthMismatch) when `output`
+    /// is not as long as `input`).
     fn scan_flagged(&self, input: &[Op::Item], output: &mut [Op::Item], heads: &[bool], spec: ScanSpec) -> Result<()> {
         let starts = crate::reference::starts_of_heads(heads, input.len())?;
         self.scan_segments(input, output, &starts, spec)

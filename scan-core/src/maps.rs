@@ -35,8 +35,9 @@ use crate::{CudaOp, CudaSource, CudaType, Error, Result, ScanOp, ScanSpec};
 pub trait Inputs: Sync {
     /// What one position of the inputs holds.
     type Item: Copy;
-    /// The common length of the arrays, or [`Error::LengthMismatch`] naming
-    /// the first two lengths that differ.
+    /// The common length of the arrays, or [`Error::WrongShape`] naming the
+    /// first array (`inputs.1`, `inputs.2`) whose length differs from the
+    /// first one's.
     fn checked_len(&self) -> Result<usize>;
     /// Item `i` (below [`Inputs::checked_len`]).
     fn get(&self, i: usize) -> Self::Item;
@@ -55,7 +56,7 @@ impl<T: Copy + Sync> Inputs for &[T] {
 impl<A: Copy + Sync, B: Copy + Sync> Inputs for (&[A], &[B]) {
     type Item = (A, B);
     fn checked_len(&self) -> Result<usize> {
-        Error::check_lengths(self.0.len(), self.1.len())?;
+        Error::check_one_per("inputs.1", self.1.len(), "inputs.0", self.0.len())?;
         Ok(self.0.len())
     }
     fn get(&self, i: usize) -> (A, B) {
@@ -66,8 +67,8 @@ impl<A: Copy + Sync, B: Copy + Sync> Inputs for (&[A], &[B]) {
 impl<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync> Inputs for (&[A], &[B], &[C]) {
     type Item = (A, B, C);
     fn checked_len(&self) -> Result<usize> {
-        Error::check_lengths(self.0.len(), self.1.len())?;
-        Error::check_lengths(self.0.len(), self.2.len())?;
+        Error::check_one_per("inputs.1", self.1.len(), "inputs.0", self.0.len())?;
+        Error::check_one_per("inputs.2", self.2.len(), "inputs.0", self.0.len())?;
         Ok(self.0.len())
     }
     fn get(&self, i: usize) -> (A, B, C) {
@@ -259,7 +260,7 @@ impl<H: Half + CudaType, Op: CudaOp<Item = f32>> CudaMaps<Op> for WidenNarrow<H>
 
 /// The sequential definition of a mapped scan: lift every input position,
 /// scan as `spec` says ([`crate::reference::scan`]), project every item.
-/// [`Error::LengthMismatch`] when the input arrays differ in length.
+/// [`Error::WrongShape`] when the input arrays differ in length.
 pub fn reference<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
     inputs: I,
     spec: ScanSpec,
@@ -271,7 +272,7 @@ pub fn reference<Op: ScanOp, M: Maps<Op>, I: Inputs<Item = M::Input>>(
 
 /// [`reference()`] of each row of a row-major `[rows, len / rows]` layout of
 /// the inputs, each row on its own (the outputs in the same layout).
-/// [`Error::LengthMismatch`] when the input arrays differ in length,
+/// [`Error::WrongShape`] when the input arrays differ in length,
 /// [`Error::BadShape`] when `rows` is 0 or does not divide the length.
 ///
 /// ```

@@ -145,9 +145,9 @@ pub fn segments(len: usize, starts: &[usize]) -> Result<Vec<std::ops::Range<usiz
 }
 
 /// The segment starts that head flags describe: every index whose flag is set
-/// ([`Error::LengthMismatch`] unless there is one flag per item).
+/// ([`Error::WrongShape`] unless there is one flag per item).
 pub fn starts_of_heads(heads: &[bool], len: usize) -> Result<Vec<usize>> {
-    Error::check_lengths(len, heads.len())?;
+    Error::check_one_per("heads", heads.len(), "the input", len)?;
     Ok(heads.iter().enumerate().filter_map(|(i, &h)| h.then_some(i)).collect())
 }
 

@@ -12,7 +12,7 @@ const MIN_ITEMS_PER_THREAD: usize = 1 << 16;
 /// `threads` threads: each contiguous part counts its kept items, then
 /// writes them straight into its own stretch of the output.
 pub(crate) fn compact<T: Copy + Send + Sync>(values: &[T], keep: &[bool], threads: usize) -> Result<Vec<T>> {
-    Error::check_lengths(values.len(), keep.len())?;
+    Error::check_one_per("keep", keep.len(), "`values`", values.len())?;
     let threads = threads.min(values.len() / MIN_ITEMS_PER_THREAD).max(1);
     let per_part = values.len().div_ceil(threads).max(1);
     // (items, kept items) of each part.
@@ -151,6 +151,6 @@ mod tests {
 
     #[test]
     fn mismatched_lengths_are_an_error() {
-        assert!(matches!(compact(&[1, 2, 3], &[true], 2), Err(Error::LengthMismatch { input: 3, output: 1 })));
+        assert!(matches!(compact(&[1, 2, 3], &[true], 2), Err(Error::WrongShape { .. })));
     }
 }

@@ -309,7 +309,7 @@ impl Cpu {
     /// compaction: `Iterator::filter` with the predicate's results given as
     /// flags), filtered in contiguous parts on this executor's threads.
     /// `values` and `keep` must have the same length
-    /// ([`Error::LengthMismatch`] otherwise).
+    /// ([`Error::WrongShape`] otherwise).
     ///
     /// ```
     /// let kept = scan_cpu::Cpu::new().compact(&[10, 11, 12, 13], &[true, false, false, true])?;
@@ -322,7 +322,8 @@ impl Cpu {
 
     /// Scans each segment on its own, a segment starting at every item whose
     /// head flag is set (and at item 0); one flag per item
-    /// ([`Error::LengthMismatch`] otherwise).
+    /// ([`Error::WrongShape`] otherwise; [`Error::LengthMismatch`] when
+    /// `output` is not as long as `input`).
     ///
     /// ```
     /// use scan_core::{ops::Add, ScanSpec};

@@ -30,8 +30,8 @@ impl Cpu {
     /// of two or three slices of one length) and writes `M`'s projection
     /// of each result into `output`: the fused form of lifting into a
     /// buffer, scanning it and projecting it, without the buffer. Errors:
-    /// [`Error::LengthMismatch`] when the inputs differ in length or the
-    /// output does not match them.
+    /// [`Error::WrongShape`] when the input arrays differ in length,
+    /// [`Error::LengthMismatch`] when the output does not match them.
     ///
     /// ```
     /// use scan_core::maps::{bf16, Recurrence, Widen};
@@ -71,8 +71,9 @@ impl Cpu {
     /// [`scan_rows`](Cpu::scan_rows). Many rows are split over the threads,
     /// each row scanned in one pass on one thread; a few long rows are
     /// scanned one after another, each on every thread. Errors:
-    /// [`Error::LengthMismatch`] when the inputs differ in length or the
-    /// output does not match them, [`Error::BadShape`] when `rows` is 0 or
+    /// [`Error::WrongShape`] when the input arrays differ in length,
+    /// [`Error::LengthMismatch`] when the output does not match them,
+    /// [`Error::BadShape`] when `rows` is 0 or
     /// does not divide the length.
     ///
     /// ```

@@ -102,7 +102,7 @@ impl Cuda {
     /// # Ok(()) }
     /// ```
     pub fn compact<T: Copy>(&self, values: &[T], keep: &[bool]) -> Result<Vec<T>> {
-        Error::check_lengths(values.len(), keep.len())?;
+        Error::check_one_per("keep", keep.len(), "`values`", values.len())?;
         let values = self.upload(values)?;
         let keep = self.upload(keep)?;
         // Only the first `kept` items are written, and only they are read.
@@ -141,7 +141,7 @@ impl Cuda {
         self.check_buffer(values, "values")?;
         self.check_buffer(keep, "keep")?;
         self.check_buffer(out, "out")?;
-        Error::check_lengths(values.len(), keep.len())?;
+        Error::check_one_per("keep", keep.len(), "`values`", values.len())?;
         let len = values.len();
         if len == 0 {
             return Ok(0);

@@ -39,8 +39,8 @@ pub trait DeviceInputs: sealed::Sealed {
     #[doc(hidden)]
     fn array_sizes() -> Vec<usize>;
     /// The arrays' common length, after checking that each belongs to
-    /// `cuda`'s context: [`Error::LengthMismatch`] names the first two
-    /// lengths that differ.
+    /// `cuda`'s context: [`Error::WrongShape`] names the first array
+    /// whose length differs from the first one's.
     #[doc(hidden)]
     fn checked_len(&self, cuda: &Cuda) -> Result<usize>;
     /// The arrays' device addresses, 0 past the last.
@@ -101,8 +101,8 @@ macro_rules! device_tuple {
             }
             fn checked_len(&self, cuda: &Cuda) -> Result<usize> {
                 let lens = [$({ cuda.check_buffer(&self.$i, concat!("inputs.", stringify!($i)))?; self.$i.len() }),+];
-                for &l in &lens[1..] {
-                    Error::check_lengths(lens[0], l)?;
+                for (i, &l) in lens.iter().enumerate().skip(1) {
+                    Error::check_one_per(&format!("inputs.{i}"), l, "inputs.0", lens[0])?;
                 }
                 Ok(lens[0])
             }
@@ -196,8 +196,8 @@ impl Cuda {
     /// # Ok(()) }
     /// ```
     ///
-    /// Errors: [`Error::LengthMismatch`] when the arrays or `output` differ
-    /// in length, and [`Error::Unsupported`] when the operator has no
+    /// Errors: [`Error::WrongShape`] when the input arrays differ in length,
+    /// [`Error::LengthMismatch`] when `output` differs from them, and [`Error::Unsupported`] when the operator has no
     /// single-pass kernels (items too large) or the executor runs Blelloch's
     /// algorithm: the maps run inside the single-pass kernel only.
     pub fn scan_mapped<Op: CudaOp, M: CudaMaps<Op>, I: HostInputs<Item = M::Input>>(

@@ -257,7 +257,8 @@ impl Cuda {
 
     /// Scans each segment on its own, a segment starting at every item whose
     /// head flag is set (and at item 0), in one launch: one flag per item
-    /// ([`Error::LengthMismatch`] otherwise).
+    /// ([`Error::WrongShape`] otherwise; [`Error::LengthMismatch`] when
+    /// `output` is not as long as `input`).
     ///
     /// ```no_run
     /// # fn main() -> scan_core::Result<()> {
@@ -276,7 +277,7 @@ impl Cuda {
         spec: ScanSpec,
     ) -> Result<()> {
         Error::check_lengths(input.len(), output.len())?;
-        Error::check_lengths(input.len(), heads.len())?;
+        Error::check_one_per("heads", heads.len(), "the input", input.len())?;
         if input.is_empty() {
             return Ok(());
         }
@@ -294,7 +295,7 @@ impl Cuda {
         heads: &[bool],
         spec: ScanSpec,
     ) -> Result<()> {
-        Error::check_lengths(data.len(), heads.len())?;
+        Error::check_one_per("heads", heads.len(), "the data", data.len())?;
         if data.is_empty() {
             return Ok(());
         }
@@ -345,7 +346,7 @@ impl Cuda {
         self.check_buffer(output, "output")?;
         self.check_buffer(heads, "heads")?;
         Error::check_lengths(input.len(), output.len())?;
-        Error::check_lengths(input.len(), heads.len())?;
+        Error::check_one_per("heads", heads.len(), "the input", input.len())?;
         let src = input.device_ptr(self.stream());
         let dst = output.device_ptr_mut(self.stream());
         self.scan_flags_raw::<Op>(Some(src), dst, input.len(), &FlagBytes::Heads(heads), spec)

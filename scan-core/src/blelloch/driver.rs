@@ -51,7 +51,7 @@ pub trait BlockBackend<Op: ScanOp> {
 /// One block is scanned directly. Otherwise: scan every block and collect the
 /// block totals; exclusive-scan the totals with this same driver (so the
 /// recursion is `log_block(len)` deep); combine each block with its prefix.
-/// `len` past the end of `data` is an [`Error::LengthMismatch`].
+/// `len` past the end of `data` is an [`Error::WrongShape`].
 ///
 /// ```
 /// use scan_core::{blelloch::{scan_in_place, SliceBackend}, ops::Add, reference, ScanSpec};
@@ -67,7 +67,7 @@ where
     Op: ScanOp,
     B: BlockBackend<Op>,
 {
-    check_len(len, backend.buf_len(data))?;
+    check_len(len, backend.buf_len(data), "data")?;
     run::<Op, B>(backend, None, data, len, spec)
 }
 
@@ -88,8 +88,8 @@ where
     Op: ScanOp,
     B: BlockBackend<Op>,
 {
-    check_len(len, backend.buf_len(input))?;
-    check_len(len, backend.buf_len(output))?;
+    check_len(len, backend.buf_len(input), "input")?;
+    check_len(len, backend.buf_len(output), "output")?;
     run::<Op, B>(backend, Some(input), output, len, spec)
 }
 
@@ -125,9 +125,15 @@ impl<Op: ScanOp, B: BlockBackend<Op>> DeviceScan<Op> for Driver<B> {
     }
 }
 
-fn check_len(len: usize, buf_len: usize) -> Result<()> {
+/// [`Error::WrongShape`] naming `buffer` unless it holds the `len` items
+/// to scan.
+fn check_len(len: usize, buf_len: usize, buffer: &str) -> Result<()> {
     if len > buf_len {
-        return Err(Error::LengthMismatch { input: len, output: buf_len });
+        return Err(Error::WrongShape {
+            argument: buffer.into(),
+            expected: format!("at least `len` = {len} items"),
+            found: format!("{buf_len} items"),
+        });
     }
     Ok(())
 }
