@@ -28,6 +28,8 @@ pub struct Valid {
     /// Type parameters the property test instantiates at `f64`, computed
     /// once (see [`check::f64_params`]).
     pub f64_params: Option<Vec<String>>,
+    /// Type parameters bounded by `CudaFloat` (see [`check::float_params`]).
+    pub float_params: Vec<String>,
     /// `assume_associative` was given.
     pub assume_associative: bool,
 }
@@ -44,6 +46,7 @@ impl Valid {
             identity_span: self.identity_expr.span(),
             assume_associative: self.assume_associative,
             f64_params: self.f64_params.clone(),
+            float_params: self.float_params.clone(),
         }
     }
 }
@@ -209,6 +212,7 @@ pub fn validate(op: &Operator) -> Result<Valid> {
         identity,
         identity_expr,
         f64_params: check::f64_params(&op.func.sig.generics),
+        float_params: check::float_params(&op.func.sig.generics),
         assume_associative: op.attr.assume_associative.is_some(),
     };
     errors.ok(check::check(&valid.def(&sig.ident, &op.type_name)));

@@ -71,15 +71,17 @@ pub struct OpDef<'a> {
     /// `f64` (see [`f64_params`]); `None`: no property test. Empty for a
     /// non-generic operator.
     pub f64_params: Option<Vec<String>>,
+    /// The type parameters bounded by `CudaFloat` (see [`float_params`]).
+    pub float_params: Vec<String>,
 }
 
-pub use property::f64_params;
+pub use property::{f64_params, float_params};
 
 /// Verifies the monoid laws; see the module docs. Both laws are checked and
 /// both errors reported together.
 pub fn check(op: &OpDef) -> syn::Result<()> {
     let item = normal::resolve_item(op.item, op.body);
-    let op = &OpDef { item: &item, f64_params: op.f64_params.clone(), ..*op };
+    let op = &OpDef { item: &item, f64_params: op.f64_params.clone(), float_params: op.float_params.clone(), ..*op };
     // One set of decided guards per operator, shared by both laws.
     let guards = normal::Guards::default();
     let errors: Vec<syn::Error> =
@@ -136,11 +138,12 @@ fn compare(vars: &Vars, item: &ir::Ty, sides: (&Sym, &Sym), names: (&str, &str),
 /// Both sides of associativity, evaluated symbolically and compared.
 fn associativity_forms(op: &OpDef, guards: &Guards) -> Result<Symbolic, normal::Outside> {
     let mut vars = Vars::default();
+    let floats = normal::Floats(op.float_params.clone());
     let (a, b, c) = (vars.operand("a", op.item), vars.operand("b", op.item), vars.operand("c", op.item));
-    let ab = normal::eval(op.body, &[a.clone(), b.clone()], guards)?;
-    let bc = normal::eval(op.body, &[b, c.clone()], guards)?;
-    let left = normal::eval(op.body, &[ab, c], guards)?;
-    let right = normal::eval(op.body, &[a, bc], guards)?;
+    let ab = normal::eval(op.body, &[a.clone(), b.clone()], guards, &floats)?;
+    let bc = normal::eval(op.body, &[b, c.clone()], guards, &floats)?;
+    let left = normal::eval(op.body, &[ab, c], guards, &floats)?;
+    let right = normal::eval(op.body, &[a, bc], guards, &floats)?;
     Ok(compare(&vars, op.item, (&left, &right), ("(a ∘ b) ∘ c", "a ∘ (b ∘ c)"), guards))
 }
 
@@ -176,10 +179,11 @@ fn identity(op: &OpDef, guards: &Guards) -> syn::Result<()> {
         let law = Law::Identity { body: op.body, identity: op.identity, left };
         let symbolic = (|| {
             let mut vars = Vars::default();
+            let floats = normal::Floats(op.float_params.clone());
             let a = vars.operand("a", op.item);
-            let e = normal::eval_closed(op.identity, guards)?;
+            let e = normal::eval_closed(op.identity, guards, &floats)?;
             let operands = if left { [e, a.clone()] } else { [a.clone(), e] };
-            let side = normal::eval(op.body, &operands, guards)?;
+            let side = normal::eval(op.body, &operands, guards, &floats)?;
             let lhs = if left { "e ∘ a" } else { "a ∘ e" };
             Ok::<_, normal::Outside>(compare(&vars, op.item, (&side, &a), (lhs, "a"), guards))
         })();

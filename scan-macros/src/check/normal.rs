@@ -30,6 +30,27 @@ mod guards;
 use convert::*;
 use eval::*;
 pub use eval::{eval, eval_closed};
+
+/// The type parameters known to be floats (bounded by `CudaFloat`): their
+/// `T::LOWEST`/`T::HIGHEST` are -inf/+inf in arithmetic too. Every other
+/// parameter may be an integer, whose bounds wrap there.
+#[derive(Clone, Debug, Default)]
+pub struct Floats(pub Vec<String>);
+
+impl Floats {
+    /// Whether values of `ty` may be infinite: floats and float parameters;
+    /// also a struct field's type, which the macro does not see (so an
+    /// integer field's `MIN` in arithmetic is still taken as -inf: a known
+    /// gap).
+    pub fn has_infinities(&self, ty: &Ty) -> bool {
+        match ty {
+            Ty::Scalar(s) => s.is_float(),
+            Ty::Param(p) => self.0.iter().any(|f| f == p),
+            Ty::Field { .. } => true,
+            Ty::Tuple(_) | Ty::Array(..) | Ty::Struct { .. } => false,
+        }
+    }
+}
 pub use guards::{first_difference, Guards};
 
 /// Why a body (or identity) is outside the symbolic fragment, and where.
@@ -229,7 +250,9 @@ pub enum ConstVal {
 
 /// Integer `MIN`/`MAX` are the bottom and top of the type's range, and act as
 /// `-inf`/`+inf` under `max`/`min` (the checker works over the unbounded
-/// integers); float `MIN`/`MAX` are ordinary finite numbers. Signed `MAX` and
+/// integers); in arithmetic they would wrap, so the evaluator refuses an
+/// infinity there unless the type has infinities ([`Floats`]). Float
+/// `MIN`/`MAX` are ordinary finite numbers. Signed `MAX` and
 /// `MIN` are not all ones or zero bitwise, so only unsigned `MAX` keeps its
 /// bits.
 pub fn const_value(name: &ConstName, value: &Option<Lit>, ty: &Ty) -> Result<ConstVal, String> {
@@ -299,10 +322,11 @@ mod tests {
         let (item, body) = body("fn seg(l: (u32, f32), r: (u32, f32)) -> (u32, f32) { (l.0 | r.0, if r.0 != 0 { r.1 } else { l.1 + r.1 }) }");
         let (mut vars, guards) = (Vars::default(), Guards::default());
         let (a, b, c) = (vars.operand("a", &item), vars.operand("b", &item), vars.operand("c", &item));
-        let ab = eval(&body, &[a.clone(), b.clone()], &guards).unwrap();
-        let left = eval(&body, &[ab, c.clone()], &guards).unwrap();
-        let bc = eval(&body, &[b, c], &guards).unwrap();
-        let right = eval(&body, &[a, bc], &guards).unwrap();
+        let f = Floats::default();
+        let ab = eval(&body, &[a.clone(), b.clone()], &guards, &f).unwrap();
+        let left = eval(&body, &[ab, c.clone()], &guards, &f).unwrap();
+        let bc = eval(&body, &[b, c], &guards, &f).unwrap();
+        let right = eval(&body, &[a, bc], &guards, &f).unwrap();
         let (l, r) = (left.leaves(), right.leaves());
         assert_eq!(l.len(), 2);
         // (a∘b)∘c: c.0 set -> c.1; else b.0 set -> b.1 + c.1; else a.1 + b.1 + c.1.

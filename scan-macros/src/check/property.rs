@@ -100,6 +100,31 @@ const F64_MEETS: &[&str] = &[
     "Default",
 ];
 
+/// The type parameters bounded by `CudaFloat` (in their own bounds or a
+/// `where` clause): floats, whose `LOWEST`/`HIGHEST` are infinities.
+pub fn float_params(generics: &syn::Generics) -> Vec<String> {
+    let is_float_bound = |b: &syn::TypeParamBound| {
+        matches!(b, syn::TypeParamBound::Trait(tb)
+            if tb.path.segments.last().is_some_and(|s| s.ident == "CudaFloat"))
+    };
+    let in_where = |name: &syn::Ident| {
+        generics.where_clause.as_ref().is_some_and(|w| {
+            w.predicates.iter().any(|p| match p {
+                syn::WherePredicate::Type(pt) => {
+                    matches!(&pt.bounded_ty, syn::Type::Path(tp) if tp.qself.is_none() && tp.path.is_ident(name))
+                        && pt.bounds.iter().any(is_float_bound)
+                }
+                _ => false,
+            })
+        })
+    };
+    generics
+        .type_params()
+        .filter(|t| t.bounds.iter().any(is_float_bound) || in_where(&t.ident))
+        .map(|t| t.ident.to_string())
+        .collect()
+}
+
 /// The names of the type parameters (empty for a non-generic operator) when
 /// each can be `f64` in the generated test; `None` when a bound may exclude
 /// `f64` (a `where` clause, or a trait not in [`F64_MEETS`]).

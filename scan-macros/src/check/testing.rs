@@ -17,6 +17,7 @@ pub struct Op {
     pub identity: Expr,
     pub assume: bool,
     pub f64_params: Option<Vec<String>>,
+    pub float_params: Vec<String>,
 }
 
 impl Op {
@@ -30,6 +31,7 @@ impl Op {
             identity_span: Span::call_site(),
             assume_associative: self.assume,
             f64_params: self.f64_params.clone(),
+            float_params: self.float_params.clone(),
         }
     }
 
@@ -57,7 +59,8 @@ pub fn op(src: &str, identity: &str) -> Op {
     let name = f.sig.ident.clone();
     let type_name = Ident::new(&crate::ast::camel_case(&name.to_string()), Span::call_site());
     let f64_params = super::f64_params(&f.sig.generics);
-    Op { name, type_name, item, body, identity, assume: false, f64_params }
+    let float_params = super::float_params(&f.sig.generics);
+    Op { name, type_name, item, body, identity, assume: false, f64_params, float_params }
 }
 
 fn lowered(src: &str) -> (ItemFn, Vec<String>, Ty, Expr) {

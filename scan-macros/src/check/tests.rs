@@ -131,6 +131,51 @@ fn accepts_richer_forms_of_the_fragment() {
     accepted("fn half(a: f64, b: f64) -> f64 { (a * 2.0 + b * 2.0) / 2.0 }", "0.0");
 }
 
+/// Integer bounds are -inf/+inf under `max`/`min` only: met by `+`, `-`,
+/// `*`, `abs` or a cast they are the finite bounds they are, and wrap. An
+/// integer best prefix with `(0, i32::MIN)` was "proven" (`l.0 + i32::MIN`
+/// taken as -inf) and scanned wrong: `(-1, 5) ∘ e = (-1, i32::MAX)`. Float
+/// infinities, and the bounds of a `T: CudaFloat`, keep their arithmetic.
+#[test]
+fn integer_bounds_in_arithmetic_are_not_infinities() {
+    let best_i32 = "fn best(l: (i32, i32), r: (i32, i32)) -> (i32, i32) { (l.0 + r.0, l.1.max(l.0 + r.1)) }";
+    let msg = rejected(best_i32, "(0, i32::MIN)");
+    assert!(msg.contains("wrap") && msg.contains("assume_associative"), "{msg}");
+    let generic = "fn best<T: CudaScalar>(l: (T, T), r: (T, T)) -> (T, T) { (l.0 + r.0, l.1.max(l.0 + r.1)) }";
+    let msg = rejected(generic, "(T::ZERO, T::LOWEST)");
+    assert!(msg.contains("wrap"), "{msg}");
+    // Each accepted before: `+` of `u32::MAX`, `*` of `i64::MIN`, and
+    // `i32::MIN as f64` taken as -inf (it is -2^31: `max(a.0, -2^31)` is
+    // not `a.0` below it).
+    for (src, identity) in [
+        ("fn f(l: (u32, u32), r: (u32, u32)) -> (u32, u32) { (l.0 + r.0, l.1.min(l.0 + r.1)) }", "(0, u32::MAX)"),
+        ("fn f(l: (i64, i64), r: (i64, i64)) -> (i64, i64) { (l.0 + r.0, l.1.max(l.0 + r.1 * 1)) }", "(0, i64::MIN)"),
+        (
+            "fn f(l: (f64, i32), r: (f64, i32)) -> (f64, i32) { (l.0.max(r.0), l.1.max(r.1)) }",
+            "(i32::MIN as f64, i32::MIN)",
+        ),
+    ] {
+        let msg = rejected(src, identity);
+        assert!(msg.contains("wrap"), "{src}: {msg}");
+    }
+    // Still proven: the bounds under max/min alone, float infinities in
+    // arithmetic, and a float parameter's bounds (also in a where clause).
+    accepted("fn max(a: i32, b: i32) -> i32 { a.max(b) }", "i32::MIN");
+    accepted(
+        "fn f(l: (i64, u32), r: (i64, u32)) -> (i64, u32) { (l.0.max(r.0), l.1.min(r.1)) }",
+        "(i64::MIN, u32::MAX)",
+    );
+    accepted(
+        "fn best(l: (f32, f32), r: (f32, f32)) -> (f32, f32) { (l.0 + r.0, l.1.max(l.0 + r.1)) }",
+        "(0.0, f32::NEG_INFINITY)",
+    );
+    accepted(BEST_PREFIX_CORE, "(T::ZERO, T::LOWEST)");
+    accepted(
+        "fn best<T>(l: (T, T), r: (T, T)) -> (T, T) where T: CudaFloat { (l.0 + r.0, l.1.max(l.0 + r.1)) }",
+        "(T::ZERO, T::LOWEST)",
+    );
+}
+
 #[test]
 fn accepts_branches_on_linear_comparisons() {
     // A maximum written as a branch, paired with a count.

@@ -38,21 +38,39 @@ pub(super) fn map1(a: &Guarded, f: impl Fn(&Lattice) -> R<Lattice>) -> R<Guarded
     a.iter().map(|(g, l)| Ok((g.clone(), f(l)?))).collect()
 }
 
-/// Evaluates a body symbolically: `params` are the left and right operands.
-pub fn eval(e: &Expr, params: &[Sym; 2], guards: &Guards) -> R<Sym> {
-    Eval { params, locals: Vec::new(), guards }.expr(e)
+/// Evaluates a body symbolically: `params` are the left and right operands;
+/// `floats` names the type parameters that are floats ([`Floats`]).
+pub fn eval(e: &Expr, params: &[Sym; 2], guards: &Guards, floats: &Floats) -> R<Sym> {
+    Eval { params, locals: Vec::new(), guards, floats }.expr(e)
 }
 
 /// Evaluates a closed expression (the identity).
-pub fn eval_closed(e: &Expr, guards: &Guards) -> R<Sym> {
+pub fn eval_closed(e: &Expr, guards: &Guards, floats: &Floats) -> R<Sym> {
     let none = [Sym::Tuple(Vec::new()), Sym::Tuple(Vec::new())];
-    Eval { params: &none, locals: Vec::new(), guards }.expr(e)
+    Eval { params: &none, locals: Vec::new(), guards, floats }.expr(e)
 }
 
 pub(super) struct Eval<'p> {
     params: &'p [Sym; 2],
     locals: Vec<(String, Sym)>,
     guards: &'p Guards,
+    floats: &'p Floats,
+}
+
+/// Why an infinity met arithmetic on a type that has none.
+const WRAPPING_BOUND: &str = "an integer `MIN`/`MAX` (or `T::LOWEST`/`T::HIGHEST` of a `T` that may be an integer) \
+                              in arithmetic: the checker takes them as -inf/+inf, which they are under `max`/`min` \
+                              only; `+`, `-`, `*` and casts treat them as the finite bounds they are, and wrap \
+                              (`-1 + i32::MIN` is `i32::MAX`)";
+
+/// `Ok` unless one of `xs` is a whole infinity and values of `ty` have none
+/// (so that it came from an integer bound).
+fn finite_unless_float(floats: &Floats, ty: &Ty, xs: &[&Guarded], span: Span) -> R<()> {
+    if floats.has_infinities(ty) || xs.iter().all(|x| x.iter().all(|(_, l)| !l.is_inf())) {
+        Ok(())
+    } else {
+        outside(WRAPPING_BOUND, span)
+    }
 }
 
 impl Eval<'_> {
@@ -94,7 +112,9 @@ impl Eval<'_> {
                 }
             }
             ExprKind::Unary(UnOp::Neg, x) => {
+                let ty = x.ty.clone();
                 let x = self.leaf(x)?;
+                finite_unless_float(self.floats, &ty, &[&x], span)?;
                 Sym::Leaf(map1(&x, |l| lat(l.neg()))?)
             }
             ExprKind::Unary(UnOp::Not, x) => {
@@ -105,11 +125,19 @@ impl Eval<'_> {
             ExprKind::Binary(op, l, r) => {
                 let operand_ty = l.ty.clone();
                 let (a, b) = (self.leaf(l)?, self.leaf(r)?);
+                if matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) {
+                    finite_unless_float(self.floats, &operand_ty, &[&a, &b], span)?;
+                }
                 Sym::Leaf(zip2(&a, &b, span, |x, y| binary(*op, x, y, &operand_ty, span))?)
             }
             ExprKind::Method(m, recv, args) => {
+                let ty = recv.ty.clone();
                 let x = self.leaf(recv)?;
                 let args: Vec<Guarded> = args.iter().map(|a| self.leaf(a)).collect::<R<_>>()?;
+                if matches!(m, Method::Abs | Method::MulAdd) {
+                    let all: Vec<&Guarded> = std::iter::once(&x).chain(&args).collect();
+                    finite_unless_float(self.floats, &ty, &all, span)?;
+                }
                 match (m, &args[..]) {
                     (Method::Max, [y]) => Sym::Leaf(zip2(&x, y, span, |a, b| Ok(a.maximum(b)))?),
                     (Method::Min, [y]) => Sym::Leaf(zip2(&x, y, span, |a, b| lat(a.minimum(b)))?),
@@ -135,7 +163,11 @@ impl Eval<'_> {
                 if !exact {
                     return outside("a cast that can change the value (float to integer, or narrowing)", span);
                 }
-                self.expr(x)?
+                let value = self.expr(x)?;
+                if let Sym::Leaf(v) = &value {
+                    finite_unless_float(self.floats, from, &[v], span)?;
+                }
+                value
             }
             ExprKind::If { cond, then, otherwise } => {
                 let c = self.leaf(cond)?;
