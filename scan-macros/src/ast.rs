@@ -29,12 +29,28 @@ pub struct Param<'a> {
 
 impl<'a> Operator<'a> {
     /// The operator of `func`; an error at the fn's name when no type name
-    /// can be made from it (`__`, `_2x2`) and `name = ...` gives none.
+    /// can be made from it (`__`, `_2x2`) and `name = ...` gives none, or
+    /// when the type name is the fn's own (`加`, whose script has no case, or
+    /// an already CamelCase `MaxPlus`): the generated unit struct is a value
+    /// too, and would clash with the fn.
     pub fn from_fn(func: &'a ItemFn, attr: Attr) -> syn::Result<Self> {
         let type_name = match &attr.name {
             Some(name) => name.clone(),
             None => type_name_of(&func.sig.ident)?,
         };
+        if type_name.unraw() == func.sig.ident.unraw() {
+            let why = match &attr.name {
+                Some(_) => "`name = ...` is the fn's own name".to_string(),
+                None => format!("the CamelCase of `{}` is the name itself", func.sig.ident),
+            };
+            return Err(syn::Error::new(
+                type_name.span(),
+                format!(
+                    "{why}, and the operator type (a unit struct, which is also a value) would clash with the fn; \
+                     name the operator type: #[scan_op(identity = ..., name = MyOp)]"
+                ),
+            ));
+        }
         let type_params = func
             .sig
             .generics

@@ -563,13 +563,28 @@ fn is_untyped_lit(e: &syn::Expr) -> bool {
 /// or structs of one name (the macro does not know all their fields).
 fn compatible(found: &Ty, want: &Ty) -> bool {
     match (found, want) {
-        (Ty::Struct { name: a, .. }, Ty::Struct { name: b, .. }) => a == b,
+        (Ty::Struct { name: a, .. }, Ty::Struct { name: b, .. }) => same_struct(a, b),
         (Ty::Tuple(a), Ty::Tuple(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| compatible(x, y)),
         (Ty::Array(a, n), Ty::Array(b, m)) => n == m && compatible(a, b),
         // A struct field's type is unknown to the macro: rustc checks it.
         (Ty::Field { .. }, _) | (_, Ty::Field { .. }) => true,
         (a, b) => a == b,
     }
+}
+
+/// Whether two struct paths name one struct as far as the macro can tell:
+/// equal once a leading `self::` is dropped (`self::F` is `F`). Other
+/// spellings of one type (`crate::m::F` inside `m`) stay apart: rustc would
+/// accept them, but the macro cannot resolve paths.
+fn same_struct(a: &syn::Path, b: &syn::Path) -> bool {
+    fn local(p: &syn::Path) -> syn::Path {
+        let mut p = p.clone();
+        if p.leading_colon.is_none() && p.segments.len() > 1 && p.segments[0].ident == "self" {
+            p.segments = p.segments.into_iter().skip(1).collect();
+        }
+        p
+    }
+    local(a) == local(b)
 }
 
 /// For a type the macro cannot see into, what it took the type for (an

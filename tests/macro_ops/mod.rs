@@ -77,6 +77,14 @@ pub fn count_sum(l: Tally, r: Tally) -> Tally {
     Tally { count: l.count + r.count, sum: l.sum + r.sum }
 }
 
+/// The same struct spelled `self::Tally` in the signature and the identity
+/// and `Tally` in the body: one type to rustc, and now to the macro too (it
+/// said "expected self::Tally, found Tally").
+#[scan_op(identity = self::Tally { sum: 0.0, count: 0 })]
+pub fn count_sum_by_path(l: self::Tally, r: self::Tally) -> self::Tally {
+    Tally { count: l.count + r.count, sum: l.sum + r.sum }
+}
+
 /// Structs inside a tuple and an array: the identity's literals name their
 /// fields, which the checker needs (it once knew them only for a struct at
 /// the top of the item, and rejected these).
@@ -233,6 +241,7 @@ pub fn each_op(f: &mut impl EachOp) {
     f.op::<CountMax>();
     f.op::<Min3>();
     f.op::<CountSum>();
+    f.op::<CountSumByPath>();
     f.op::<HeadedSum>();
     f.op::<ExtentI32>();
     f.op::<TripleSum>();

@@ -325,6 +325,11 @@ fn property_test_is_generated_only_with_the_opt_in_and_concrete_types() {
         "Tally { sum: 0.0, count: 0 }",
     );
     assert_eq!(s.check(), Ok(()), "struct fields are compared by name");
+    // `self::Tally` is `Tally` (it was "expected self::Tally, found Tally").
+    accepted(
+        "fn count(l: self::Tally, r: self::Tally) -> self::Tally { Tally { count: l.count + r.count } }",
+        "self::Tally { count: 0 }",
+    );
     s.assume = true;
     let tokens = super::property_test(&s.def()).to_string();
     assert!(tokens.contains("Tally { count : __small (& mut rng) , sum : __small (& mut rng) }"), "{tokens}");
