@@ -3,8 +3,9 @@
 //! item its output position, and the last position plus the last flag is the
 //! output length; then every kept item is written to its place (a scatter).
 //!
-//! Two forms, both checked against `Iterator::filter`, each timed beside a
-//! copy of the same items measured in the same run:
+//! Two forms, both checked against `Iterator::filter`, each timed (the
+//! median of 15 runs after a first, or of 21 on the GPU) beside a copy of
+//! the same items measured the same way in the same run:
 //!
 //! * the textbook one spelled out (`Compactor` below): the flags and the
 //!   scatter here on the CPU, the scan on the best backend this machine has
@@ -77,9 +78,9 @@ fn main() -> scan::Result<()> {
     compactor.compact(&device, &items, keep, &mut got)?;
     assert_eq!(got, want, "compaction differs from Iterator::filter");
     let mut copy = vec![0.0f32; n];
-    let copy_best = best_of(5, || copy.copy_from_slice(&items));
+    let copy_best = median_of(REPS, || copy.copy_from_slice(&items));
     std::hint::black_box(&copy);
-    let best = best_of(5, || compactor.compact(&device, &items, keep, &mut got).expect("checked above"));
+    let best = median_of(REPS, || compactor.compact(&device, &items, keep, &mut got).expect("checked above"));
     report(
         "flags, scan on the backend, scatter on the CPU, against a copy on one thread",
         want.len(),
@@ -95,7 +96,7 @@ fn main() -> scan::Result<()> {
     let flags: Vec<bool> = items.iter().map(|&x| keep(x)).collect();
     assert_eq!(cpu.compact(&items, &flags)?, want, "Cpu::compact differs from Iterator::filter");
     let piece = n.div_ceil(cpu.threads().max(1)).max(1);
-    let copy_threads_best = best_of(5, || {
+    let copy_threads_best = median_of(REPS, || {
         std::thread::scope(|s| {
             for (o, i) in copy.chunks_mut(piece).zip(items.chunks(piece)) {
                 s.spawn(move || o.copy_from_slice(i));
@@ -103,7 +104,7 @@ fn main() -> scan::Result<()> {
         })
     });
     std::hint::black_box(&copy);
-    let best = best_of(5, || drop(std::hint::black_box(cpu.compact(&items, &flags).expect("checked above"))));
+    let best = median_of(REPS, || drop(std::hint::black_box(cpu.compact(&items, &flags).expect("checked above"))));
     report(
         &format!("Cpu::compact ({cpu}), flags given, against a copy on {} threads", cpu.threads()),
         want.len(),
@@ -121,11 +122,16 @@ fn main() -> scan::Result<()> {
         let kept = cuda.compact_device_into(&dev_items, &dev_flags, &mut out)?;
         assert_eq!(out.download_prefix(kept)?, want, "Cuda::compact_device_into differs from Iterator::filter");
         let mut copy = cuda.alloc::<f32>(n)?;
-        let (mut copy_ms, mut ms) = (f32::MAX, f32::MAX);
-        for _ in 0..20 {
-            copy_ms = copy_ms.min(cuda.time(|| copy.copy_from(&dev_items))?.1);
-            ms = ms.min(cuda.time(|| cuda.compact_device_into(&dev_items, &dev_flags, &mut out))?.1);
+        let (mut copy_times, mut times) = (Vec::new(), Vec::new());
+        for _ in 0..21 {
+            copy_times.push(cuda.time(|| copy.copy_from(&dev_items))?.1);
+            times.push(cuda.time(|| cuda.compact_device_into(&dev_items, &dev_flags, &mut out))?.1);
         }
+        let median = |mut v: Vec<f32>| {
+            v.sort_by(f32::total_cmp);
+            v[v.len() / 2]
+        };
+        let (copy_ms, ms) = (median(copy_times), median(times));
         let copy_rate = (8 * n) as f64 / (f64::from(copy_ms) * 1e-3);
         report(
             "Cuda::compact_device_into, items and flags on the GPU",
@@ -139,15 +145,21 @@ fn main() -> scan::Result<()> {
     Ok(())
 }
 
-/// The fastest of `reps` runs of `f`, in seconds.
-fn best_of(reps: usize, mut f: impl FnMut()) -> f64 {
-    (0..reps)
+/// Timed runs per CPU figure.
+const REPS: usize = 15;
+
+/// The median of `reps` runs of `f` after a first, in seconds.
+fn median_of(reps: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut times: Vec<f64> = (0..reps)
         .map(|_| {
             let t = Instant::now();
             f();
             t.elapsed().as_secs_f64()
         })
-        .fold(f64::MAX, f64::min)
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[reps / 2]
 }
 
 fn report(what: &str, kept: usize, n: usize, bytes: f64, seconds: f64, copy_rate: f64) {

@@ -50,7 +50,7 @@ fn run() -> Result<(), String> {
     report("f32 add (prefix sums)", &x, time, worst, bound);
     drop(out);
     if let Some(cuda) = device.as_cuda() {
-        gpu_rates::<Add<f32>>(cuda, &x, time)?;
+        gpu_rates::<Add<f32>>(cuda, &x, time, |out| check_sum(&x, out))?;
     }
     drop(x);
 
@@ -61,7 +61,7 @@ fn run() -> Result<(), String> {
     report("linear recurrence h_t = a_t h_(t-1) + b_t", &ab, time, worst, bound);
     drop(out);
     if let Some(cuda) = device.as_cuda() {
-        gpu_rates::<LinearRecurrence<f32>>(cuda, &ab, time)?;
+        gpu_rates::<LinearRecurrence<f32>>(cuda, &ab, time, |out| check_recurrence(&ab, out))?;
     }
 
     // Kernels are compiled once per operator and cached on disk: a second
@@ -92,8 +92,15 @@ fn timed_scan<Op: CudaOp>(device: &Device, input: &[Op::Item]) -> Result<(Vec<Op
 
 /// The GPU's two figures for `input`: the host-to-host `time` against the
 /// pinned link's bound, and the scan of device-resident data against a
-/// device copy, both measured now.
-fn gpu_rates<Op: CudaOp>(cuda: &Cuda, input: &[Op::Item], time: Duration) -> Result<(), String> {
+/// device copy, both measured now; the device-resident scan's result is
+/// checked by `check` too (it takes another path than the host scan's
+/// chunks).
+fn gpu_rates<Op: CudaOp>(
+    cuda: &Cuda,
+    input: &[Op::Item],
+    time: Duration,
+    check: impl Fn(&[Op::Item]) -> Result<(f64, f64), String>,
+) -> Result<(), String> {
     let err = |e: scan::Error| e.to_string();
     let bytes = std::mem::size_of_val(input);
     let link = cuda.transfer_rates(bytes).map_err(err)?;
@@ -115,10 +122,13 @@ fn gpu_rates<Op: CudaOp>(cuda: &Cuda, input: &[Op::Item], time: Duration) -> Res
         copy_ms.push(cuda.time(|| dev_out.copy_from(&dev_in)).map_err(err)?.1);
     }
     let (scan, copy) = (median(scan_ms), median(copy_ms));
+    // (The loop ended on the copy: scan once more to check what it writes.)
+    cuda.scan_device_into::<Op>(&dev_in, &mut dev_out, ScanSpec::inclusive()).map_err(err)?;
+    let (worst, _) = check(&dev_out.download().map_err(err)?)?;
     let gbps = |ms: f32| 2.0 * bytes as f64 / (f64::from(ms) * 1e-3) / 1e9;
     println!(
         "  on the device (DeviceBuffer in and out): {:.3} ms = {:.0} GB/s; a device copy of the same bytes: {:.0} GB/s \
-         ({:.2} of copy)",
+         ({:.2} of copy); checked, worst error {worst:.2} u·Σ|terms|",
         scan,
         gbps(scan),
         gbps(copy),

@@ -132,7 +132,7 @@ for what in "$@"; do
     SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=block step 300 bench-selective-carries-block $bin/examples/bench \
       --gpu-selective-only --reps 15 --out "$out/bench-selective-carries-block.md"
     echo "-- SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES=block"; grep -E "backward" "$out/bench-selective-carries-block.md"
-    PYTHONUNBUFFERED=1 step 400 peers-selective python3 bench/peers.py --selective-only --reps 10 --out "$out/peers-selective.md"
+    PYTHONUNBUFFERED=1 step 400 peers-selective python3 bench/peers.py --selective-only --reps 15 --out "$out/peers-selective.md"
     cat "$out/peers-selective.md"
     ;;
   sharded)

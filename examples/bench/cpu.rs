@@ -4,7 +4,6 @@
 //! (`acc += x`, `acc = acc.max(x)`, ...), not the library's generic one.
 
 use std::cell::RefCell;
-use std::time::Instant;
 
 use scan::ops::{Add, LinearRecurrence, Max};
 use scan::{Algorithm, Cpu, ScanOp, ScanSpec};
@@ -22,7 +21,8 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
         .map_or("unknown".into(), |l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
     let about = format!(
         "CPU: 2^{} items per case, {} threads available, load average {load} at start; tiled tile = {} f32 items; \
-         memcpy = one thread, `copy_from_slice` (the x memcpy column), and split over the threads; \
+         memcpy = `copy_from_slice` on one thread and split over the threads; x memcpy = against the \
+         copy on as many threads (one for the sequential loop); \
          GB/s count input + output bytes.",
         args.size_log2,
         cpu.threads(),
@@ -199,29 +199,34 @@ fn case_with<Op: ScanOp>(
     let bytes = 2.0 * std::mem::size_of_val(input) as f64;
     let gbps: Vec<f64> = times.iter().map(|t| bytes / t.as_secs_f64() / 1e9).collect();
     let (copy_gbps, copy_threads_gbps, seq_gbps) = (gbps[0], gbps[1], gbps[2]);
-    let row = |method: String, g: f64| Row {
+    // Each method against the copy on as many threads: a scan on all
+    // threads against one thread's copy would look several times better
+    // than it is.
+    let copy_on = |threads: usize| if threads > 1 { copy_threads_gbps } else { copy_gbps };
+    let row = |method: String, g: f64, threads: usize| Row {
         case: name.into(),
         method,
         gbps: g,
-        vs_copy: g / copy_gbps,
+        vs_copy: g / copy_on(threads),
         vs_sequential: g / seq_gbps,
     };
     let mut rows = vec![
-        row("memcpy".into(), copy_gbps),
-        row(format!("memcpy ({threads} threads)"), copy_threads_gbps),
-        row("sequential loop".into(), seq_gbps),
+        row("memcpy".into(), copy_gbps, 1),
+        row(format!("memcpy ({threads} threads)"), copy_threads_gbps, threads),
+        row("sequential loop".into(), seq_gbps, 1),
     ];
     for (cpu, &g) in executors.iter().zip(&gbps[3..]) {
-        rows.push(row(format!("{} ({} threads)", cpu.algorithm(), cpu.threads()), g));
+        rows.push(row(format!("{} ({} threads)", cpu.algorithm(), cpu.threads()), g, cpu.threads()));
     }
     Ok(rows)
 }
 
 /// The same recurrence fused (`Cpu::scan_mapped` with `maps::Recurrence`):
 /// `a` and `b` from their own arrays, `h` alone out, 12 bytes per item
-/// against the pairs scan's 32; against a copy of `a` and `b` (16 bytes per
-/// item) and the hand-written loop over the same arrays. GB/s count each
-/// method's own bytes.
+/// against the pairs scan's 16; against a copy of `a` and `b` (16 bytes per
+/// item) on one thread and on the executor's threads, and the hand-written
+/// loop over the same arrays. GB/s count each method's own bytes; x memcpy
+/// is against the copy on as many threads.
 fn fused_recurrence(pairs: &[(f32, f32)], reps: usize) -> Result<Vec<Row>, String> {
     use scan::maps::Recurrence;
     let name = "linear recurrence fused (a[], b[] -> h[])";
@@ -234,6 +239,21 @@ fn fused_recurrence(pairs: &[(f32, f32)], reps: usize) -> Result<Vec<Row>, Strin
     let mut copy = || {
         copy_a.borrow_mut().copy_from_slice(&a);
         copy_b.borrow_mut().copy_from_slice(&b);
+    };
+    let threads = cpu.threads();
+    let mut copy_threads = || {
+        let chunk = n.div_ceil(threads).max(1);
+        let (mut ca, mut cb) = (copy_a.borrow_mut(), copy_b.borrow_mut());
+        std::thread::scope(|s| {
+            for (((oa, ia), ob), ib) in
+                ca.chunks_mut(chunk).zip(a.chunks(chunk)).zip(cb.chunks_mut(chunk)).zip(b.chunks(chunk))
+            {
+                s.spawn(move || {
+                    oa.copy_from_slice(ia);
+                    ob.copy_from_slice(ib);
+                });
+            }
+        });
     };
     let mut sequential = || {
         let mut acc = 0.0f32;
@@ -252,7 +272,7 @@ fn fused_recurrence(pairs: &[(f32, f32)], reps: usize) -> Result<Vec<Row>, Strin
             *failed.borrow_mut() = Some(e.to_string());
         }
     };
-    let times = median_times(reps, &mut [&mut copy, &mut sequential, &mut fused]);
+    let times = median_times(reps, &mut [&mut copy, &mut copy_threads, &mut sequential, &mut fused]);
     if let Some(e) = failed.into_inner() {
         return Err(format!("{name}: {e}"));
     }
@@ -261,19 +281,21 @@ fn fused_recurrence(pairs: &[(f32, f32)], reps: usize) -> Result<Vec<Row>, Strin
         return Err(format!("{name}: wrong at index {i}"));
     }
     let gbps = |bytes: usize, t: std::time::Duration| bytes as f64 / t.as_secs_f64() / 1e9;
-    let (copy_gbps, seq_gbps) = (gbps(16 * n, times[0]), gbps(12 * n, times[1]));
-    let fused_gbps = gbps(12 * n, times[2]);
-    let row = |method: String, g: f64| Row {
+    let (copy_gbps, copy_threads_gbps) = (gbps(16 * n, times[0]), gbps(16 * n, times[1]));
+    let (seq_gbps, fused_gbps) = (gbps(12 * n, times[2]), gbps(12 * n, times[3]));
+    let copy_on = |threads: usize| if threads > 1 { copy_threads_gbps } else { copy_gbps };
+    let row = |method: String, g: f64, threads: usize| Row {
         case: name.into(),
         method,
         gbps: g,
-        vs_copy: g / copy_gbps,
+        vs_copy: g / copy_on(threads),
         vs_sequential: g / seq_gbps,
     };
     Ok(vec![
-        row("memcpy of a and b (16 B/item)".into(), copy_gbps),
-        row("sequential loop (12 B/item)".into(), seq_gbps),
-        row(format!("scan_mapped ({} threads, 12 B/item)", cpu.threads()), fused_gbps),
+        row("memcpy of a and b (16 B/item)".into(), copy_gbps, 1),
+        row(format!("memcpy of a and b ({threads} threads)"), copy_threads_gbps, threads),
+        row("sequential loop (12 B/item)".into(), seq_gbps, 1),
+        row(format!("scan_mapped ({threads} threads, 12 B/item)"), fused_gbps, threads),
     ])
 }
 
@@ -287,15 +309,38 @@ fn selective_scan(reps: usize) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
+/// Copies of `bytes` bytes in all (half read, half written), on one thread
+/// and on `threads`: the copy columns of cases that count their own bytes.
+fn copy_rates(bytes: usize, threads: usize, reps: usize) -> (f64, f64) {
+    let src = vec![1u8; bytes / 2];
+    let dst = RefCell::new(vec![0u8; bytes / 2]);
+    let mut one = || dst.borrow_mut().copy_from_slice(&src);
+    let mut split = || {
+        let chunk = src.len().div_ceil(threads).max(1);
+        let mut dst = dst.borrow_mut();
+        std::thread::scope(|s| {
+            for (o, i) in dst.chunks_mut(chunk).zip(src.chunks(chunk)) {
+                s.spawn(move || o.copy_from_slice(i));
+            }
+        });
+    };
+    let times = median_times(reps, &mut [&mut one, &mut split]);
+    let gbps = |t: std::time::Duration| (bytes / 2 * 2) as f64 / t.as_secs_f64() / 1e9;
+    (gbps(times[0]), gbps(times[1]))
+}
+
 /// The selective scan of `shape` (B and C varying, D, z, delta bias and
 /// softplus): this executor on all threads and on one, against the
-/// sequential f64 reference (the x sequential column: its time over
-/// theirs), then its backward ([`selective_backward`]). GB/s count u,
-/// delta, z, B, C read and out written.
+/// sequential f64 reference (the x sequential column: its time, median of
+/// 3 after a first call, over theirs), then its backward
+/// ([`selective_backward`]). GB/s count u, delta, z, B, C read and out
+/// written; x memcpy is against a copy of as many bytes on as many threads.
 fn selective_scan_at(shape: scan::selective::SsmShape, reps: usize) -> Result<Vec<Row>, String> {
     use scan::selective::{reference, Projection, SelectiveScan};
     let mut rng = Rng::fresh("bench selective scan");
-    let (bdl, nl, dn) = (shape.dim * shape.len, shape.state * shape.len, shape.dim * shape.state);
+    // (B and C vary: (batch, 1 group, N, L).)
+    let (bdl, nl, dn) =
+        (shape.batch * shape.dim * shape.len, shape.batch * shape.state * shape.len, shape.dim * shape.state);
     let mut v = |n: usize, lo: f64, hi: f64| rng.vec(n, |r| r.range_f64(lo, hi) as f32);
     let (u, delta, z) = (v(bdl, -1.0, 1.0), v(bdl, -3.0, 0.0), v(bdl, -2.0, 2.0));
     let (b, c, a) = (v(nl, -1.0, 1.0), v(nl, -1.0, 1.0), v(dn, -4.0, -0.5));
@@ -308,13 +353,14 @@ fn selective_scan_at(shape: scan::selective::SsmShape, reps: usize) -> Result<Ve
         .delta_softplus(true);
     let name = format!("selective scan {}x{}x{}, N {}", shape.batch, shape.dim, shape.len, shape.state);
     let err = |e: scan::Error| format!("{name}: {e}");
-    let started = Instant::now();
     let (want, _) = reference(&args).map_err(err)?;
-    let reference_time = started.elapsed();
+    let reference_time = median_times(3, &mut [&mut || drop(reference(&args))])[0];
     let executors = [Cpu::new(), Cpu::new().with_threads(1)];
     let mut rows = Vec::new();
     let mut forward_times = [std::time::Duration::ZERO; 2];
     let bytes = 4.0 * (3 * bdl + 2 * nl + bdl) as f64;
+    let (copy_one, copy_all) = copy_rates(bytes as usize, executors[0].threads(), reps);
+    let copy_on = |threads: usize| if threads > 1 { copy_all } else { copy_one };
     for cpu in executors {
         let got = cpu.selective_scan(&args).map_err(err)?;
         if let Some(i) =
@@ -331,7 +377,7 @@ fn selective_scan_at(shape: scan::selective::SsmShape, reps: usize) -> Result<Ve
             case: name.clone(),
             method: format!("Cpu::selective_scan ({} threads, {:.1} ms)", cpu.threads(), time.as_secs_f64() * 1e3),
             gbps: bytes / time.as_secs_f64() / 1e9,
-            vs_copy: f64::NAN,
+            vs_copy: bytes / time.as_secs_f64() / 1e9 / copy_on(cpu.threads()),
             vs_sequential: reference_time.as_secs_f64() / time.as_secs_f64(),
         });
     }
@@ -339,7 +385,7 @@ fn selective_scan_at(shape: scan::selective::SsmShape, reps: usize) -> Result<Ve
         case: name.clone(),
         method: format!("f64 reference, sequential ({:.1} ms)", reference_time.as_secs_f64() * 1e3),
         gbps: bytes / reference_time.as_secs_f64() / 1e9,
-        vs_copy: f64::NAN,
+        vs_copy: bytes / reference_time.as_secs_f64() / 1e9 / copy_one,
         vs_sequential: 1.0,
     });
     rows.extend(selective_backward(&args, forward_times, reps)?);
@@ -363,10 +409,11 @@ fn selective_backward(
     let err = |e: scan::Error| format!("{name}: {e}");
     let bdl = shape.batch * shape.dim * shape.len;
     let dout = Rng::fresh("bench selective backward").vec(bdl, |r| r.range_f64(-1.0, 1.0) as f32);
-    let started = Instant::now();
     let want = reference_backward(args, &dout).map_err(err)?;
-    let reference_time = started.elapsed();
-    let bytes = 4.0 * (3 * bdl + 2 * shape.state * shape.len + bdl + 3 * bdl) as f64;
+    let reference_time = median_times(3, &mut [&mut || drop(reference_backward(args, &dout))])[0];
+    let bytes = 4.0 * (3 * bdl + 2 * shape.batch * shape.state * shape.len + bdl + 3 * bdl) as f64;
+    let (copy_one, copy_all) = copy_rates(bytes as usize, Cpu::new().threads(), reps);
+    let copy_on = |threads: usize| if threads > 1 { copy_all } else { copy_one };
     let mut rows = Vec::new();
     for (cpu, forward) in [Cpu::new(), Cpu::new().with_threads(1)].into_iter().zip(forward_times) {
         let got = cpu.selective_scan_backward(args, &dout).map_err(err)?;
@@ -400,7 +447,7 @@ fn selective_backward(
                     time.as_secs_f64() / forward.as_secs_f64()
                 ),
                 gbps: bytes / time.as_secs_f64() / 1e9,
-                vs_copy: f64::NAN,
+                vs_copy: bytes / time.as_secs_f64() / 1e9 / copy_on(cpu.threads()),
                 vs_sequential: reference_time.as_secs_f64() / time.as_secs_f64(),
             });
         }
@@ -409,7 +456,7 @@ fn selective_backward(
         case: name.clone(),
         method: format!("f64 reference backward, sequential ({:.1} ms)", reference_time.as_secs_f64() * 1e3),
         gbps: bytes / reference_time.as_secs_f64() / 1e9,
-        vs_copy: f64::NAN,
+        vs_copy: bytes / reference_time.as_secs_f64() / 1e9 / copy_one,
         vs_sequential: 1.0,
     });
     Ok(rows)

@@ -1,7 +1,7 @@
 //! Fused maps on the GPU (issue 8/11): the f32 linear recurrence read from
 //! `a[]` and `b[]` and written to `h[]` alone (`scan_core::maps::Recurrence`,
 //! 12 bytes per item), against a device copy of the same bytes timed in the
-//! same run (the plain scan of (a, b) pairs, 16 bytes each way, is the
+//! same run (the plain scan of (a, b) pairs, 8 bytes each way, 16 per item, is the
 //! "linear recurrence f32 pairs" case of the main bench). Before timing,
 //! every h is checked against an f64 evaluation, from a poisoned output, and
 //! the inputs are checked unchanged.

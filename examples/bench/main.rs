@@ -80,7 +80,7 @@ const USAGE: &str =
   --gpu-selective-only  time only the selective scan (GPU)
   --gpu-scans-only  time only the plain scans, the time per call and the size sweep (GPU)
   --size-log2 N    items per CPU case: 2^N (default 26)
-  --reps R         timed repetitions per method, after one warm-up (default 7)
+  --reps R         timed repetitions per method, after one warm-up (default 15)
   --out FILE       also write the table to FILE (default bench-results.md)
   --sweep-out FILE the GPU's f32 add size sweep as CSV (default gpu-sweep.csv)";
 
@@ -89,7 +89,7 @@ fn parse_args() -> Result<Args, String> {
         cpu: false,
         gpu: false,
         size_log2: 26,
-        reps: 7,
+        reps: 15,
         out: "bench-results.md".into(),
         gpu_policies: false,
         gpu_policies_only: false,
