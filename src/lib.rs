@@ -44,7 +44,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Items are scalars (`i32 u32 i64 u64 f32 f64 bool`), tuples, arrays and
+//! Items are scalars (`i32 u32 i64 u64 f32 f64 bool bf16 f16`), tuples, arrays and
 //! `#[repr(C)]` structs declared with [`macro@scan_item`]; the body is a small
 //! subset of Rust that has the same meaning on the CPU and the GPU.
 //!
@@ -125,11 +125,12 @@
 //! divide the length), `BadStride` (strided rows that overlap or overrun),
 //! `BadSegments` (starts or offsets out of order or past the end),
 //! `TooLarge`, `BadTuning`, `Unsupported` (what a backend cannot run, e.g.
-//! zero-sized items on the GPU), `Other`; for the GPU `CudaUnavailable`,
-//! `NotCuda` (a buffer of another context), `Driver` and `Compile` (with the
-//! NVRTC log and the generated source); for sharded scans
-//! `NcclUnavailable` and `Nccl`. Each message says what was wrong and what
-//! to pass instead:
+//! zero-sized items on the GPU), `Other` (e.g. a device buffer of another
+//! executor's context); for the GPU `CudaUnavailable`, `NotCuda` (an
+//! operator without CUDA source sent to a GPU `Device`), `Driver` and
+//! `Compile` (with the NVRTC log and the generated source); for sharded
+//! scans `NcclUnavailable` and `Nccl`. Each message says what was wrong and
+//! what to pass instead:
 //!
 //! ```
 //! use scan::{ops::Add, Cpu, ScanSpec};
