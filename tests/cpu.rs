@@ -44,7 +44,7 @@ fn check_all<Op: ScanOp>(x: &[Op::Item], same: impl Fn(&[Op::Item], &[Op::Item])
 fn the_matrix_product_is_exact_on_every_algorithm_and_size() {
     let mut rng = Rng::fresh("facade matmul2x2 i32");
     for n in sizes::<[i32; 4]>() {
-        let x: Vec<[i32; 4]> = rng.vec(n, |r| std::array::from_fn(|_| r.next_u64() as i32));
+        let x: Vec<[i32; 4]> = rng.vec(n, scan_testing::unimodular_i32);
         check_all::<MatMul2x2<i32>>(&x, |a, b| a == b);
     }
 }
@@ -75,7 +75,7 @@ fn the_cpu_device_gives_the_cpu_results_and_errors() {
     let mut rng = Rng::fresh("facade device cpu");
     let device = Device::cpu();
     assert!(!device.is_cuda());
-    let x: Vec<[i32; 4]> = rng.vec(100_003, |r| std::array::from_fn(|_| r.next_u64() as i32));
+    let x: Vec<[i32; 4]> = rng.vec(100_003, scan_testing::unimodular_i32);
     for spec in ScanSpec::ALL {
         let want = reference::scan::<MatMul2x2<i32>>(&x, spec);
         assert!(device.scan::<MatMul2x2<i32>>(&x, spec).unwrap() == want, "{spec:?}");
@@ -93,7 +93,7 @@ fn batched_rows_and_bad_shapes_through_the_facade() {
     let mut rng = Rng::fresh("facade rows");
     let cpu = Cpu::new();
     let (rows, len) = (37, 1001);
-    let x: Vec<[i32; 4]> = rng.vec(rows * len, |r| std::array::from_fn(|_| r.next_u64() as i32));
+    let x: Vec<[i32; 4]> = rng.vec(rows * len, scan_testing::unimodular_i32);
     for spec in ScanSpec::ALL {
         let want = reference::scan_rows::<MatMul2x2<i32>>(&x, rows, spec).unwrap();
         let mut out = vec![[0; 4]; x.len()];

@@ -45,7 +45,7 @@ fn auto_picks_cuda_on_a_gpu_machine() {
 fn rows_match_the_reference(device: &Device) {
     let mut rng = Rng::fresh("device rows");
     for (rows, row_len) in [(1, 0), (4, 1), (3, 1000), (5, 4099)] {
-        let x: Vec<[i64; 4]> = rng.vec(rows * row_len, |r| std::array::from_fn(|_| r.next_u64() as i64));
+        let x: Vec<[i64; 4]> = rng.vec(rows * row_len, scan_testing::unimodular_i64);
         for spec in ScanSpec::ALL {
             let want = scan::reference::scan_rows::<MatMul2x2<i64>>(&x, rows, spec).unwrap();
             let mut out = vec![[i64::MIN; 4]; x.len()];

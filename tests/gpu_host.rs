@@ -83,7 +83,7 @@ fn host_scans_are_exact_across_chunk_boundaries() {
         chunked::<Add<u32>>("add u32 (4 B)", seed, |r| r.next_u64() as u32);
         let lr = |r: &mut Rng| ((r.below(3) as f32 - 1.0), small_int(r) as f32);
         chunked::<LinearRecurrence<f32>>("linear recurrence f32 (8 B)", seed, lr);
-        chunked::<MatMul2x2<i32>>("matmul2x2 i32 (16 B)", seed, |r| std::array::from_fn(|_| r.next_u64() as i32));
+        chunked::<MatMul2x2<i32>>("matmul2x2 i32 (16 B)", seed, scan_testing::unimodular_i32);
         chunked::<QuaternionProduct>("quaternion product (32 B)", seed, |r| {
             let mut q = [0.0; 4];
             q[r.below(4) as usize] = if r.below(2) == 0 { -1.0 } else { 1.0 };
@@ -106,7 +106,7 @@ fn host_scans_with_the_default_chunks_are_exact() {
             assert!(cuda.scan::<Add<u32>>(&x, spec).unwrap() == want, "u32 add, n = {n}, {spec:?}");
         }
     }
-    let m: Vec<[i32; 4]> = rng.vec((4 << 20) + 1, |r| std::array::from_fn(|_| r.next_u64() as i32));
+    let m: Vec<[i32; 4]> = rng.vec((4 << 20) + 1, scan_testing::unimodular_i32);
     let mut data = m.clone();
     cuda.scan_in_place::<MatMul2x2<i32>>(&mut data, ScanSpec::inclusive()).unwrap();
     assert!(data == reference::scan::<MatMul2x2<i32>>(&m, ScanSpec::inclusive()), "matmul2x2, 64 MiB in place");

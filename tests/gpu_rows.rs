@@ -60,13 +60,7 @@ fn rows_and_segments_of_non_commutative_operators_match_the_reference() {
         },
         exact,
     );
-    check_many::<MatMul2x2<i32>>(
-        &cuda,
-        "matmul2x2 i32 (16 B)",
-        LIMIT,
-        |r| std::array::from_fn(|_| r.next_u64() as i32),
-        exact,
-    );
+    check_many::<MatMul2x2<i32>>(&cuda, "matmul2x2 i32 (16 B)", LIMIT, scan_testing::unimodular_i32, exact);
 }
 
 #[test]

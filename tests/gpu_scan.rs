@@ -104,7 +104,7 @@ fn non_commutative_operators_match_exactly() {
         exact,
     );
     check_op::<LinRecF64>(&cuda, "linear recurrence f64", lr, exact);
-    check_op::<MatMul2x2<i32>>(&cuda, "matmul2x2 i32", |r| std::array::from_fn(|_| r.next_u64() as i32), exact);
+    check_op::<MatMul2x2<i32>>(&cuda, "matmul2x2 i32", scan_testing::unimodular_i32, exact);
     // Signed permutation matrices: closed under product, exact, non-commutative.
     check_op::<MatMul2x2<f32>>(
         &cuda,
@@ -129,7 +129,7 @@ fn non_commutative_operators_match_exactly() {
     );
     // 32 bytes: wrapping 2x2 products, and quaternion products of the group
     // {±1, ±i, ±j, ±k} (closed, exact, non-commutative).
-    check_op::<MatMul2x2<i64>>(&cuda, "matmul2x2 i64 (32 B)", |r| std::array::from_fn(|_| r.next_u64() as i64), exact);
+    check_op::<MatMul2x2<i64>>(&cuda, "matmul2x2 i64 (32 B)", scan_testing::unimodular_i64, exact);
     check_op::<QuaternionProduct>(
         &cuda,
         "quaternion product f64 (32 B)",
@@ -337,13 +337,7 @@ fn batched_rows_match_the_reference() {
     check_rows::<Add<u32>>(&cuda, "rows add u32", 0xDEAD_BEEF, |r| r.next_u64() as u32, exact);
     let lr = |r: &mut Rng| (r.below(3) as f64 - 1.0, small_int(r));
     check_rows::<LinRecF64>(&cuda, "rows linear recurrence f64", (f64::NAN, f64::NAN), lr, exact);
-    check_rows::<MatMul2x2<i32>>(
-        &cuda,
-        "rows matmul2x2 i32",
-        [i32::MIN; 4],
-        |r| std::array::from_fn(|_| r.next_u64() as i32),
-        exact,
-    );
+    check_rows::<MatMul2x2<i32>>(&cuda, "rows matmul2x2 i32", [i32::MIN; 4], scan_testing::unimodular_i32, exact);
 }
 
 /// An executor on a stream of its own scans like the default one, and scans
@@ -359,7 +353,7 @@ fn an_own_stream_executor_scans_and_its_replayed_scans_are_exact() {
     for algorithm in Algorithm::ALL {
         let cuda = cuda().with_own_stream().unwrap().with_algorithm(algorithm);
         for n in [1, 1000, 300_001] {
-            let x: Vec<[i32; 4]> = rng.vec(n, |r| std::array::from_fn(|_| r.next_u64() as i32));
+            let x: Vec<[i32; 4]> = rng.vec(n, scan_testing::unimodular_i32);
             let want = reference::scan::<MatMul2x2<i32>>(&x, ScanSpec::inclusive());
             let input = cuda.upload(&x).unwrap();
             let mut out = cuda.upload(&vec![[i32::MIN; 4]; n]).unwrap();

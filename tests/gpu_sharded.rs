@@ -112,8 +112,8 @@ fn shards_on_one_gpu_match_the_reference_for_every_kind_of_operator() {
     check_op::<Add<u64>>("add u64", |r| r.next_u64() >> 8);
     check_op::<Max<i32>>("max i32", |r| r.next_u64() as i32);
     // Non-commutative: 16 bytes, 32 bytes, and a user's #[scan_op].
-    check_op::<MatMul2x2<i32>>("matmul2x2 i32 (16 B)", |r| std::array::from_fn(|_| r.next_u64() as i32));
-    check_op::<MatMul2x2<i64>>("matmul2x2 i64 (32 B)", |r| std::array::from_fn(|_| r.next_u64() as i64));
+    check_op::<MatMul2x2<i32>>("matmul2x2 i32 (16 B)", scan_testing::unimodular_i32);
+    check_op::<MatMul2x2<i64>>("matmul2x2 i64 (32 B)", scan_testing::unimodular_i64);
     check_op::<AffineI32Counted>("affine i32 counted (12 B)", |r| {
         (r.next_u64() as i32, r.next_u64() as i32, r.below(4) as u32)
     });
@@ -133,7 +133,7 @@ fn long_shards_fold_many_tiles_per_reduction_block() {
         let group = ShardGroup::on_one_gpu(exec, 3).unwrap();
         let lengths = [(3 << 20) + 7, (1 << 21) + 1, 1000];
         let lengths: Vec<usize> = lengths.into_iter().map(|n| n.min(max_len())).collect();
-        let mut g = || std::array::from_fn(|_| rng.next_u64() as i32);
+        let mut g = || scan_testing::unimodular_i32(&mut rng);
         check_shards::<MatMul2x2<i32>>(&group, &format!("{label}, matmul2x2 i32"), &lengths, &mut g);
         let lengths = [(5 << 20) + 3, 1, (5 << 20) + 11];
         let lengths: Vec<usize> = lengths.into_iter().map(|n| n.min(max_len())).collect();
@@ -202,7 +202,7 @@ fn nccl_over_every_gpu_matches_the_reference() {
         let execs = ordinals.iter().map(|&o| Cuda::with_device(o).unwrap().with_algorithm(algorithm)).collect();
         let group = ShardGroup::nccl_with(execs).unwrap();
         for lengths in layouts::<MatMul2x2<i32>>(&mut rng, ordinals.len()) {
-            let mut g = || std::array::from_fn(|_| rng.next_u64() as i32);
+            let mut g = || scan_testing::unimodular_i32(&mut rng);
             check_shards::<MatMul2x2<i32>>(&group, &format!("NCCL {algorithm} matmul2x2 i32"), &lengths, &mut g);
         }
     }

@@ -115,12 +115,12 @@ fn an_adversarial_schedule_neither_deadlocks_nor_changes_results() {
     adversarial::<AffineI32Counted>("affine i32 counted (12 B, split)", Some(StatusLayout::Split), |r| {
         (r.next_u64() as i32, r.next_u64() as i32, r.below(4) as u32)
     });
-    adversarial::<MatMul2x2<i32>>("matmul2x2 i32 (16 B, tagged)", None, |r| {
-        std::array::from_fn(|_| r.next_u64() as i32)
-    });
-    adversarial::<MatMul2x2<i32>>("matmul2x2 i32 (16 B, split)", Some(StatusLayout::Split), |r| {
-        std::array::from_fn(|_| r.next_u64() as i32)
-    });
+    adversarial::<MatMul2x2<i32>>("matmul2x2 i32 (16 B, tagged)", None, scan_testing::unimodular_i32);
+    adversarial::<MatMul2x2<i32>>(
+        "matmul2x2 i32 (16 B, split)",
+        Some(StatusLayout::Split),
+        scan_testing::unimodular_i32,
+    );
     adversarial::<Add<u32>>("add u32 (4 B, tagged)", Some(StatusLayout::Tagged), |r| r.next_u64() as u32);
     adversarial::<QuaternionProduct>("quaternion product (32 B, tagged)", None, |r| {
         let mut q = [0.0; 4];
@@ -203,7 +203,7 @@ fn every_status_layout_and_tile_shape_is_exact() {
         let (small, large) = (cuda().with_tuning(tuning(items)), cuda().with_tuning(tuning((items / 4).max(1))));
         for n in [1, 1000, 100_003, (1 << 22) + 1].into_iter().filter(|&n| n <= max_len()) {
             let x: Vec<u32> = rng.vec(n, |r| r.next_u64() as u32);
-            let m: Vec<[i32; 4]> = rng.vec(n / 4 + 1, |r| std::array::from_fn(|_| r.next_u64() as i32));
+            let m: Vec<[i32; 4]> = rng.vec(n / 4 + 1, scan_testing::unimodular_i32);
             // Every shape runs, so that a failure names all the shapes that fail.
             let run = |f: &dyn Fn()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).err();
             let failures = [
@@ -242,7 +242,7 @@ fn integer_scans_are_run_to_run_identical_and_float_scans_as_documented() {
     let mut rng = Rng::fresh("determinism");
     let n = ((1usize << 22) + 3).min(max_len());
     let ints: Vec<u32> = rng.vec(n, |r| r.next_u64() as u32);
-    let mats: Vec<[i64; 4]> = rng.vec(n / 8, |r| std::array::from_fn(|_| r.next_u64() as i64));
+    let mats: Vec<[i64; 4]> = rng.vec(n / 8, scan_testing::unimodular_i64);
     let floats: Vec<f32> = rng.vec(n, |r| r.range_f64(-1.0, 1.0) as f32);
     for algorithm in Algorithm::ALL {
         let cuda = cuda().with_algorithm(algorithm);

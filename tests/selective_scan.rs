@@ -721,8 +721,10 @@ fn check_half<T: scan::selective::SsmInput>(cpu: &Cpu, ctx: &str, args: &Selecti
     if let Some(i) = (0..want.len()).find(|&i| !close(got.out[i], want[i])) {
         panic!("{ctx}: out[{i}] = {}, want {}", got.out[i], want[i]);
     }
-    let last = got.last_state.as_ref().unwrap();
-    assert!(last.iter().zip(want_last.unwrap()).all(|(&g, w)| close(g, w)), "{ctx}: last state");
+    assert_eq!(got.out.len(), want.len(), "{ctx}: out's length");
+    let (last, want_last) = (got.last_state.as_ref().unwrap(), want_last.unwrap());
+    assert_eq!(last.len(), want_last.len(), "{ctx}: the last state's length");
+    assert!(last.iter().zip(want_last).all(|(&g, w)| close(g, w)), "{ctx}: last state");
     let widened = args.widened();
     assert!(args.as_f32().is_none(), "{ctx}: not f32");
     assert_eq!(cpu.selective_scan(&widened.args()).unwrap(), got, "{ctx}: the widened f32 scan differs");
@@ -768,9 +770,11 @@ fn the_gpu_takes_half_precision_activations_through_the_device() {
         ("bf16", reference(&bf_args).unwrap(), device.selective_scan(&bf_args).unwrap()),
         ("f16", reference(&hf_args).unwrap(), device.selective_scan(&hf_args).unwrap()),
     ] {
+        assert_eq!(got.out.len(), want.len(), "{what}: out's length");
         assert!(got.out.iter().zip(&want).all(|(&g, &w)| close(g, w)), "{what}: out");
-        let last = got.last_state.unwrap();
-        assert!(last.iter().zip(want_last.unwrap()).all(|(&g, w)| close(g, w)), "{what}: last state");
+        let (last, want_last) = (got.last_state.unwrap(), want_last.unwrap());
+        assert_eq!(last.len(), want_last.len(), "{what}: the last state's length");
+        assert!(last.iter().zip(want_last).all(|(&g, w)| close(g, w)), "{what}: last state");
     }
     let f32_args = f.args(63);
     assert_eq!(device.selective_scan(&f32_args).unwrap(), cuda.selective_scan(&f32_args).unwrap());

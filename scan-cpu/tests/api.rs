@@ -15,7 +15,7 @@ fn all_cpus() -> Vec<Cpu> {
 }
 
 fn random_matrices(rng: &mut Rng, n: usize) -> Vec<[i32; 4]> {
-    rng.vec(n, |r| std::array::from_fn(|_| r.next_u64() as i32))
+    rng.vec(n, scan_testing::unimodular_i32)
 }
 
 // ---------------------------------------------------------------- batched rows

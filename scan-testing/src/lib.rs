@@ -10,6 +10,30 @@
 /// `#[scan_op(assume_associative)]` use.
 pub use scan_core::__private::Rng;
 
+/// A random 2x2 integer matrix of determinant 1, row-major `[1 + ab, a, b,
+/// 1]` (a, b uniform over the type, arithmetic wrapping): data for matrix
+/// products that stay order-sensitive along a whole scan. Products of such
+/// matrices keep determinant 1 modulo 2^32 (or 2^64), so they never reach
+/// zero; products of matrices with random entries reach the zero matrix
+/// after some 100-200 factors (every prefix is then 0, and a carry applied
+/// on the wrong side or from the wrong tile gives the same zeros).
+///
+/// ```
+/// let mut rng = scan_testing::Rng::new(7);
+/// let [p, q, r, s] = scan_testing::unimodular_i32(&mut rng);
+/// assert_eq!(p.wrapping_mul(s).wrapping_sub(q.wrapping_mul(r)), 1);
+/// ```
+pub fn unimodular_i32(rng: &mut Rng) -> [i32; 4] {
+    let (a, b) = (rng.next_u64() as i32, rng.next_u64() as i32);
+    [1i32.wrapping_add(a.wrapping_mul(b)), a, b, 1]
+}
+
+/// [`unimodular_i32`] in 64 bits.
+pub fn unimodular_i64(rng: &mut Rng) -> [i64; 4] {
+    let (a, b) = (rng.next_u64() as i64, rng.next_u64() as i64);
+    [1i64.wrapping_add(a.wrapping_mul(b)), a, b, 1]
+}
+
 /// Sizes around every boundary of an algorithm whose tile or block holds
 /// `tile` items: 0, 1, 2, 3, 7, 8, 9, 31..=33, tile-1..=tile+1, 1000,
 /// 2·tile±1, and non-powers of two. Sorted, without duplicates.

@@ -63,7 +63,8 @@ pub fn mapped_rows_tile<Op: CudaOp>(input_bytes: usize) -> usize {
 /// Blelloch tiling, around one tile, two tiles, `tile * min(tile, 64)`, and
 /// past `tile^2` (three driver levels) when that stays under ~256 MiB; for the
 /// single-pass tiling, around one and two tiles, one look-back window (32
-/// tiles) and two, and past them.
+/// tiles) and two, and past them, and around one and two of the
+/// deterministic look-back's fixed groups.
 pub fn gpu_sizes<Op: CudaOp>() -> Vec<usize> {
     let size = std::mem::size_of::<Op::Item>();
     let tile = BlellochPolicy::for_item_size(size).unwrap().tile();
@@ -77,6 +78,14 @@ pub fn gpu_sizes<Op: CudaOp>() -> Vec<usize> {
         sizes.extend(boundary_sizes(single));
         for t in [32 * single, 33 * single, 64 * single, 64 * single + single / 2] {
             sizes.extend([t - 1, t, t + 1]);
+        }
+        // The deterministic look-back's fixed groups of `32 * lookback`
+        // tiles (128 for 4-byte items by default), one and two of them.
+        if let Ok(p) = SinglePassPolicy::plain_default(size, 90) {
+            let group = 32 * p.lookback as usize * p.tile();
+            for t in [group, 2 * group] {
+                sizes.extend([t - 1, t, t + 1]);
+            }
         }
     }
     sizes.retain(|&n| n <= max_len());
