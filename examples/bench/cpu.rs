@@ -154,15 +154,7 @@ fn case_with<Op: ScanOp>(
     // The same copy split over the executor's threads: a scan moves the same
     // bytes, so this is about the most any scan can reach on this machine.
     let threads = executors[1].threads();
-    let mut copy_threads = || {
-        let mut out = out.borrow_mut();
-        let chunk = input.len().div_ceil(threads).max(1);
-        std::thread::scope(|s| {
-            for (o, i) in out.chunks_mut(chunk).zip(input.chunks(chunk)) {
-                s.spawn(move || o.copy_from_slice(i));
-            }
-        });
-    };
+    let mut copy_threads = || copy_split(&mut out.borrow_mut(), input, threads);
     let mut sequential = || seq(input, &mut out.borrow_mut());
     let mut scans: Vec<_> = executors
         .iter()
@@ -199,15 +191,12 @@ fn case_with<Op: ScanOp>(
     let bytes = 2.0 * std::mem::size_of_val(input) as f64;
     let gbps: Vec<f64> = times.iter().map(|t| bytes / t.as_secs_f64() / 1e9).collect();
     let (copy_gbps, copy_threads_gbps, seq_gbps) = (gbps[0], gbps[1], gbps[2]);
-    // Each method against the copy on as many threads: a scan on all
-    // threads against one thread's copy would look several times better
-    // than it is.
-    let copy_on = |threads: usize| if threads > 1 { copy_threads_gbps } else { copy_gbps };
+    let copies = CopyRates { one: copy_gbps, all: copy_threads_gbps };
     let row = |method: String, g: f64, threads: usize| Row {
         case: name.into(),
         method,
         gbps: g,
-        vs_copy: g / copy_on(threads),
+        vs_copy: g / copies.on(threads),
         vs_sequential: g / seq_gbps,
     };
     let mut rows = vec![
@@ -283,12 +272,12 @@ fn fused_recurrence(pairs: &[(f32, f32)], reps: usize) -> Result<Vec<Row>, Strin
     let gbps = |bytes: usize, t: std::time::Duration| bytes as f64 / t.as_secs_f64() / 1e9;
     let (copy_gbps, copy_threads_gbps) = (gbps(16 * n, times[0]), gbps(16 * n, times[1]));
     let (seq_gbps, fused_gbps) = (gbps(12 * n, times[2]), gbps(12 * n, times[3]));
-    let copy_on = |threads: usize| if threads > 1 { copy_threads_gbps } else { copy_gbps };
+    let copies = CopyRates { one: copy_gbps, all: copy_threads_gbps };
     let row = |method: String, g: f64, threads: usize| Row {
         case: name.into(),
         method,
         gbps: g,
-        vs_copy: g / copy_on(threads),
+        vs_copy: g / copies.on(threads),
         vs_sequential: g / seq_gbps,
     };
     Ok(vec![
@@ -309,24 +298,46 @@ fn selective_scan(reps: usize) -> Result<Vec<Row>, String> {
     Ok(rows)
 }
 
-/// Copies of `bytes` bytes in all (half read, half written), on one thread
-/// and on `threads`: the copy columns of cases that count their own bytes.
-fn copy_rates(bytes: usize, threads: usize, reps: usize) -> (f64, f64) {
-    let src = vec![1u8; bytes / 2];
-    let dst = RefCell::new(vec![0u8; bytes / 2]);
-    let mut one = || dst.borrow_mut().copy_from_slice(&src);
-    let mut split = || {
-        let chunk = src.len().div_ceil(threads).max(1);
-        let mut dst = dst.borrow_mut();
-        std::thread::scope(|s| {
-            for (o, i) in dst.chunks_mut(chunk).zip(src.chunks(chunk)) {
-                s.spawn(move || o.copy_from_slice(i));
-            }
-        });
-    };
-    let times = median_times(reps, &mut [&mut one, &mut split]);
-    let gbps = |t: std::time::Duration| (bytes / 2 * 2) as f64 / t.as_secs_f64() / 1e9;
-    (gbps(times[0]), gbps(times[1]))
+/// `src` copied into `dst` (of one length) in `threads` contiguous parts,
+/// each on a thread of its own.
+fn copy_split<T: Copy + Send + Sync>(dst: &mut [T], src: &[T], threads: usize) {
+    let chunk = src.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        for (o, i) in dst.chunks_mut(chunk).zip(src.chunks(chunk)) {
+            s.spawn(move || o.copy_from_slice(i));
+        }
+    });
+}
+
+/// A copy's GB/s on one thread and on all the executor's: each method is
+/// compared with the copy on as many threads (a scan on all threads against
+/// one thread's copy would look several times better than it is).
+struct CopyRates {
+    one: f64,
+    all: f64,
+}
+
+impl CopyRates {
+    fn on(&self, threads: usize) -> f64 {
+        if threads > 1 {
+            self.all
+        } else {
+            self.one
+        }
+    }
+
+    /// Copies of `bytes` bytes in all (half read, half written), on one
+    /// thread and on `threads`: the copy columns of cases that count their
+    /// own bytes.
+    fn measure(bytes: usize, threads: usize, reps: usize) -> CopyRates {
+        let src = vec![1u8; bytes / 2];
+        let dst = RefCell::new(vec![0u8; bytes / 2]);
+        let mut one = || dst.borrow_mut().copy_from_slice(&src);
+        let mut split = || copy_split(&mut dst.borrow_mut(), &src, threads);
+        let times = median_times(reps, &mut [&mut one, &mut split]);
+        let gbps = |t: std::time::Duration| (bytes / 2 * 2) as f64 / t.as_secs_f64() / 1e9;
+        CopyRates { one: gbps(times[0]), all: gbps(times[1]) }
+    }
 }
 
 /// The selective scan of `shape` (B and C varying, D, z, delta bias and
@@ -359,8 +370,7 @@ fn selective_scan_at(shape: scan::selective::SsmShape, reps: usize) -> Result<Ve
     let mut rows = Vec::new();
     let mut forward_times = [std::time::Duration::ZERO; 2];
     let bytes = 4.0 * (3 * bdl + 2 * nl + bdl) as f64;
-    let (copy_one, copy_all) = copy_rates(bytes as usize, executors[0].threads(), reps);
-    let copy_on = |threads: usize| if threads > 1 { copy_all } else { copy_one };
+    let copies = CopyRates::measure(bytes as usize, executors[0].threads(), reps);
     for cpu in executors {
         let got = cpu.selective_scan(&args).map_err(err)?;
         if let Some(i) =
@@ -377,7 +387,7 @@ fn selective_scan_at(shape: scan::selective::SsmShape, reps: usize) -> Result<Ve
             case: name.clone(),
             method: format!("Cpu::selective_scan ({} threads, {:.1} ms)", cpu.threads(), time.as_secs_f64() * 1e3),
             gbps: bytes / time.as_secs_f64() / 1e9,
-            vs_copy: bytes / time.as_secs_f64() / 1e9 / copy_on(cpu.threads()),
+            vs_copy: bytes / time.as_secs_f64() / 1e9 / copies.on(cpu.threads()),
             vs_sequential: reference_time.as_secs_f64() / time.as_secs_f64(),
         });
     }
@@ -385,7 +395,7 @@ fn selective_scan_at(shape: scan::selective::SsmShape, reps: usize) -> Result<Ve
         case: name.clone(),
         method: format!("f64 reference, sequential ({:.1} ms)", reference_time.as_secs_f64() * 1e3),
         gbps: bytes / reference_time.as_secs_f64() / 1e9,
-        vs_copy: bytes / reference_time.as_secs_f64() / 1e9 / copy_one,
+        vs_copy: bytes / reference_time.as_secs_f64() / 1e9 / copies.one,
         vs_sequential: 1.0,
     });
     rows.extend(selective_backward(&args, forward_times, reps)?);
@@ -412,8 +422,7 @@ fn selective_backward(
     let want = reference_backward(args, &dout).map_err(err)?;
     let reference_time = median_times(3, &mut [&mut || drop(reference_backward(args, &dout))])[0];
     let bytes = 4.0 * (3 * bdl + 2 * shape.batch * shape.state * shape.len + bdl + 3 * bdl) as f64;
-    let (copy_one, copy_all) = copy_rates(bytes as usize, Cpu::new().threads(), reps);
-    let copy_on = |threads: usize| if threads > 1 { copy_all } else { copy_one };
+    let copies = CopyRates::measure(bytes as usize, Cpu::new().threads(), reps);
     let mut rows = Vec::new();
     for (cpu, forward) in [Cpu::new(), Cpu::new().with_threads(1)].into_iter().zip(forward_times) {
         let got = cpu.selective_scan_backward(args, &dout).map_err(err)?;
@@ -447,7 +456,7 @@ fn selective_backward(
                     time.as_secs_f64() / forward.as_secs_f64()
                 ),
                 gbps: bytes / time.as_secs_f64() / 1e9,
-                vs_copy: bytes / time.as_secs_f64() / 1e9 / copy_on(cpu.threads()),
+                vs_copy: bytes / time.as_secs_f64() / 1e9 / copies.on(cpu.threads()),
                 vs_sequential: reference_time.as_secs_f64() / time.as_secs_f64(),
             });
         }
@@ -456,7 +465,7 @@ fn selective_backward(
         case: name.clone(),
         method: format!("f64 reference backward, sequential ({:.1} ms)", reference_time.as_secs_f64() * 1e3),
         gbps: bytes / reference_time.as_secs_f64() / 1e9,
-        vs_copy: bytes / reference_time.as_secs_f64() / 1e9 / copy_one,
+        vs_copy: bytes / reference_time.as_secs_f64() / 1e9 / copies.one,
         vs_sequential: 1.0,
     });
     Ok(rows)
