@@ -68,6 +68,19 @@ impl Ty {
     pub fn is_opaque_scalar(&self) -> bool {
         matches!(self, Ty::Param(_) | Ty::Field { .. })
     }
+
+    /// The type of two values that rustc makes one type (the operands of
+    /// `+` or `max`, an `if`'s branches), as far as the macro sees it: a
+    /// struct field's unseen type is the other's where that one is seen
+    /// (`l.total + r.best`, with `best: i32::MIN` in the identity, is an
+    /// `i32` sum). The checker relies on it: an integer's `MIN` must not pass
+    /// for a float's -inf in arithmetic.
+    pub fn or_seen<'t>(&'t self, other: &'t Ty) -> &'t Ty {
+        match self {
+            Ty::Field { .. } => other,
+            _ => self,
+        }
+    }
 }
 
 /// A literal, with its written suffix resolved to a type where it had one.

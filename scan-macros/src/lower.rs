@@ -202,6 +202,45 @@ pub fn body(block: &syn::Block, params: [String; 2], item: &Ty, type_params: &[S
     function(block, vec![(l, item.clone()), (r, item.clone())], item, type_params)
 }
 
+/// An operator's item type and body, lowered as [`body`] for `item` (which
+/// holds the identity's fields: [`fields_from_identity`]). Where the body's
+/// result shows a struct field's scalar that the identity left unseen
+/// (`best: if .. { i32::MIN } else { .. }` beside an identity's `best: 0`),
+/// the body is lowered again knowing it: the checker must not take an
+/// integer field for a float (its `MIN` would pass for -inf in arithmetic).
+pub fn operator_body(block: &syn::Block, params: [String; 2], item: Ty, type_params: &[String]) -> Result<(Ty, Expr)> {
+    let first = body(block, params.clone(), &item, type_params)?;
+    let known = known_fields(item.clone(), &first.ty);
+    if known == item {
+        return Ok((item, first));
+    }
+    let second = body(block, params, &known, type_params)?;
+    Ok((known, second))
+}
+
+/// `item` with each struct field of unseen type (`Ty::Field`) given the type
+/// that `shown` (a value of the same type) has for it, where that is seen.
+fn known_fields(item: Ty, shown: &Ty) -> Ty {
+    match (item, shown) {
+        (Ty::Struct { name, fields }, Ty::Struct { name: n, fields: seen }) if same_struct(&name, n) => {
+            let fields = fields
+                .into_iter()
+                .map(|(f, t)| match seen.iter().find(|(g, _)| *g == f) {
+                    Some((_, s)) if matches!(t, Ty::Field { .. }) && !matches!(s, Ty::Field { .. }) => (f, s.clone()),
+                    Some((_, s)) => (f, known_fields(t, s)),
+                    None => (f, t),
+                })
+                .collect();
+            Ty::Struct { name, fields }
+        }
+        (Ty::Tuple(ts), Ty::Tuple(ss)) if ts.len() == ss.len() => {
+            Ty::Tuple(ts.into_iter().zip(ss).map(|(t, s)| known_fields(t, s)).collect())
+        }
+        (Ty::Array(t, n), Ty::Array(s, m)) if n == *m => Ty::Array(Box::new(known_fields(*t, s)), n),
+        (item, _) => item,
+    }
+}
+
 /// Lowers the body of a fn of the subset with parameters `params` (name,
 /// type) returning `ret`: `#[scan_op]`'s two operands, or the one input of a
 /// `#[scan_maps]` lift or project.
@@ -290,6 +329,22 @@ pub fn identity(expr: &syn::Expr, item: &Ty, type_params: &[String]) -> Result<E
     let e = e.map_err(without_echoes)?;
     depth::check_lowered(&e)?;
     Ok(e)
+}
+
+/// `item` with the fields of each struct in it (at the top, or inside tuples
+/// and arrays) as the identity's literal names them, where the item type
+/// alone could not list them.
+pub fn fields_from_identity(item: Ty, identity: &Ty) -> Ty {
+    match (item, identity) {
+        (Ty::Struct { name, fields }, Ty::Struct { name: n, fields: named }) if fields.is_empty() && *n == name => {
+            Ty::Struct { name, fields: named.clone() }
+        }
+        (Ty::Tuple(ts), Ty::Tuple(ids)) if ts.len() == ids.len() => {
+            Ty::Tuple(ts.into_iter().zip(ids).map(|(t, id)| fields_from_identity(t, id)).collect())
+        }
+        (Ty::Array(t, n), Ty::Array(id, m)) if n == *m => Ty::Array(Box::new(fields_from_identity(*t, id)), n),
+        (item, _) => item,
+    }
 }
 
 struct Lowerer {
@@ -638,6 +693,35 @@ mod tests {
         let syn::FnArg::Typed(first) = &f.sig.inputs[0] else { panic!("typed") };
         let item = ty(&first.ty, &tps)?;
         body(&f.block, ["l".into(), "r".into()], &item, &tps)
+    }
+
+    #[test]
+    fn a_body_shows_the_struct_field_types_the_identity_left_unseen() {
+        let field_ty = |item: &Ty, name: &str| match item {
+            Ty::Struct { fields, .. } => fields.iter().find(|(f, _)| f == name).map(|(_, t)| t.clone()),
+            _ => None,
+        };
+        // The bound in either branch, or beside a field in a `max` or a sum:
+        // rustc gives `v` its type, so the macro must too.
+        for v in [
+            "if r.k > 0 { i32::MIN } else { l.v.max(r.v) }",
+            "if r.k > 0 { l.v.max(r.v) } else { i32::MIN }",
+            "l.v.max(i32::MIN)",
+            "l.v + r.v * 2i32",
+        ] {
+            let src = format!("fn f(l: P, r: P) -> P {{ P {{ k: l.k + r.k, v: {v} }} }}");
+            let f: syn::ItemFn = syn::parse_str(&src).expect("test fn parses");
+            let syn::FnArg::Typed(first) = &f.sig.inputs[0] else { panic!("typed") };
+            let item = ty(&first.ty, &[]).expect("a type");
+            let identity =
+                identity(&syn::parse_str("P { k: 0u32, v: 0 }").expect("parses"), &item, &[]).expect("an identity");
+            let item = fields_from_identity(item, &identity.ty);
+            assert_eq!(field_ty(&item, "k"), Some(Ty::Scalar(Scalar::U32)));
+            assert!(matches!(field_ty(&item, "v"), Some(Ty::Field { .. })), "{item:?}");
+            let (item, body) = operator_body(&f.block, ["l".into(), "r".into()], item, &[]).expect("lowers");
+            assert_eq!(field_ty(&item, "v"), Some(Ty::Scalar(Scalar::I32)), "{v}: {item:?}");
+            assert_eq!(field_ty(&body.ty, "v"), Some(Ty::Scalar(Scalar::I32)), "{v}");
+        }
     }
 
     /// The messages of a body's errors, in order.

@@ -185,15 +185,18 @@ pub fn validate(op: &Operator) -> Result<Valid> {
     // The macro cannot see a struct's declaration: the identity (a struct
     // literal naming every field) tells the checker which fields there are.
     let item = match (item, &identity) {
-        (Some(item), Some(id)) => Some(fields_from_identity(item, &id.ty)),
+        (Some(item), Some(id)) => Some(lower::fields_from_identity(item, &id.ty)),
         (item, _) => item,
     };
-    let body = match (&item, names.len()) {
+    let (item, body) = match (item, names.len()) {
         (Some(item), 2) if ret_ok => {
             let params = [names[0].to_string(), names[1].to_string()];
-            errors.ok(lower::body(&op.func.block, params, item, &tps))
+            match errors.ok(lower::operator_body(&op.func.block, params, item.clone(), &tps)) {
+                Some((item, body)) => (Some(item), Some(body)),
+                None => (Some(item), None),
+            }
         }
-        _ => None,
+        (item, _) => (item, None),
     };
 
     let cuda = body.as_ref().and_then(|b| errors.ok(cuda::combine(b)));
@@ -217,24 +220,4 @@ pub fn validate(op: &Operator) -> Result<Valid> {
     };
     errors.ok(check::check(&valid.def(&sig.ident, &op.type_name)));
     errors.finish(valid)
-}
-
-/// `item` with the fields of each struct in it (at the top, or inside tuples
-/// and arrays) as the identity's literal names them, where the item type
-/// alone could not list them.
-fn fields_from_identity(item: ir::Ty, identity: &ir::Ty) -> ir::Ty {
-    match (item, identity) {
-        (ir::Ty::Struct { name, fields }, ir::Ty::Struct { name: n, fields: named })
-            if fields.is_empty() && *n == name =>
-        {
-            ir::Ty::Struct { name, fields: named.clone() }
-        }
-        (ir::Ty::Tuple(ts), ir::Ty::Tuple(ids)) if ts.len() == ids.len() => {
-            ir::Ty::Tuple(ts.into_iter().zip(ids).map(|(t, id)| fields_from_identity(t, id)).collect())
-        }
-        (ir::Ty::Array(t, n), ir::Ty::Array(id, m)) if n == *m => {
-            ir::Ty::Array(Box::new(fields_from_identity(*t, id)), n)
-        }
-        (item, _) => item,
-    }
 }

@@ -39,9 +39,10 @@ pub struct Floats(pub Vec<String>);
 
 impl Floats {
     /// Whether values of `ty` may be infinite: floats and float parameters;
-    /// also a struct field's type, which the macro does not see (so an
-    /// integer field's `MIN` in arithmetic is still taken as -inf: a known
-    /// gap).
+    /// also a struct field's type where neither the identity nor the body's
+    /// result shows it (`lower::operator_body`) and no other operand does
+    /// (`Ty::or_seen`): no integer bound reaches such a field, since a
+    /// bound's own type (`i32::MIN`) is always seen.
     pub fn has_infinities(&self, ty: &Ty) -> bool {
         match ty {
             Ty::Scalar(s) => s.is_float(),

@@ -53,9 +53,14 @@ fn parts(src: &str) -> (ItemFn, Vec<String>, Ty) {
 }
 
 /// Lowers `src` (a fn) with `identity` (an expression).
+/// As the macro does (`valid`), the body is lowered knowing the struct fields
+/// the identity names, with their types where the identity shows them.
 pub fn op(src: &str, identity: &str) -> Op {
-    let (f, tps, item, body) = lowered(src);
+    let (f, tps, item) = parts(src);
     let identity = lower::identity(&parse_str(identity).expect("an expression"), &item, &tps).expect("an identity");
+    let item = lower::fields_from_identity(item, &identity.ty);
+    let names = param_names(&f);
+    let (item, body) = lower::operator_body(&f.block, names, item, &tps).expect("a supported body");
     let name = f.sig.ident.clone();
     let type_name = Ident::new(&crate::ast::camel_case(&name.to_string()), Span::call_site());
     let f64_params = super::f64_params(&f.sig.generics);
@@ -65,6 +70,11 @@ pub fn op(src: &str, identity: &str) -> Op {
 
 fn lowered(src: &str) -> (ItemFn, Vec<String>, Ty, Expr) {
     let (f, tps, item) = parts(src);
+    let body = lower::body(&f.block, param_names(&f), &item, &tps).expect("a supported body");
+    (f, tps, item, body)
+}
+
+fn param_names(f: &ItemFn) -> [String; 2] {
     let names: Vec<String> = f
         .sig
         .inputs
@@ -77,8 +87,7 @@ fn lowered(src: &str) -> (ItemFn, Vec<String>, Ty, Expr) {
             FnArg::Receiver(_) => panic!("no self"),
         })
         .collect();
-    let body = lower::body(&f.block, [names[0].clone(), names[1].clone()], &item, &tps).expect("a supported body");
-    (f, tps, item, body)
+    [names[0].clone(), names[1].clone()]
 }
 
 /// The item type and lowered body of a fn.

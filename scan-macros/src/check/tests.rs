@@ -455,3 +455,24 @@ fn the_example_lies_in_the_case_the_message_names() {
         assert!(msg.contains("when ") && msg.contains("e.g. "), "{msg}");
     }
 }
+
+#[test]
+fn integer_bounds_in_struct_fields_are_not_infinities() {
+    // The macro never sees a struct's declaration: `best` is an `i32` by the
+    // identity's `i32::MIN`, `total` (an untyped `0`) is unseen. rustc makes
+    // both operands of `+` one type, so `l.total + r.best` is an `i32` sum
+    // that wraps (it was taken for a float sum with -inf, and proven).
+    let best =
+        "fn best(l: Best, r: Best) -> Best { Best { total: l.total + r.total, best: l.best.max(l.total + r.best) } }";
+    let msg = rejected(best, "Best { total: 0, best: i32::MIN }");
+    assert!(msg.contains("wrap") && msg.contains("assume_associative"), "{msg}");
+    // The fields in the other order, and a cast of the bound.
+    let swapped =
+        "fn best(l: Best, r: Best) -> Best { Best { best: l.best.max(r.best + l.total), total: r.total + l.total } }";
+    assert!(rejected(swapped, "Best { best: i32::MIN, total: 0 }").contains("wrap"));
+    let cast = "fn m(l: M, r: M) -> M { M { x: l.x.max(r.x), y: (l.x as f64).max(r.y) } }";
+    assert!(rejected(cast, "M { x: i32::MIN, y: f64::NEG_INFINITY }").contains("wrap"));
+    // Still proven: the same on floats, and integer bounds under max alone.
+    accepted(best, "Best { total: 0.0, best: f32::NEG_INFINITY }");
+    accepted("fn m(l: M, r: M) -> M { M { n: l.n + r.n, hi: l.hi.max(r.hi) } }", "M { n: 0, hi: i64::MIN }");
+}

@@ -43,6 +43,7 @@ impl Lowerer {
         let lowered: Vec<Result<Expr>> =
             args.iter().map(|a| self.expr(a, Some(&t)).and_then(|x| self.expect_ty(&x, &t).map(|()| x))).collect();
         let mut lowered = all(lowered)?;
+        let t = lowered.iter().fold(&t, |t, a| t.or_seen(&a.ty)).clone();
         let ok = match spec.operands {
             Operands::Numbers => t.is_opaque_scalar() || matches!(&t, Ty::Scalar(s) if *s != Scalar::Bool),
             // (bf16/f16: the `half` crate has none of these methods.)

@@ -86,7 +86,7 @@ impl Lowerer {
         } else {
             self.pair(&b.left, &b.right, operand_expect)?
         };
-        let t = x.ty.clone();
+        let t = x.ty.or_seen(&y.ty).clone();
         let ok = match op {
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
                 t.is_opaque_scalar() || matches!(&t, Ty::Scalar(s) if *s != Scalar::Bool)
@@ -170,7 +170,7 @@ impl Lowerer {
         let otherwise = self.expr(otherwise, hint.as_ref().or(expect));
         let (cond, (then, otherwise)) = both(cond, both(then, otherwise))?;
         self.expect_ty(&otherwise, &then.ty)?;
-        let ty = then.ty.clone();
+        let ty = then.ty.or_seen(&otherwise.ty).clone();
         Ok(self.mk(
             ExprKind::If { cond: Box::new(cond), then: Box::new(then), otherwise: Box::new(otherwise) },
             ty,

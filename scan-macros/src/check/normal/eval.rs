@@ -123,7 +123,7 @@ impl Eval<'_> {
                 Sym::Leaf(map1(&x, |l| Ok(from_bits(to_bits(l, &ty, span)?.not(o), o)))?)
             }
             ExprKind::Binary(op, l, r) => {
-                let operand_ty = l.ty.clone();
+                let operand_ty = l.ty.or_seen(&r.ty).clone();
                 let (a, b) = (self.leaf(l)?, self.leaf(r)?);
                 if matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) {
                     finite_unless_float(self.floats, &operand_ty, &[&a, &b], span)?;
@@ -131,7 +131,7 @@ impl Eval<'_> {
                 Sym::Leaf(zip2(&a, &b, span, |x, y| binary(*op, x, y, &operand_ty, span))?)
             }
             ExprKind::Method(m, recv, args) => {
-                let ty = recv.ty.clone();
+                let ty = args.iter().fold(&recv.ty, |t, a| t.or_seen(&a.ty)).clone();
                 let x = self.leaf(recv)?;
                 let args: Vec<Guarded> = args.iter().map(|a| self.leaf(a)).collect::<R<_>>()?;
                 if matches!(m, Method::Abs | Method::MulAdd) {
