@@ -188,7 +188,10 @@ fn struct_items_are_declared_with_the_rust_layout() {
     let code = CountSum::cuda_source().code;
     let size = std::mem::size_of::<Tally>();
     let c_name = <Tally as scan::CudaType>::c_name();
-    assert!(c_name.ends_with("macro_ops_Tally"), "named after the Rust path: {c_name}");
+    // The Rust path, then 8 hex digits of the layout's hash.
+    let (path, hash) = c_name.rsplit_once('_').expect("a hash");
+    assert!(path.ends_with("macro_ops_Tally"), "named after the Rust path: {c_name}");
+    assert!(hash.len() == 8 && hash.chars().all(|c| c.is_ascii_hexdigit()), "{c_name}");
     assert!(code.contains(&format!("static_assert(sizeof({c_name}) == {size}")), "{code}");
     // repr(C): `sum` (f64) at 0, `count` (u32) at 8, then tail padding.
     let (sum, count) = (code.find("  double sum;"), code.find("  unsigned int count;"));
@@ -459,4 +462,73 @@ fn structs_inside_tuples_and_arrays_scan_like_direct_loops() {
     let last = pairs[..n - 1].iter().fold([0.0, 0.0], |s, p| [s[0] + p[0].sum, s[1] + p[1].sum]);
     assert_eq!([got[n - 1][0].sum, got[n - 1][1].sum], last);
     assert_eq!(got[n - 1][1].count, n as u32 - 1);
+}
+
+/// Structs whose paths read alike in C++ (`a::b::S` and `a_b::S` both give
+/// `…_a_b_S`; two fns' local `P` share a `module_path!()`) get names of their
+/// own, told apart by their layouts: one program declaring both reads each
+/// with its own layout (the second declaration was skipped under the first's
+/// guard, and the GPU read `a_b::S` as an `a::b::S`).
+mod alike {
+    pub mod a {
+        pub mod b {
+            #[scan::scan_item]
+            #[repr(C)]
+            #[derive(Clone, Copy)]
+            pub struct S {
+                pub a: f32,
+                pub b: u32,
+            }
+        }
+    }
+    pub mod a_b {
+        #[scan::scan_item]
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        pub struct S {
+            pub a: u32,
+            pub b: f32,
+        }
+    }
+    pub fn local_p_f32() -> String {
+        #[scan::scan_item]
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct P {
+            x: f32,
+        }
+        <P as scan::CudaType>::c_name()
+    }
+    pub fn local_p_u64() -> String {
+        #[scan::scan_item]
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct P {
+            x: u64,
+        }
+        <P as scan::CudaType>::c_name()
+    }
+}
+
+#[test]
+fn structs_whose_paths_read_alike_have_distinct_cuda_names() {
+    use scan::CudaType;
+    let (ab, a_b) = (<alike::a::b::S as CudaType>::c_name(), <alike::a_b::S as CudaType>::c_name());
+    assert!(ab.contains("alike_a_b_S_") && a_b.contains("alike_a_b_S_"), "{ab} {a_b}");
+    assert_ne!(ab, a_b);
+    assert_ne!(alike::local_p_f32(), alike::local_p_u64());
+    // One source declaring both: two structs, each with its own fields.
+    let mut code = String::new();
+    <alike::a::b::S as CudaType>::c_decls(&mut code);
+    <alike::a_b::S as CudaType>::c_decls(&mut code);
+    assert_eq!(code.matches("struct ").count(), 2, "{code}");
+    assert!(code.contains(&format!("struct {ab} {{\n  float a;\n  unsigned int b;")), "{code}");
+    assert!(code.contains(&format!("struct {a_b} {{\n  unsigned int a;\n  float b;")), "{code}");
+    assert!(!code.contains("#error"), "{code}");
+    // A tuple of both, twice: declared once.
+    let before = code.len();
+    <(alike::a::b::S, alike::a_b::S) as CudaType>::c_decls(&mut code);
+    let once = code.len();
+    <(alike::a::b::S, alike::a_b::S) as CudaType>::c_decls(&mut code);
+    assert!(once > before && code.len() == once, "{code}");
 }

@@ -367,20 +367,17 @@ impl<T: CudaType, const N: usize> CudaType for [T; N] {
     fn c_decls(out: &mut String) {
         T::c_decls(out);
         let name = Self::c_name();
-        let guard = format!("SCAN_TYPE_{name}");
-        if out.contains(&format!("#define {guard}\n")) {
-            return;
-        }
         let t = T::c_name();
         let params: Vec<String> = (0..N).map(|i| format!("{t} a{i}")).collect();
         let sets: String = (0..N).map(|i| format!(" x.v[{i}] = a{i};")).collect();
-        out.push_str(&format!(
-            "#ifndef {guard}\n#define {guard}\nstruct {name} {{\n  {t} v[{N}];\n  \
+        let decl = format!(
+            "struct {name} {{\n  {t} v[{N}];\n  \
              static __device__ __forceinline__ {name} make({}) {{ {name} x;{sets} return x; }}\n}};\n\
-             static_assert(sizeof({name}) == {}, \"layout of {name} differs from Rust\");\n#endif\n",
+             static_assert(sizeof({name}) == {}, \"layout of {name} differs from Rust\");\n",
             params.join(", "),
             size_of::<Self>(),
-        ));
+        );
+        __private::declare_type(out, &name, &decl);
     }
     fn c_literal(&self) -> String {
         let parts: Vec<String> = self.iter().map(CudaType::c_literal).collect();
@@ -397,10 +394,6 @@ pub mod __private {
     /// in Rust order (the order of `make`'s parameters), laid out by offset
     /// with explicit padding, then `static_assert`s on size and alignment.
     pub fn c_struct(out: &mut String, name: &str, fields: &[CField], size: usize, align: usize) {
-        let guard = format!("SCAN_TYPE_{name}");
-        if out.contains(&format!("#define {guard}\n")) {
-            return;
-        }
         let mut by_offset: Vec<&CField> = fields.iter().collect();
         by_offset.sort_by_key(|f| f.offset);
         let mut body = String::new();
@@ -421,13 +414,60 @@ pub mod __private {
         // say so in C++ too. Otherwise the declaration names none, as before.
         let natural = fields.iter().map(|f| f.align).max().unwrap_or(1);
         let aligned = if align > natural { format!("__align__({align}) ") } else { String::new() };
-        out.push_str(&format!(
-            "#ifndef {guard}\n#define {guard}\nstruct {aligned}{name} {{\n{body}  \
+        let decl = format!(
+            "struct {aligned}{name} {{\n{body}  \
              static __device__ __forceinline__ {name} make({}) {{ {name} x;{sets} return x; }}\n}};\n\
              static_assert(sizeof({name}) == {size}, \"size of {name} differs from Rust\");\n\
-             static_assert(alignof({name}) == {align}, \"alignment of {name} differs from Rust\");\n#endif\n",
+             static_assert(alignof({name}) == {align}, \"alignment of {name} differs from Rust\");\n",
             params.join(", "),
-        ));
+        );
+        declare_type(out, name, &decl);
+    }
+
+    /// Appends the declaration `decl` of the C++ type `name` under its guard,
+    /// once. Another declaration under the same name means two Rust types
+    /// met one C++ name: the source then gets an `#error` naming it, so that
+    /// NVRTC refuses it, instead of reading one type with the other's layout
+    /// (the guard would have skipped the second declaration silently).
+    pub fn declare_type(out: &mut String, name: &str, decl: &str) {
+        let guarded = format!("#ifndef SCAN_TYPE_{name}\n#define SCAN_TYPE_{name}\n{decl}#endif\n");
+        if out.contains(&guarded) {
+            return;
+        }
+        if out.contains(&format!("#define SCAN_TYPE_{name}\n")) {
+            out.push_str(&format!(
+                "#error \"scan: two different Rust types have the C++ name {name}; rename one of them\"\n"
+            ));
+            return;
+        }
+        out.push_str(&guarded);
+    }
+
+    /// The C++ name of a `#[scan_item]` struct: its Rust path, readable, then
+    /// a hash of its layout (fields' names, C++ types and offsets, size and
+    /// alignment). Paths alone do not tell types apart: `a::b::S` and
+    /// `a_b::S` both read `a_b_S`, and structs declared inside two fns of one
+    /// module have one `module_path!()`. Types of one path and one layout
+    /// share a name harmlessly.
+    pub fn item_name(path: &str, fields: &[CField], size: usize, align: usize) -> String {
+        // FNV-1a: stable across builds and platforms (the name is part of the
+        // source that the disk cache keys on).
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |bytes: &[u8]| {
+            for b in bytes.iter().chain([&0xff]) {
+                h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        };
+        eat(path.as_bytes());
+        for f in fields {
+            eat(f.name.as_bytes());
+            eat(f.c_type.as_bytes());
+            eat(&(f.offset as u64).to_le_bytes());
+            eat(&(f.size as u64).to_le_bytes());
+        }
+        eat(&(size as u64).to_le_bytes());
+        eat(&(align as u64).to_le_bytes());
+        format!("{}_{:08x}", op_name(path, &[]), h >> 32)
     }
 
     /// The C++ name of one instantiation: the operator's Rust path (unique in
@@ -574,6 +614,27 @@ mod tests {
         assert_ne!(sum, product);
         // ASCII paths are spelled as before.
         assert_eq!(__private::op_name("scan_core::ops::Add", &["float".into()]), "scan_core_ops_Add_float");
+    }
+
+    #[test]
+    fn a_second_type_under_one_cuda_name_is_an_error_not_skipped() {
+        let field = |c_type: &str| CField { name: "a".into(), c_type: c_type.into(), offset: 0, size: 4, align: 4 };
+        let mut s = String::new();
+        __private::c_struct(&mut s, "m_S", &[field("float")], 4, 4);
+        __private::c_struct(&mut s, "m_S", &[field("float")], 4, 4);
+        assert_eq!((s.matches("struct m_S").count(), s.contains("#error")), (1, false), "{s}");
+        __private::c_struct(&mut s, "m_S", &[field("unsigned int")], 4, 4);
+        assert_eq!(s.matches("struct m_S").count(), 1, "{s}");
+        assert!(
+            s.ends_with("#error \"scan: two different Rust types have the C++ name m_S; rename one of them\"\n"),
+            "{s}"
+        );
+        // An item's name tells layouts of one path apart, and only them.
+        let name = |c_type: &str| __private::item_name("m::S", &[field(c_type)], 4, 4);
+        assert!(name("float").starts_with("m_S_") && name("float").len() == "m_S_".len() + 8);
+        assert_eq!(name("float"), name("float"));
+        assert_ne!(name("float"), name("unsigned int"));
+        assert_ne!(name("float"), __private::item_name("m::S", &[field("float")], 8, 4));
     }
 
     #[test]

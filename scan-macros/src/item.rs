@@ -102,6 +102,19 @@ fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
                 problems.push(Error::new(id.span(), why));
             }
         }
+        // C++ has no zero-sized structs or arrays: NVRTC would refuse the
+        // declaration (or its size assertion) only when a GPU scan is built.
+        if fields.named.is_empty() {
+            problems.push(Error::new(
+                s.ident.span(),
+                "#[scan_item] structs need at least one field: C++ has no zero-sized structs",
+            ));
+        }
+        for f in &fields.named {
+            if let Some(len) = zero_length(&f.ty) {
+                problems.push(Error::new(len.span(), "arrays of no items are not supported in a #[scan_item] struct"));
+            }
+        }
     }
     let mut problems = problems.into_iter();
     if let Some(mut first) = problems.next() {
@@ -113,30 +126,42 @@ fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
     };
     let name = &s.ident;
     let name_str = name.to_string();
-    // The C++ name is the Rust path, so that structs of one name in two
-    // modules can share an NVRTC program (`my_crate_stats_Stats`).
-    let c_name = quote!(::scan_core::__private::op_name(::core::concat!(::core::module_path!(), "::", #name_str), &[]));
     let idents: Vec<_> = fields.named.iter().filter_map(|f| f.ident.as_ref()).collect();
     let tys: Vec<_> = fields.named.iter().map(|f| &f.ty).collect();
     let field_names: Vec<String> = idents.iter().map(|i| i.to_string()).collect();
+    let c_fields = quote! {
+        [#(::scan_core::__private::CField {
+            name: ::std::string::String::from(#field_names),
+            c_type: <#tys as ::scan_core::CudaType>::c_name(),
+            offset: ::core::mem::offset_of!(#name, #idents),
+            size: ::core::mem::size_of::<#tys>(),
+            align: ::core::mem::align_of::<#tys>(),
+        }),*]
+    };
+    // The C++ name: the Rust path and a hash of the layout
+    // (`my_crate_stats_Stats_1f2e3d4c`), so that structs of one name in two
+    // modules can share an NVRTC program, and so can `a::b::S` and `a_b::S`.
+    let zero_sized = format!(
+        "#[scan_item] struct `{name_str}` has no bytes (a field of a zero-sized type?): C++ has no zero-sized structs"
+    );
     Ok(quote! {
+        // Zero-sized field types that the fields' syntax does not show.
+        const _: () = ::core::assert!(::core::mem::size_of::<#name>() > 0, #zero_sized);
         impl ::scan_core::CudaType for #name {
             fn c_name() -> ::std::string::String {
-                #c_name
+                ::scan_core::__private::item_name(
+                    ::core::concat!(::core::module_path!(), "::", #name_str),
+                    &#c_fields,
+                    ::core::mem::size_of::<#name>(),
+                    ::core::mem::align_of::<#name>(),
+                )
             }
             fn c_decls(out: &mut ::std::string::String) {
                 #(<#tys as ::scan_core::CudaType>::c_decls(out);)*
-                let fields = [#(::scan_core::__private::CField {
-                    name: ::std::string::String::from(#field_names),
-                    c_type: <#tys as ::scan_core::CudaType>::c_name(),
-                    offset: ::core::mem::offset_of!(#name, #idents),
-                    size: ::core::mem::size_of::<#tys>(),
-                    align: ::core::mem::align_of::<#tys>(),
-                }),*];
                 ::scan_core::__private::c_struct(
                     out,
                     &Self::c_name(),
-                    &fields,
+                    &#c_fields,
                     ::core::mem::size_of::<#name>(),
                     ::core::mem::align_of::<#name>(),
                 );
@@ -148,4 +173,21 @@ fn expand(args: TokenStream, s: &ItemStruct) -> Result<TokenStream> {
             }
         }
     })
+}
+
+/// The length expression of an array type of literal length 0 (`[T; 0]`),
+/// also inside tuples and other arrays.
+fn zero_length(ty: &syn::Type) -> Option<&syn::Expr> {
+    match ty {
+        syn::Type::Array(a) => match &a.len {
+            syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(n), .. }) if n.base10_parse::<u64>().ok() == Some(0) => {
+                Some(&a.len)
+            }
+            _ => zero_length(&a.elem),
+        },
+        syn::Type::Tuple(t) => t.elems.iter().find_map(zero_length),
+        syn::Type::Paren(p) => zero_length(&p.elem),
+        syn::Type::Group(g) => zero_length(&g.elem),
+        _ => None,
+    }
 }
