@@ -315,6 +315,39 @@ impl CudaType for bool {
     }
 }
 
+/// Scalars with a sign: the ones `-x` applies to in Rust. Generated code
+/// negates a value of a type the macro cannot see (a type parameter, a
+/// struct field) through [`__private::neg`], bounded by this trait, so that
+/// rustc refuses `-x` on an unsigned integer as it would in the code the
+/// user wrote (`CudaScalar::wrapping_neg` would wrap it instead).
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`-` does not apply to `{Self}`: it has no sign",
+    label = "negated here",
+    note = "Rust has no unary `-` on unsigned integers; `#[scan_op]` and `#[scan_maps]` bodies follow Rust"
+)]
+pub trait SignedScalar: CudaScalar {}
+impl SignedScalar for i32 {}
+impl SignedScalar for i64 {}
+impl SignedScalar for f32 {}
+impl SignedScalar for f64 {}
+impl SignedScalar for half::bf16 {}
+impl SignedScalar for half::f16 {}
+
+/// The values generated code compares: scalars and `bool`. Rust also
+/// compares tuples, arrays and structs, which the generated C++ does not; a
+/// struct field the macro cannot see is compared through
+/// [`__private::scalar`], bounded by this trait.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be compared in a `#[scan_op]` or `#[scan_maps]` body",
+    label = "not a scalar",
+    note = "comparisons there apply to scalars (i32 u32 i64 u64 f32 f64 bf16 f16) and bool: the GPU source has no `==` or `<` on tuples, arrays or structs; compare their fields"
+)]
+pub trait ComparedScalar: Copy {}
+impl<T: CudaScalar> ComparedScalar for T {}
+impl ComparedScalar for bool {}
+
 /// One field of an aggregate, for [`__private::c_struct`].
 #[doc(hidden)]
 pub struct CField {
@@ -388,7 +421,21 @@ impl<T: CudaType, const N: usize> CudaType for [T; N] {
 /// Helpers for the code `#[scan_op]` and `#[scan_item]` generate; not an API.
 #[doc(hidden)]
 pub mod __private {
-    use super::CField;
+    use super::{CField, SignedScalar};
+
+    /// A compared value of a type the macro cannot see: rustc refuses
+    /// anything but a scalar or a bool there (`ComparedScalar`).
+    #[inline]
+    pub fn scalar<T: super::ComparedScalar>(x: T) -> T {
+        x
+    }
+
+    /// `-x` in generated code on a type the macro cannot see: wrapping, as
+    /// everywhere in generated code, and refused by rustc on unsigned types.
+    #[inline]
+    pub fn neg<T: SignedScalar>(x: T) -> T {
+        x.wrapping_neg()
+    }
 
     /// Appends a guarded C++ struct whose layout equals the Rust one: `fields`
     /// in Rust order (the order of `make`'s parameters), laid out by offset

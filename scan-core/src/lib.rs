@@ -40,7 +40,7 @@ pub use spec::{Direction, Kind, ScanSpec};
 /// Support for the code `#[scan_op]` and `#[scan_item]` generate; not an API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::cuda_type::__private::{c_struct, item_name, op_name, PRELUDE};
+    pub use crate::cuda_type::__private::{c_struct, item_name, neg, op_name, scalar, PRELUDE};
     pub use crate::cuda_type::CField;
     pub use crate::op::{is_narrow_float, is_narrow_float_field};
     pub use crate::rng::Rng;

@@ -35,6 +35,19 @@ impl Scalar {
     pub fn is_int(self) -> bool {
         !self.is_float() && self != Scalar::Bool
     }
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, Scalar::U32 | Scalar::U64)
+    }
+    /// The integer range of the type (`None` for floats and bool).
+    pub fn int_range(self) -> Option<(i128, i128)> {
+        match self {
+            Scalar::I32 => Some((i32::MIN.into(), i32::MAX.into())),
+            Scalar::U32 => Some((0, u32::MAX.into())),
+            Scalar::I64 => Some((i64::MIN.into(), i64::MAX.into())),
+            Scalar::U64 => Some((0, u64::MAX.into())),
+            _ => None,
+        }
+    }
 }
 
 /// The type of an item or of a sub-expression.

@@ -361,6 +361,9 @@ struct Lowerer {
     /// fail with an [`ECHO`], so that only the value's error is reported.
     poisoned: HashSet<String>,
     in_identity: bool,
+    /// Lowering the literal operand of a `-`: it may be one past its type's
+    /// maximum (`-2147483648i32`).
+    negated_literal: bool,
 }
 
 impl Lowerer {
@@ -375,6 +378,7 @@ impl Lowerer {
             used: HashSet::new(),
             poisoned: HashSet::new(),
             in_identity: false,
+            negated_literal: false,
         }
     }
 
@@ -722,6 +726,46 @@ mod tests {
             assert_eq!(field_ty(&item, "v"), Some(Ty::Scalar(Scalar::I32)), "{v}: {item:?}");
             assert_eq!(field_ty(&body.ty, "v"), Some(Ty::Scalar(Scalar::I32)), "{v}");
         }
+    }
+
+    /// The literals of a lowered body, with their types, in order.
+    fn literals(e: &Expr, out: &mut Vec<(Lit, Ty)>) {
+        if let ExprKind::Lit(l) = &e.kind {
+            out.push((l.clone(), e.ty.clone()));
+        }
+        e.children().into_iter().for_each(|c| literals(c, out));
+    }
+
+    #[test]
+    #[allow(clippy::excessive_precision)] // the point: a decimal next to the middle between two f32s
+    fn literals_are_typed_and_ranged_as_rustc_does() {
+        let lits = |src: &str| {
+            let mut v = Vec::new();
+            literals(&lower_fn(src).expect("lowers"), &mut v);
+            v
+        };
+        let one = |src: &str| errors_of(src).join("\n");
+        // Past the type's maximum: refused (rustc's `overflowing_literals`).
+        assert!(one("fn f(l: u32, r: u32) -> u32 { l + 4294967296 }").contains("literal out of range for `u32`"));
+        assert!(one("fn f(l: i32, r: i32) -> i32 { l.max(2147483648) }").contains("out of range for `i32`"));
+        // One past it under `-` is the minimum, as in Rust.
+        assert_eq!(lits("fn f(l: i32, r: i32) -> i32 { l.max(-2147483648) }")[0].0, Lit::Int(2147483648));
+        assert!(errors_of("fn f(l: i64, r: i64) -> i64 { l.max(-(9223372036854775808)) }").is_empty());
+        // No `-` on unsigned integers (E0600), a literal's included.
+        assert!(one("fn f(l: u32, r: u32) -> u32 { -l + r }").contains("does not apply to `u32`"));
+        assert!(one("fn f(l: u64, r: u64) -> u64 { l + -1 as u64 }").contains("does not apply to `u64`"));
+        // A cast's literal of the target's kind is of the target's type.
+        let wide = lits("fn f(l: i64, r: i64) -> i64 { l + 3000000000 as i64 }");
+        assert_eq!(wide, vec![(Lit::Int(3000000000), Ty::Scalar(Scalar::I64))]);
+        assert!(
+            one("fn f(l: i64, r: i64) -> i64 { l + (3000000000 as i32) as i64 }").contains("out of range for `i32`")
+        );
+        let narrow = lits("fn f(l: f32, r: f32) -> f32 { l + 1.0000000596046448 as f32 }");
+        assert_eq!(narrow, vec![(Lit::Float(1.0000000596046448f32 as f64), Ty::Scalar(Scalar::F32))]);
+        assert_ne!(1.0000000596046448f32 as f64, 1.0000000596046448f64 as f32 as f64, "a value rounded twice differs");
+        // Across kinds the defaults stay: i32 for `2 as f32`, f64 for `2.5 as i64`.
+        assert_eq!(lits("fn f(l: f32, r: f32) -> f32 { l + 2 as f32 }")[0].1, Ty::Scalar(Scalar::I32));
+        assert_eq!(lits("fn f(l: i64, r: i64) -> i64 { l + 2.5 as i64 }")[0].1, Ty::Scalar(Scalar::F64));
     }
 
     /// The messages of a body's errors, in order.

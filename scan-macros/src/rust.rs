@@ -39,12 +39,21 @@ pub fn expr(e: &Expr, names: &[Ident]) -> TokenStream {
         ExprKind::Unary(op, x) => {
             let x = expr(x, names);
             match op {
+                // A type the macro cannot see may be unsigned: `__private::neg`
+                // leaves that to rustc (lowering refuses the seen ones).
+                UnOp::Neg if e.ty.is_opaque_scalar() => quote_spanned!(sp=> ::scan_core::__private::neg(#x)),
                 UnOp::Neg => quote_spanned!(sp=> #scalar::wrapping_neg(#x)),
                 UnOp::Not => quote_spanned!(sp=> (!#x)),
             }
         }
         ExprKind::Binary(op, a, b) => {
+            // A struct field the macro cannot see may be a tuple, an array or
+            // a struct, which Rust compares and C++ does not: such operands of
+            // a comparison go through `__private::scalar`, so rustc refuses
+            // them at the user's span instead of NVRTC at run time.
+            let compared = op.is_comparison() && matches!(a.ty, Ty::Field { .. });
             let (a, b) = (expr(a, names), expr(b, names));
+            let a = if compared { quote_spanned!(sp=> ::scan_core::__private::scalar(#a)) } else { a };
             match op {
                 BinOp::Add => quote_spanned!(sp=> #scalar::wrapping_add(#a, #b)),
                 BinOp::Sub => quote_spanned!(sp=> #scalar::wrapping_sub(#a, #b)),

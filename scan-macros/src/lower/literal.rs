@@ -58,6 +58,23 @@ impl Lowerer {
                     },
                 };
                 let v: i128 = i.base10_parse()?;
+                // rustc refuses a literal out of its type's range (the
+                // `overflowing_literals` lint, denied by default); a
+                // translation must not wrap it instead.
+                if let Ty::Scalar(s) = &ty {
+                    let (min, max) = s.int_range().unwrap_or((i128::MIN, i128::MAX));
+                    let limit = if self.negated_literal && min < 0 { -min } else { max };
+                    if v > limit {
+                        return Err(Error::new(
+                            span,
+                            format!(
+                                "literal out of range for `{}`: `{}` is past its maximum, {max}",
+                                scalar_name(*s),
+                                i.base10_digits()
+                            ),
+                        ));
+                    }
+                }
                 Ok(self.mk(ExprKind::Lit(Lit::Int(v)), ty, span))
             }
             syn::Lit::Float(f) => {
@@ -90,6 +107,23 @@ impl Lowerer {
                 };
                 // The exact value in the literal's own type (an f32 literal is
                 // rounded once, to f32, as rustc does).
+                // A type the macro cannot see may be an f32: then the GPU
+                // source rounds the f64 value to it (`decltype(S::f)(1.0..)`)
+                // where rustc rounds the decimal once. The two differ only for
+                // a decimal next to the middle between two f32s; refuse those.
+                if ty.is_opaque_scalar() {
+                    let (once, twice) = (f.base10_parse::<f32>()?, f.base10_parse::<f64>()? as f32);
+                    if once.to_bits() != twice.to_bits() && once.is_finite() {
+                        return Err(Error::new(
+                            span,
+                            format!(
+                                "`{0}` rounds to another f32 through an f64 ({twice:?}) than directly ({once:?}), and \
+                                 the macro cannot see this value's type: write `{0}f32` or `{0}f64`",
+                                f.base10_digits()
+                            ),
+                        ));
+                    }
+                }
                 let v = match &ty {
                     Ty::Scalar(s @ Scalar::F32) => finite(f.base10_parse::<f32>()? as f64, *s, span)?,
                     // (A type the macro cannot see: checked as an f64, the

@@ -12,9 +12,16 @@ impl Lowerer {
             syn::UnOp::Deref(t) => return Err(unsupported(t.span, "dereferences (`*`) are")),
             _ => return Err(unsupported(span, "this operator is")),
         };
-        let x = self.expr(&u.expr, expect)?;
+        // `-2147483648i32`: a literal under `-` may be one past the type's
+        // maximum, as in Rust (`i32::MIN`).
+        let literal = matches!(strip(&u.expr), syn::Expr::Lit(_));
+        let saved = std::mem::replace(&mut self.negated_literal, op == UnOp::Neg && literal);
+        let x = self.expr(&u.expr, expect);
+        self.negated_literal = saved;
+        let x = x?;
         let ok = match (&op, &x.ty) {
-            (UnOp::Neg, Ty::Scalar(s)) => *s != Scalar::Bool,
+            // Rust has no `-` on unsigned integers (E0600).
+            (UnOp::Neg, Ty::Scalar(s)) => *s != Scalar::Bool && !s.is_unsigned(),
             (UnOp::Not, Ty::Scalar(s)) => !s.is_float(),
             (_, t) if t.is_opaque_scalar() => true,
             _ => false,
@@ -127,15 +134,19 @@ impl Lowerer {
             Ty::Scalar(s) if s != Scalar::Bool && !s.is_half() => s,
             _ => return Err(Error::new(c.ty.span(), "casts are supported to i32, u32, i64, u64, f32 and f64")),
         };
-        // `2 as f32`: an unsuffixed literal defaults to i32 / f64 as in Rust.
+        // An unsuffixed literal takes the target's type where it is of the
+        // same kind, as rustc types it (`3000000000 as i64` is an i64, not a
+        // wrapped i32; `1.0000000596046448 as f32` is rounded once, to f32);
+        // across kinds it defaults to i32 / f64 (`2 as f32`).
         let x = match &*c.expr {
             e if is_untyped_lit(e) => {
-                let default = if matches!(strip(e), syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Float(_), .. })) {
-                    Scalar::F64
-                } else {
-                    Scalar::I32
+                let float = matches!(strip(e), syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Float(_), .. }));
+                let ty = match (float, to.is_float()) {
+                    (false, false) | (true, true) => to,
+                    (true, false) => Scalar::F64,
+                    (false, true) => Scalar::I32,
                 };
-                self.expr(e, Some(&Ty::Scalar(default)))?
+                self.expr(e, Some(&Ty::Scalar(ty)))?
             }
             e => self.expr(e, None)?,
         };
