@@ -212,12 +212,18 @@ pub fn kind_of(ty: &Ty) -> VarKind {
 
 const BOOL: Ty = Ty::Scalar(Scalar::Bool);
 
-/// `1` (bit 0) for booleans, all bits for integers: the mask of "true"/"all".
+/// The mask of "true"/"all bits": bit 0 for booleans; an unsigned type's
+/// width (`!0u32` is 2^32 - 1, not -1, and keeps that value when widened to
+/// u64, where `!` then flips 64 bits); every bit of the two's complement for
+/// signed types, which sign extension keeps, and for the types the checker
+/// cannot see (whose constants with the sign bit set [`convert::bits_value`]
+/// keeps as bit patterns).
 fn ones(ty: &Ty) -> i128 {
-    if matches!(ty, Ty::Scalar(Scalar::Bool)) {
-        1
-    } else {
-        -1
+    match ty {
+        Ty::Scalar(Scalar::Bool) => 1,
+        Ty::Scalar(Scalar::U32) => u32::MAX.into(),
+        Ty::Scalar(Scalar::U64) => u64::MAX.into(),
+        _ => -1,
     }
 }
 

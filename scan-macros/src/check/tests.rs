@@ -476,3 +476,58 @@ fn integer_bounds_in_struct_fields_are_not_infinities() {
     accepted(best, "Best { total: 0.0, best: f32::NEG_INFINITY }");
     accepted("fn m(l: M, r: M) -> M { M { n: l.n + r.n, hi: l.hi.max(r.hi) } }", "M { n: 0, hi: i64::MIN }");
 }
+
+#[test]
+fn integer_bounds_in_comparisons_are_not_infinities() {
+    // Each was proven, and scanned wrong: `x > i32::MIN` is false at
+    // `x = MIN` but true of every x against -inf (a helper's review:
+    // -2147483647, -1, 1 gave 1 one way and -2147483647 the other).
+    for (src, identity) in [
+        ("fn r(a: i32, b: i32) -> i32 { if a > i32::MIN { a + b } else { b } }", "0"),
+        ("fn r(a: u32, b: u32) -> u32 { if b < u32::MAX { a.max(b) } else { a } }", "0"),
+        ("fn r<T: CudaScalar>(a: T, b: T) -> T { if a > T::LOWEST { a + b } else { b } }", "T::ZERO"),
+        ("fn r(l: S, r: S) -> S { S { x: if l.x > i64::MIN { l.x + r.x } else { r.x } } }", "S { x: 0 }"),
+        ("fn r(a: i32, b: i32) -> i32 { if a.min(i32::MIN) < a { a + b } else { b } }", "0"),
+    ] {
+        let msg = rejected(src, identity);
+        assert!(msg.contains("comparison") || msg.contains("gives"), "{src}: {msg}");
+    }
+    // A branch that picks the larger or smaller of what it compares is
+    // `max`/`min` at a tie too, so a bound identity still proves it.
+    accepted(
+        "fn m(l: (u32, i64), r: (u32, i64)) -> (u32, i64) { (l.0 + r.0, if l.1 > r.1 { l.1 } else { r.1 }) }",
+        "(0, i64::MIN)",
+    );
+    accepted("fn m(a: u32, b: u32) -> u32 { if a <= b { a } else { b } }", "u32::MAX");
+    accepted("fn m(a: i32, b: i32) -> i32 { if b < a { a } else { b } }", "i32::MIN");
+    // Float infinities are values: `inf == a` is false for a finite `a`
+    // (it was folded to true, which made this a left projection).
+    accepted("fn f(a: f32, b: f32) -> f32 { if f32::INFINITY == a { a } else { a + b } }", "0.0");
+}
+
+#[test]
+fn unsigned_bit_patterns_have_their_width() {
+    // `!0u32` is 2^32 - 1, not -1 (which `max` dropped: e ∘ 5 gave 4294967295).
+    for (src, identity) in [
+        ("fn p(a: u32, b: u32) -> u32 { a.max(b).max(!0u32) }", "0"),
+        ("fn p(a: u32, b: u32) -> u32 { a.max(b).max(u32::MAX | a) }", "0"),
+        ("fn p(a: u64, b: u64) -> u64 { a.max(b).max(!0) }", "0"),
+        ("fn q(a: u32, b: u32) -> u32 { if b < !0u32 { a } else { a.max(b) } }", "0"),
+        (
+            "fn q(l: (u32, f64), r: (u32, f64)) -> (u32, f64) { (l.0 | r.0, l.1 + r.1 + ((!0u32) as f64) + 1.0) }",
+            "(0, 0.0)",
+        ),
+        // Widened, `!x` of a u32 is not `!` of the u64 (2^64 - 2^32 apart).
+        (
+            "fn p(l: (u32, u64), r: (u32, u64)) -> (u32, u64) { (l.0 | r.0, l.1.max(r.1).max(!(l.0 as u64) - ((!l.0) as u64))) }",
+            "(0, 0)",
+        ),
+    ] {
+        rejected(src, identity);
+    }
+    // Still proven: all ones as the identity of `&`, seen or generic, and flags.
+    accepted("fn and(a: u32, b: u32) -> u32 { a & b }", "u32::MAX");
+    accepted("fn and(a: u64, b: u64) -> u64 { a & b }", "!0");
+    accepted("fn and<T: CudaScalar>(a: T, b: T) -> T { a & b }", "!T::ZERO");
+    accepted(SEGMENTED_U32, "(0, 0.0)");
+}

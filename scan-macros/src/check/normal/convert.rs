@@ -6,14 +6,20 @@ use super::*;
 /// The bitwise form of a value of type `ty`.
 pub(super) fn to_bits(l: &Lattice, ty: &Ty, span: Span) -> R<BitForm> {
     let ones = ones(ty);
-    if l.is_pos_inf() && matches!(ty, Ty::Scalar(Scalar::U32 | Scalar::U64)) {
-        // The top of an unsigned type (`u32::MAX`) is all ones.
-        return Ok(BitForm::constant(-1));
+    let unsigned = matches!(ty, Ty::Scalar(Scalar::U32 | Scalar::U64));
+    if l.is_pos_inf() && unsigned {
+        // The top of an unsigned type (`u32::MAX`) is all its ones.
+        return Ok(BitForm::constant(ones));
     }
     if let Some(p) = l.as_plain() {
         if let Some(c) = p.as_const() {
             if !c.is_integer() {
                 return outside("a bitwise operation on a fraction", span);
+            }
+            // Over the unbounded integers an unsigned difference may be
+            // negative (`0 - 1`); its bits are those of the wrapped value.
+            if unsigned && !(0..=ones).contains(&c.num()) {
+                return outside("a bitwise operation on an unsigned value that wrapped", span);
             }
             return Ok(BitForm::constant(c.num()));
         }
@@ -32,6 +38,18 @@ pub(super) fn to_bits(l: &Lattice, ty: &Ty, span: Span) -> R<BitForm> {
     let mut f = BitForm::default();
     f.0.insert(vec![Atom::Lat(Box::new(l.clone()))], ones);
     Ok(f)
+}
+
+/// The value of a bitwise result of type `ty`. A constant with its sign bit
+/// set, of a type the checker cannot see, stays a bit pattern: as a signed
+/// integer it is negative, as an unsigned one near the top (`!0` is -1 or
+/// 2^32 - 1), so only bitwise operations may use its value (`a & !T::ZERO`
+/// is `a` either way); elsewhere it is an unknown.
+pub(super) fn bits_value(b: BitForm, ty: &Ty) -> Lattice {
+    if ty.is_opaque_scalar() && b.as_const().is_some_and(|k| k < 0) {
+        return Lattice::atom(Atom::Bits(Box::new(b)));
+    }
+    from_bits(b, ones(ty))
 }
 
 pub(super) fn from_bits(b: BitForm, ones: i128) -> Lattice {
@@ -75,7 +93,9 @@ pub(super) fn prop(a: Atom) -> Lattice {
     let known = match &a {
         Atom::NonZero(b) => b.as_const().map(|k| k != 0),
         Atom::Cmp(op, d) => {
-            if d.is_neg_inf() {
+            if d.is_inf() && *op == CmpOp::Ne {
+                Some(true)
+            } else if d.is_neg_inf() {
                 Some(true)
             } else if d.is_pos_inf() {
                 Some(false)

@@ -59,9 +59,45 @@ pub(super) struct Eval<'p> {
 
 /// Why an infinity met arithmetic on a type that has none.
 const WRAPPING_BOUND: &str = "an integer `MIN`/`MAX` (or `T::LOWEST`/`T::HIGHEST` of a `T` that may be an integer) \
-                              in arithmetic: the checker takes them as -inf/+inf, which they are under `max`/`min` \
-                              only; `+`, `-`, `*` and casts treat them as the finite bounds they are, and wrap \
-                              (`-1 + i32::MIN` is `i32::MAX`)";
+                              in arithmetic or a comparison: the checker takes them as -inf/+inf, which they are \
+                              under `max`/`min` only; `+`, `-`, `*` and casts treat them as the finite bounds they \
+                              are, and wrap (`-1 + i32::MIN` is `i32::MAX`), and `x > i32::MIN` is false at `x = MIN`";
+
+/// `Max` or `Min` when `if cond { then } else { otherwise }` picks the larger
+/// or the smaller of the two values `cond` compares (`if l.1 > r.1 { l.1 }
+/// else { r.1 }`), which it does at a tie too; scalars only.
+fn extremum(cond: &Expr, then: &Expr, otherwise: &Expr) -> Option<Method> {
+    let ExprKind::Binary(op, l, r) = &cond.kind else { return None };
+    let greater = match op {
+        BinOp::Gt | BinOp::Ge => true,
+        BinOp::Lt | BinOp::Le => false,
+        _ => return None,
+    };
+    if !matches!(then.ty, Ty::Scalar(_) | Ty::Param(_) | Ty::Field { .. }) {
+        return None;
+    }
+    let larger = if same_value(then, l) && same_value(otherwise, r) {
+        greater
+    } else if same_value(then, r) && same_value(otherwise, l) {
+        !greater
+    } else {
+        return None;
+    };
+    Some(if larger { Method::Max } else { Method::Min })
+}
+
+/// Whether two expressions are one value by their form: the same operand,
+/// binding, constant or literal, through the same fields.
+fn same_value(a: &Expr, b: &Expr) -> bool {
+    match (&a.kind, &b.kind) {
+        (ExprKind::Param(i), ExprKind::Param(j)) => i == j,
+        (ExprKind::Local(x), ExprKind::Local(y)) => x == y,
+        (ExprKind::Lit(x), ExprKind::Lit(y)) => x == y,
+        (ExprKind::Const { name: x, .. }, ExprKind::Const { name: y, .. }) => x == y,
+        (ExprKind::Field(x, m), ExprKind::Field(y, n)) => m == n && same_value(x, y),
+        _ => false,
+    }
+}
 
 /// `Ok` unless one of `xs` is a whole infinity and values of `ty` have none
 /// (so that it came from an integer bound).
@@ -120,12 +156,18 @@ impl Eval<'_> {
             ExprKind::Unary(UnOp::Not, x) => {
                 let (ty, o) = (x.ty.clone(), ones(&x.ty));
                 let x = self.leaf(x)?;
-                Sym::Leaf(map1(&x, |l| Ok(from_bits(to_bits(l, &ty, span)?.not(o), o)))?)
+                Sym::Leaf(map1(&x, |l| Ok(bits_value(to_bits(l, &ty, span)?.not(o), &ty)))?)
             }
             ExprKind::Binary(op, l, r) => {
                 let operand_ty = l.ty.or_seen(&r.ty).clone();
                 let (a, b) = (self.leaf(l)?, self.leaf(r)?);
-                if matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) {
+                // Also in comparisons: `x > i32::MIN` is false at `x = MIN`,
+                // never for -inf. (`==` on seen integers compares bits, where
+                // `u32::MAX` is exactly all ones and signed bounds are refused.)
+                let arithmetic = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div);
+                let ordered = matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
+                let opaque_eq = matches!(op, BinOp::Eq | BinOp::Ne) && operand_ty.is_opaque_scalar();
+                if arithmetic || ordered || opaque_eq {
                     finite_unless_float(self.floats, &operand_ty, &[&a, &b], span)?;
                 }
                 Sym::Leaf(zip2(&a, &b, span, |x, y| binary(*op, x, y, &operand_ty, span))?)
@@ -168,6 +210,16 @@ impl Eval<'_> {
                     finite_unless_float(self.floats, from, &[v], span)?;
                 }
                 value
+            }
+            ExprKind::If { cond, then, otherwise } if extremum(cond, then, otherwise).is_some() => {
+                // `if a > b { a } else { b }` is `a.max(b)` at a tie too, so
+                // no comparison is evaluated: one with an integer bound would
+                // be refused (`x > i32::MIN` is false at `x = MIN`, never at -inf).
+                let (x, y) = (self.leaf(then)?, self.leaf(otherwise)?);
+                match extremum(cond, then, otherwise) {
+                    Some(Method::Max) => Sym::Leaf(zip2(&x, &y, span, |a, b| Ok(a.maximum(b)))?),
+                    _ => Sym::Leaf(zip2(&x, &y, span, |a, b| lat(a.minimum(b)))?),
+                }
             }
             ExprKind::If { cond, then, otherwise } => {
                 let c = self.leaf(cond)?;
@@ -240,9 +292,8 @@ pub(super) fn mul(a: &Lattice, b: &Lattice, span: Span) -> R<Lattice> {
 pub(super) fn binary(op: BinOp, a: &Lattice, b: &Lattice, ty: &Ty, span: Span) -> R<Lattice> {
     let lat = |r: Result<Lattice, LatError>| r.map_err(|x| lat_err(x, span));
     let float = matches!(ty, Ty::Scalar(s) if s.is_float());
-    let o = ones(ty);
     let bits = |f: fn(&BitForm, &BitForm) -> BitForm| -> R<Lattice> {
-        Ok(from_bits(f(&to_bits(a, ty, span)?, &to_bits(b, ty, span)?), o))
+        Ok(bits_value(f(&to_bits(a, ty, span)?, &to_bits(b, ty, span)?), ty))
     };
     match op {
         BinOp::Add => lat(a.add(b)),

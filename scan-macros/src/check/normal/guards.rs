@@ -78,10 +78,18 @@ pub(super) fn flags_feasible(g: &Guard) -> bool {
         Atom::NonZero(b) => b.atoms().iter().all(|x| var(x).is_some_and(|v| v.kind == VarKind::Bool)),
         _ => false,
     });
+    // Integer tests decide bit by bit when every mask (and any constant) is
+    // one full-width mask: all bits of a signed type, the width of an
+    // unsigned one. (A variable narrower than the mask, widened, only fixes
+    // some positions to 0: an infeasible verdict stays right.)
+    let full = g.keys().find_map(|a| match a {
+        Atom::NonZero(b) => b.0.iter().find(|(atoms, _)| !atoms.is_empty()).map(|(_, m)| *m),
+        _ => None,
+    });
     let all_int = g.keys().all(|a| match a {
         Atom::NonZero(b) => {
-            b.0.iter().all(|(atoms, mask)| atoms.is_empty() || *mask == -1)
-                && !matches!(b.0.get(&Vec::new()), Some(k) if *k != -1)
+            b.0.iter().all(|(atoms, mask)| atoms.is_empty() || Some(*mask) == full)
+                && !matches!(b.0.get(&Vec::new()), Some(k) if Some(*k) != full)
                 && b.atoms()
                     .iter()
                     .all(|x| var(x).is_some_and(|v| matches!(v.kind, VarKind::Signed | VarKind::Unsigned)))
