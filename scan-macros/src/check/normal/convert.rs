@@ -93,9 +93,8 @@ pub(super) fn prop(a: Atom) -> Lattice {
     let known = match &a {
         Atom::NonZero(b) => b.as_const().map(|k| k != 0),
         Atom::Cmp(op, d) => {
-            if d.is_inf() && *op == CmpOp::Ne {
-                Some(true)
-            } else if d.is_neg_inf() {
+            // `d < 0`, `d <= 0` or `d != 0`: -inf satisfies each, +inf only `!=`.
+            if d.is_neg_inf() || (d.is_pos_inf() && *op == CmpOp::Ne) {
                 Some(true)
             } else if d.is_pos_inf() {
                 Some(false)
