@@ -3,7 +3,9 @@
 //! differences of the f64 forward reference, for every argument and every
 //! optional argument present and absent (B and C varying with groups, and
 //! fixed); `Cpu::selective_scan_backward` against the reference on one and
-//! several threads; a wrong `dout` shape is an error naming it. On the GPU
+//! several threads; a wrong `dout` shape is an error naming it; decays
+//! growing to near `f32::MAX` stay finite on the CPU; saved states of
+//! another grouping of B or C are an error. On the GPU
 //! (`#[ignore]`d: they need one): `Cuda::selective_scan_backward` against
 //! the reference within mamba_ssm's tolerances on many shapes, bitwise the
 //! same from run to run, and its errors.
@@ -775,5 +777,186 @@ fn the_devices_training_pair_on_the_gpu_reuses_the_saved_states() {
         assert_eq!(cpu, Cpu::new().selective_scan_backward(&a, &w).unwrap(), "{shape:?}, the CPU");
         let err = device.selective_scan_backward_saved(&saved, &w[1..]).unwrap_err();
         assert!(matches!(&err, Error::WrongShape { argument, .. } if argument == "dout"), "{shape:?}: {err}");
+    }
+}
+
+/// Decays `exp(dt A)` that grow to just below `f32::MAX` (e^88.72): A in
+/// {88.3, 88.5, 88.7} with dt = 1, and A < 0 with a negative dt and no
+/// softplus (dt A the same). The CPU's exponential put `2^128` (infinity)
+/// in one factor for `dt A log2(e)` in [127.5, 128), so the decay came out
+/// infinite where f32 holds it (2.7e38 at 88.5), and with a zero state
+/// `inf * 0` gave NaN. The forward (out and last state) and the backward
+/// against the f64 references: finite and within mamba_ssm's tolerances.
+/// The first step's decay meets the starting state (zero, or 1e-30 so
+/// that its value shows: 2.7e8 after it); the second step's decay is
+/// small, so that nothing overflows in f64 either.
+#[test]
+fn decays_growing_to_near_f32_max_stay_finite_on_the_cpu() {
+    let mut rng = Rng::fresh("selective growing decays");
+    let (dim, len, state) = (3, 2, 2);
+    let shape = SsmShape { batch: 1, dim, len, state };
+    // (A of state 0 per channel; the first step's dt; the second's)
+    let cases: [([f32; 3], f32, f32); 2] = [([88.3, 88.5, 88.7], 1.0, 0.01), ([-8.83, -8.85, -8.87], -10.0, -0.1)];
+    let mut failures = Vec::new();
+    for (growth, dt0, dt1) in cases {
+        // State 1 decays as usual.
+        let a: Vec<f32> = growth.iter().flat_map(|&g| [g, -1.0]).collect();
+        let delta: Vec<f32> = (0..dim).flat_map(|_| [dt0, dt1]).collect();
+        let mut v = |n: usize, lo: f64, hi: f64| rng.vec(n, |r| r.range_f64(lo, hi) as f32);
+        let (u, b, c, w) =
+            (v(dim * len, -1.0, 1.0), v(dim * state, -1.0, 1.0), v(dim * state, -0.5, 0.5), v(dim * len, -0.1, 0.1));
+        for init in [0.0f32, 1e-30] {
+            let init = vec![init; dim * state];
+            let args = SelectiveScan::new(shape, &u, &delta, &a, Projection::Fixed(&b), Projection::Fixed(&c))
+                .initial_state(&init)
+                .return_last_state(true);
+            let case = format!("A {growth:?}, dt {dt0} then {dt1}, starting state {:e}", init[0]);
+            let (want, want_last) = reference(&args).unwrap();
+            let want_last = want_last.unwrap();
+            let want_grads = reference_backward(&args, &w).unwrap();
+            for threads in [1, 2] {
+                let cpu = Cpu::new().with_threads(threads);
+                let got = cpu.selective_scan(&args).unwrap();
+                let pairs = [("out", got.out, &want), ("last_state", got.last_state.unwrap(), &want_last)];
+                for (name, got, want) in pairs {
+                    assert!(want.iter().all(|x| x.is_finite()), "{case}: the reference's {name} {want:?}");
+                    let want: Vec<f32> = want.iter().map(|&x| x as f32).collect();
+                    if !got.iter().all(|x| x.is_finite()) {
+                        failures.push(format!("{case}, {threads} threads: {name} {got:?}, want {want:?}"));
+                    } else if let Err(e) = within_mamba_tolerance(&got, &want) {
+                        failures.push(format!("{case}, {threads} threads: {name}{e}"));
+                    }
+                }
+                let grads = cpu.selective_scan_backward(&args, &w).unwrap();
+                let all = |g: &SsmGrads| {
+                    let optional = [&g.dd, &g.dz, &g.ddelta_bias, &g.dinitial_state];
+                    [&g.du, &g.ddelta, &g.da, &g.db, &g.dc]
+                        .into_iter()
+                        .chain(optional.into_iter().flatten())
+                        .flatten()
+                        .all(|x| x.is_finite())
+                };
+                assert!(all(&want_grads), "{case}: the reference's gradients {want_grads:?}");
+                if !all(&grads) {
+                    failures.push(format!("{case}, {threads} threads: gradients not finite: {grads:?}"));
+                } else if let Err(e) = grads_close(&grads, &want_grads) {
+                    failures.push(format!("{case}, {threads} threads: {e}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Saved states of the same shape and the same B buffer but another
+/// grouping of B or C are an error naming `saved` (they were taken for the
+/// same arguments, the grouping unchecked, and gave wrong gradients): B
+/// varying in 1 group against B fixed over the same buffer (batch x L =
+/// dim: the same length; L past one chunk of 64, so that the states kept
+/// depend on B), both ways; B in 1 group against 2 groups over a
+/// buffer with the same start; C varying against C fixed. The arguments
+/// saved from still give the plain backward's gradients bit for bit.
+#[test]
+fn saved_states_of_another_grouping_are_an_error() {
+    let mut rng = Rng::fresh("selective saved grouping");
+    let (dim, len, state) = (128, 128, 2);
+    let shape = SsmShape { batch: 1, dim, len, state };
+    let mut v = |n: usize, lo: f64, hi: f64| rng.vec(n, |r| r.range_f64(lo, hi) as f32);
+    let (u, delta, a, w) =
+        (v(dim * len, -1.0, 1.0), v(dim * len, 0.1, 0.8), v(dim * state, -1.5, -0.3), v(dim * len, -1.0, 1.0));
+    // (batch, 2, N, L): its first half is (batch, 1, N, L), and (dim, N).
+    let (bc, other) = (v(2 * state * len, -1.0, 1.0), v(dim * state, -1.0, 1.0));
+    let one = state * len;
+    assert_eq!(one, dim * state);
+    let varying = |groups: usize| Projection::Varying { data: &bc[..groups * one], groups };
+    let fixed = Projection::Fixed(&bc[..one]);
+    let scan = |b, c| SelectiveScan::new(shape, &u, &delta, &a, b, c);
+    let pairs = [
+        (
+            "B varying (1 group), then fixed",
+            scan(varying(1), Projection::Fixed(&other)),
+            scan(fixed, Projection::Fixed(&other)),
+        ),
+        (
+            "B fixed, then varying (1 group)",
+            scan(fixed, Projection::Fixed(&other)),
+            scan(varying(1), Projection::Fixed(&other)),
+        ),
+        (
+            "B in 1 group, then 2",
+            scan(varying(1), Projection::Fixed(&other)),
+            scan(varying(2), Projection::Fixed(&other)),
+        ),
+        (
+            "B in 2 groups, then 1",
+            scan(varying(2), Projection::Fixed(&other)),
+            scan(varying(1), Projection::Fixed(&other)),
+        ),
+        (
+            "C varying (1 group), then fixed",
+            scan(Projection::Fixed(&other), varying(1)),
+            scan(Projection::Fixed(&other), fixed),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for threads in [1, 3] {
+        let cpu = Cpu::new().with_threads(threads);
+        for (what, from, to) in &pairs {
+            let (_, saved) = cpu.selective_scan_saving(from).unwrap();
+            assert!(saved.holds_states(), "{what}");
+            match cpu.selective_scan_backward_saved(to, &saved, &w) {
+                Err(Error::WrongShape { argument, .. }) if argument == "saved" => {}
+                Err(e) => failures.push(format!("{what}, {threads} threads: {e}")),
+                Ok(g) => {
+                    let right = g == cpu.selective_scan_backward(to, &w).unwrap();
+                    failures
+                        .push(format!("{what}, {threads} threads: accepted, the plain backward's gradients: {right}"));
+                }
+            }
+            let same = cpu.selective_scan_backward_saved(from, &saved, &w).unwrap();
+            assert_eq!(
+                same,
+                cpu.selective_scan_backward(from, &w).unwrap(),
+                "{what}, {threads} threads: the arguments saved from"
+            );
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// On the GPU too: the states saved by the training forward on the tile
+/// path (B and C varying in 1 group) are refused, naming `saved`, by the
+/// backward of the same device buffers with B or C made fixed (the fields
+/// are public; batch x L = dim, so the lengths still pass), and taken by
+/// the backward of the grouping saved from, with the plain backward's
+/// gradients.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpus_saved_states_of_another_grouping_are_an_error() {
+    let tuning = scan::cuda::Tuning::default()
+        .selective_backward_tiles(true)
+        .selective_kernel(scan::cuda::SelectiveKernelChoice::Tiles);
+    let cuda = gpu().with_tuning(tuning);
+    let mut rng = Rng::fresh("selective backward gpu saved grouping");
+    let shape = SsmShape { batch: 1, dim: 64, len: 64, state: 16 };
+    let o = owned(&mut rng, shape, 1, 0);
+    let w = rng.vec(64 * 64, |r| r.range_f64(-1.0, 1.0) as f32);
+    let mut s = cuda.upload_selective(&args(&o, 0)).unwrap();
+    let saved = cuda.run_selective_saving(&mut s).unwrap();
+    assert!(saved.holds_states(), "no states saved on the tile path");
+    let dout = cuda.upload(&w).unwrap();
+    let want = cuda.run_selective_backward(&s, &dout).unwrap().download().unwrap();
+    let got = cuda.run_selective_backward_saved(&s, &dout, &saved).unwrap().download().unwrap();
+    assert_eq!(got, want, "the grouping saved from");
+    for which in ["B", "C"] {
+        match which {
+            "B" => s.b.groups = None,
+            _ => s.c.groups = None,
+        }
+        match cuda.run_selective_backward_saved(&s, &dout, &saved) {
+            Err(Error::WrongShape { argument, .. }) if argument == "saved" => {}
+            r => panic!("{which} fixed over the buffer saved varying: {:?}", r.map(drop)),
+        }
+        (s.b.groups, s.c.groups) = (Some(1), Some(1));
     }
 }

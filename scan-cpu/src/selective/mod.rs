@@ -31,7 +31,7 @@ use std::ops::Range;
 
 use scan_core::ops::LinearRecurrence;
 use scan_core::selective::backward::SsmGrads;
-use scan_core::selective::{SelectiveScan, SsmInput, SsmOutput, SsmShape};
+use scan_core::selective::{Projection, SelectiveScan, SsmInput, SsmOutput, SsmShape};
 use scan_core::{Result, ScanOp};
 
 use crate::parallel::for_each_part;
@@ -163,26 +163,58 @@ fn lanes_to_states(x: &[Lanes], rows: usize, to: &mut [f32]) {
 pub struct SelectiveCheckpoints {
     shape: SsmShape,
     /// The arguments the states depend on (`origin`).
-    from: [usize; 7],
+    from: Origin,
     blocks: Vec<Block>,
     /// Per block, in order; empty where the forward kept nothing.
     states: Vec<Vec<Lanes>>,
 }
 
 /// What the forward's states depend on, as the GPU's saved states check
-/// it: the addresses of u, delta, A, B, delta_bias and the initial state (0
-/// when absent), and softplus. (The shape and grouping are checked apart.)
-fn origin(args: &SelectiveScan<'_>) -> [usize; 7] {
-    let at = |x: Option<&[f32]>| x.map_or(0, |x| x.as_ptr() as usize);
-    [
-        at(Some(args.u)),
-        at(Some(args.delta)),
-        at(Some(args.a)),
-        at(Some(args.b.data())),
-        at(args.delta_bias),
-        at(args.initial_state),
-        usize::from(args.delta_softplus),
-    ]
+/// it: the grouping of B and C (their form and groups: B's makes the
+/// states, C's is the rest of the grouping the docs promise to check), the
+/// address and length of u, delta, A, B, delta_bias and the initial state
+/// ((0, 0) when absent), and softplus. (The shape and the blocks are
+/// checked apart.) The lengths tell apart arrays starting at the same
+/// address, as B as (batch, 1, N, L) and as (batch, 2, N, L) over one
+/// buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Origin {
+    /// B's and C's groups, `None` where fixed.
+    groups: [Option<usize>; 2],
+    inputs: [(usize, usize); 6],
+    softplus: bool,
+}
+
+fn origin(args: &SelectiveScan<'_>) -> Origin {
+    let at = |x: Option<&[f32]>| x.map_or((0, 0), |x| (x.as_ptr() as usize, x.len()));
+    Origin {
+        groups: [groups(args.b), groups(args.c)],
+        inputs: [
+            at(Some(args.u)),
+            at(Some(args.delta)),
+            at(Some(args.a)),
+            at(Some(args.b.data())),
+            at(args.delta_bias),
+            at(args.initial_state),
+        ],
+        softplus: args.delta_softplus,
+    }
+}
+
+/// A projection's groups, `None` where fixed.
+fn groups(p: Projection<'_>) -> Option<usize> {
+    match p {
+        Projection::Varying { groups, .. } => Some(groups),
+        Projection::Fixed(_) => None,
+    }
+}
+
+/// B's and C's forms, for an error's message.
+fn grouping(groups: [Option<usize>; 2]) -> String {
+    let form = |g: Option<usize>| {
+        g.map_or("fixed".to_string(), |g| format!("varying in {g} group{}", if g == 1 { "" } else { "s" }))
+    };
+    format!("B {}, C {}", form(groups[0]), form(groups[1]))
 }
 
 impl SelectiveCheckpoints {
@@ -345,10 +377,11 @@ impl Cpu {
     /// backward's first pass skipped): the same gradients, bit for bit.
     /// Errors: those of `selective_scan_backward`, and
     /// [`Error::WrongShape`](scan_core::Error::WrongShape) naming `saved`
-    /// when it was kept for arguments of another shape or grouping, or for
-    /// other arrays of u, delta, A, B, delta_bias or the initial state, or
-    /// another softplus setting (the arrays are told apart by address: the
-    /// same arrays changed since are not caught).
+    /// when it was kept for arguments of another shape or grouping (B or C
+    /// fixed or varying, and in how many groups), or for other arrays of u,
+    /// delta, A, B, delta_bias or the initial state, or another softplus
+    /// setting (the arrays are told apart by address and length: the same
+    /// arrays changed since are not caught).
     pub fn selective_scan_backward_saved(
         &self,
         args: &SelectiveScan<'_>,
@@ -364,12 +397,20 @@ impl Cpu {
                 found: format!("states of shape {:?} in {} blocks", saved.shape, saved.blocks.len()),
             });
         }
-        if saved.from != origin(args) {
+        let from = origin(args);
+        if saved.from.groups != from.groups {
+            return Err(scan_core::Error::WrongShape {
+                argument: "saved".into(),
+                expected: format!("states kept by a forward with {}", grouping(from.groups)),
+                found: format!("states kept by a forward with {}", grouping(saved.from.groups)),
+            });
+        }
+        if saved.from != from {
             return Err(scan_core::Error::WrongShape {
                 argument: "saved".into(),
                 expected: "the states kept by the forward of these arguments".into(),
                 found: "states kept by the forward of other arrays of u, delta, A, B, delta_bias or the initial \
-                        state, or another softplus setting"
+                        state (another address or length), or another softplus setting"
                     .into(),
             });
         }

@@ -38,9 +38,12 @@ pub struct SelectiveSaved {
 struct Origin {
     shape: SsmShape,
     softplus: bool,
-    /// The device addresses of u, delta, A, B, delta_bias and the initial
-    /// state (0 when absent).
-    inputs: [u64; 6],
+    /// B's and C's groups, `None` where fixed (the fields are public: the
+    /// same buffer may be handed over in another grouping).
+    groups: [Option<usize>; 2],
+    /// The device addresses and lengths of u, delta, A, B, delta_bias and
+    /// the initial state ((0, 0) when absent).
+    inputs: [(u64, usize); 6],
 }
 
 impl SelectiveSaved {
@@ -58,18 +61,13 @@ impl SelectiveSaved {
 impl Cuda {
     fn origin(&self, s: &DeviceSelectiveScan) -> Origin {
         let stream = self.stream();
-        let opt = |x: &Option<DeviceBuffer<f32>>| x.as_ref().map_or(0, |x| x.device_ptr(stream));
+        let at = |x: &DeviceBuffer<f32>| (x.device_ptr(stream), x.len());
+        let opt = |x: &Option<DeviceBuffer<f32>>| x.as_ref().map_or((0, 0), at);
         Origin {
             shape: s.shape,
             softplus: s.delta_softplus,
-            inputs: [
-                s.u.device_ptr(stream),
-                s.delta.device_ptr(stream),
-                s.a.device_ptr(stream),
-                s.b.data.device_ptr(stream),
-                opt(&s.delta_bias),
-                opt(&s.initial_state),
-            ],
+            groups: [s.b.groups, s.c.groups],
+            inputs: [at(&s.u), at(&s.delta), at(&s.a), at(&s.b.data), opt(&s.delta_bias), opt(&s.initial_state)],
         }
     }
 
@@ -170,7 +168,8 @@ impl Cuda {
     ///
     /// Errors: those of [`Cuda::run_selective_backward`];
     /// [`Error::WrongShape`] naming `saved` when it comes from the forward of
-    /// other arguments (another shape, other options, other device buffers).
+    /// other arguments (another shape, another grouping of B or C, other
+    /// options, other device buffers or lengths).
     pub fn run_selective_backward_saved(
         &self,
         s: &DeviceSelectiveScan,
@@ -181,7 +180,13 @@ impl Cuda {
         self.check_buffer(dout, "dout")?;
         check_dout_len(s.shape, dout.len())?;
         if saved.from != self.origin(s) {
-            let describe = |o: &Origin| format!("{:?}, delta_softplus {}", o.shape, o.softplus);
+            let form = |g: Option<usize>| {
+                g.map_or("fixed".to_string(), |g| format!("varying in {g} group{}", if g == 1 { "" } else { "s" }))
+            };
+            let describe = |o: &Origin| {
+                let [b, c] = o.groups;
+                format!("{:?}, B {}, C {}, delta_softplus {}", o.shape, form(b), form(c), o.softplus)
+            };
             return Err(Error::WrongShape {
                 argument: "saved".into(),
                 expected: format!("the states saved by the forward of these arguments ({})", describe(&self.origin(s))),
