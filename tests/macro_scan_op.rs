@@ -532,3 +532,20 @@ fn structs_whose_paths_read_alike_have_distinct_cuda_names() {
     <(alike::a::b::S, alike::a_b::S) as CudaType>::c_decls(&mut code);
     assert!(once > before && code.len() == once, "{code}");
 }
+
+/// A `let` named `tuple` beside a destructuring `let`: the lowering had bound
+/// the destructured tuple as `tuple` in scope, so the body's `tuple` named it,
+/// and the generated operator (and the checker) computed the second `let`.
+#[scan::scan_op(identity = (0.0, 1.0))]
+pub fn named_tuple(l: (f64, f64), r: (f64, f64)) -> (f64, f64) {
+    let tuple = (l.0 + r.0, l.1 * r.1);
+    let (_difference, _sum) = (l.0 - r.0, l.1 + r.1);
+    tuple
+}
+
+#[test]
+fn a_let_named_like_the_lowering_s_own_bindings_keeps_its_value() {
+    let (a, b) = ((3.0, 2.0), (1.0, 4.0));
+    assert_eq!(NamedTuple::combine(a, b), named_tuple(a, b));
+    assert_eq!(NamedTuple::combine(a, b), (4.0, 8.0));
+}

@@ -531,3 +531,36 @@ fn unsigned_bit_patterns_have_their_width() {
     accepted("fn and<T: CudaScalar>(a: T, b: T) -> T { a & b }", "!T::ZERO");
     accepted(SEGMENTED_U32, "(0, 0.0)");
 }
+
+#[test]
+fn a_bool_cast_to_an_integer_keeps_its_high_bits_in_tests() {
+    // `r.0 as u32 == 2` is never true, so this is `if r.0 { r.1 } else
+    // { l.1 - r.1 }`: the checker took `(b ^ 2) != 0` by its bit 0 and
+    // called the real `else` infeasible (a helper's review).
+    let src = "fn seg(l: (bool, f64), r: (bool, f64)) -> (bool, f64) {
+        (l.0 | r.0, if r.0 { r.1 } else if r.0 as u32 == 2 { l.1 + r.1 } else { l.1 - r.1 })
+    }";
+    rejected(src, "(false, 0.0)");
+    rejected(&src.replace("r.0 as u32 == 2", "((r.0 as u32) | 2) == 0"), "(false, 0.0)");
+    // Bit-0 tests of flags still decide: the segmented sum.
+    accepted(SEGMENTED_BOOL, "(false, T::ZERO)");
+    accepted(&src.replace("r.0 as u32 == 2", "r.0 as u32 == 0"), "(false, 0.0)");
+}
+
+#[test]
+fn the_lowering_s_own_bindings_cannot_be_named() {
+    // A destructuring `let` bound its tuple as `tuple`, which the user's
+    // `tuple` then named: the checker proved the sum in the second `let`
+    // while the fn subtracts.
+    let captured = "fn captured(l: (f64, f64), r: (f64, f64)) -> (f64, f64) {
+        let tuple = (l.0 - r.0, l.1 - r.1);
+        let (_s, _t) = (l.0 + r.0, l.1 + r.1);
+        tuple
+    }";
+    rejected(captured, "(0.0, 0.0)");
+    // A parameter named `tuple` beside a destructured one: associative.
+    accepted(
+        "fn f(tuple: (f64, f64), r: (f64, f64)) -> (f64, f64) { let (x, y) = r; (tuple.0 + x, tuple.1 * y) }",
+        "(0.0, 1.0)",
+    );
+}

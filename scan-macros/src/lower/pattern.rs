@@ -35,8 +35,10 @@ impl Lowerer {
                     return Err(Error::new(t.span(), format!("this pattern must name all {} components", tys.len())));
                 }
                 let tys = tys.clone();
-                // Bind the whole tuple once, so its expression is not duplicated.
-                let whole = self.bind("tuple", value.ty.clone());
+                // Bind the whole tuple once, so its expression is not duplicated,
+                // under a name no later code can write (a user's `tuple` had
+                // resolved to it, and the checker proved another body).
+                let whole = self.hidden("tuple");
                 let span = value.span;
                 let vty = value.ty.clone();
                 binds.push((whole.clone(), value));
@@ -65,15 +67,23 @@ impl Lowerer {
         }
     }
 
+    /// Binds `written` in scope under a unique name, which it returns.
     pub(super) fn bind(&mut self, written: &str, ty: Ty) -> String {
-        let mut unique = written.to_string();
+        let unique = self.hidden(written);
+        self.scope.push((written.to_string(), unique.clone(), ty));
+        unique
+    }
+
+    /// A unique name for a binding of the lowering's own, out of scope: only
+    /// the `Local`s made with it refer to it.
+    pub(super) fn hidden(&mut self, base: &str) -> String {
+        let mut unique = base.to_string();
         let mut k = 1;
         while self.used.contains(&unique) || self.params.contains(&unique) {
-            unique = format!("{written}_{k}");
+            unique = format!("{base}_{k}");
             k += 1;
         }
         self.used.insert(unique.clone());
-        self.scope.push((written.to_string(), unique.clone(), ty));
         unique
     }
 }

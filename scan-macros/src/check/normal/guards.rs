@@ -73,9 +73,14 @@ pub(super) fn flags_feasible(g: &Guard) -> bool {
         Atom::Var(v) => Some(*v),
         _ => None,
     };
+    // Bit 0 decides a test of booleans (each atom 0 or 1), unless a constant
+    // has other bits: `b as u32 == 2` (`(b ^ 2) != 0`) is never false.
     let all_bool = g.keys().all(|a| match a {
         Atom::Var(v) => v.kind == VarKind::Bool,
-        Atom::NonZero(b) => b.atoms().iter().all(|x| var(x).is_some_and(|v| v.kind == VarKind::Bool)),
+        Atom::NonZero(b) => {
+            b.atoms().iter().all(|x| var(x).is_some_and(|v| v.kind == VarKind::Bool))
+                && b.0.get(&Vec::new()).is_none_or(|k| k & !1 == 0)
+        }
         _ => false,
     });
     // Integer tests decide bit by bit when every mask (and any constant) is
