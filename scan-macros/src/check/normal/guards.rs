@@ -79,7 +79,7 @@ pub(super) fn flags_feasible(g: &Guard) -> bool {
         Atom::Var(v) => v.kind == VarKind::Bool,
         Atom::NonZero(b) => {
             b.atoms().iter().all(|x| var(x).is_some_and(|v| v.kind == VarKind::Bool))
-                && b.0.get(&Vec::new()).is_none_or(|k| k & !1 == 0)
+                && !matches!(b.0.get(&Vec::new()), Some(k) if k & !1 != 0)
         }
         _ => false,
     });
