@@ -635,7 +635,7 @@ fn compatible(found: &Ty, want: &Ty) -> bool {
 /// equal once a leading `self::` is dropped (`self::F` is `F`). Other
 /// spellings of one type (`crate::m::F` inside `m`) stay apart: rustc would
 /// accept them, but the macro cannot resolve paths.
-fn same_struct(a: &syn::Path, b: &syn::Path) -> bool {
+pub(crate) fn same_struct(a: &syn::Path, b: &syn::Path) -> bool {
     fn local(p: &syn::Path) -> syn::Path {
         let mut p = p.clone();
         if p.leading_colon.is_none() && p.segments.len() > 1 && p.segments[0].ident == "self" {

@@ -119,7 +119,18 @@ enum Symbolic {
 fn compare(vars: &Vars, item: &ir::Ty, sides: (&Sym, &Sym), names: (&str, &str), guards: &Guards) -> Symbolic {
     let ((left, right), (lhs, rhs)) = (sides, names);
     let p = Printer { names: &vars.names };
-    for ((path, l), (_, r)) in left.leaves().into_iter().zip(right.leaves()) {
+    let (ls, rs) = (left.leaves(), right.leaves());
+    // Leaf by leaf, by path: values of two shapes (fields in two orders, or
+    // missing) are never the same value.
+    if ls.len() != rs.len() || ls.iter().zip(&rs).any(|((a, _), (b, _))| a != b) {
+        let paths =
+            |xs: &[(String, &normal::Guarded)]| xs.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>().join(", ");
+        return Symbolic::Differs(
+            format!("{lhs} has the components [{}], but {rhs} has [{}]", paths(&ls), paths(&rs)),
+            Guard::new(),
+        );
+    }
+    for ((path, l), (_, r)) in ls.into_iter().zip(rs) {
         if let Some((guard, fl, fr)) = first_difference(l, r, guards) {
             let mut at = String::new();
             if !matches!(item, ir::Ty::Scalar(_)) && !item.is_opaque_scalar() {

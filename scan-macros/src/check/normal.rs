@@ -132,7 +132,10 @@ pub fn resolve_item(item: &Ty, body: &Expr) -> Ty {
     match item {
         Ty::Struct { name, fields } => {
             let mut fields = fields.clone();
-            collect_fields(body, &mut fields);
+            collect_fields(name, body, &mut fields);
+            // Nested structs sorted too: the values have every struct's
+            // fields by name, and the laws compare them leaf by leaf.
+            let mut fields: Vec<(String, Ty)> = fields.iter().map(|(n, t)| (n.clone(), sorted_fields(t))).collect();
             fields.sort_by(|a, b| a.0.cmp(&b.0));
             fields.dedup_by(|a, b| a.0 == b.0);
             Ty::Struct { name: name.clone(), fields }
@@ -157,27 +160,30 @@ fn sorted_fields(t: &Ty) -> Ty {
     }
 }
 
-fn collect_fields(e: &Expr, out: &mut Vec<(String, Ty)>) {
+/// The fields of the item struct `item` that the body builds (in literals of
+/// that struct, not of structs inside it) or reads off an operand.
+fn collect_fields(item: &syn::Path, e: &Expr, out: &mut Vec<(String, Ty)>) {
     let mut add = |n: &String, t: &Ty| {
         if !out.iter().any(|(m, _)| m == n) {
             out.push((n.clone(), t.clone()));
         }
     };
     match &e.kind {
-        ExprKind::Struct { fields, .. } => fields.iter().for_each(|(n, x)| add(n, &x.ty)),
+        ExprKind::Struct { name, fields } if crate::lower::same_struct(name, item) => {
+            fields.iter().for_each(|(n, x)| add(n, &x.ty))
+        }
         ExprKind::Field(base, Member::Named(n)) if matches!(base.kind, ExprKind::Param(_)) => add(n, &e.ty),
         _ => {}
     }
+    let mut go = |x: &Expr| collect_fields(item, x, out);
     match &e.kind {
-        ExprKind::Field(x, _) | ExprKind::Unary(_, x) | ExprKind::Cast(x, _) => collect_fields(x, out),
-        ExprKind::Binary(_, a, b) => [a, b].into_iter().for_each(|x| collect_fields(x, out)),
-        ExprKind::Method(_, r, args) => std::iter::once(&**r).chain(args).for_each(|x| collect_fields(x, out)),
-        ExprKind::If { cond, then, otherwise } => {
-            [cond, then, otherwise].into_iter().for_each(|x| collect_fields(x, out))
-        }
-        ExprKind::Let { value, body, .. } => [value, body].into_iter().for_each(|x| collect_fields(x, out)),
-        ExprKind::Tuple(xs) | ExprKind::Array(xs) => xs.iter().for_each(|x| collect_fields(x, out)),
-        ExprKind::Struct { fields, .. } => fields.iter().for_each(|(_, x)| collect_fields(x, out)),
+        ExprKind::Field(x, _) | ExprKind::Unary(_, x) | ExprKind::Cast(x, _) => go(x),
+        ExprKind::Binary(_, a, b) => [a, b].into_iter().for_each(|x| go(x)),
+        ExprKind::Method(_, r, args) => std::iter::once(&**r).chain(args).for_each(go),
+        ExprKind::If { cond, then, otherwise } => [cond, then, otherwise].into_iter().for_each(|x| go(x)),
+        ExprKind::Let { value, body, .. } => [value, body].into_iter().for_each(|x| go(x)),
+        ExprKind::Tuple(xs) | ExprKind::Array(xs) => xs.iter().for_each(go),
+        ExprKind::Struct { fields, .. } => fields.iter().for_each(|(_, x)| go(x)),
         ExprKind::Param(_) | ExprKind::Local(_) | ExprKind::Lit(_) | ExprKind::Const { .. } => {}
     }
 }

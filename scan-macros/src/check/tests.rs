@@ -564,3 +564,23 @@ fn the_lowering_s_own_bindings_cannot_be_named() {
         "(0.0, 1.0)",
     );
 }
+
+#[test]
+fn nested_struct_fields_are_compared_by_name() {
+    // The split-complex product: its identity is x = 1, y = 0. The nested
+    // struct's fields kept the identity's order while the body's values had
+    // them by name, so `Q { y: 1.0, x: 0.0 }` (j, not 1) was proven.
+    let split = "fn split(l: P, r: P) -> P {
+        P { inner: Q { x: l.inner.x * r.inner.x + l.inner.y * r.inner.y, y: l.inner.x * r.inner.y + l.inner.y * r.inner.x } }
+    }";
+    rejected(split, "P { inner: Q { y: 1.0, x: 0.0 } }");
+    rejected(split, "P { inner: Q { x: 0.0, y: 1.0 } }");
+    accepted(split, "P { inner: Q { y: 0.0, x: 1.0 } }");
+    accepted(split, "P { inner: Q { x: 1.0, y: 0.0 } }");
+    // A nested literal's fields are not the item's (they were collected as
+    // `a.b`, `a.c`, and the true identity was refused).
+    accepted(
+        "fn sums(l: P, r: P) -> P { P { m: Q { b: l.m.b + r.m.b, c: l.m.c + r.m.c }, z: l.z + r.z } }",
+        "P { m: Q { b: 0.0, c: 0.0 }, z: 0.0 }",
+    );
+}
