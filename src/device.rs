@@ -76,14 +76,19 @@ impl SavedForward<'_> {
 impl Device {
     /// CUDA device 0 when a driver, a GPU and NVRTC are all there; the CPU
     /// otherwise (the reason is kept for [`Display`](std::fmt::Display)).
-    /// `SCAN_DEVICE=cpu` forces the CPU.
+    /// `SCAN_DEVICE=cpu` forces the CPU (spaces around it and case aside);
+    /// another value is not understood, and the reason says so.
     pub fn auto() -> Device {
-        if std::env::var("SCAN_DEVICE").is_ok_and(|v| v.eq_ignore_ascii_case("cpu")) {
+        let asked = std::env::var("SCAN_DEVICE").ok();
+        let asked = asked.as_deref().map(str::trim).filter(|v| !v.is_empty());
+        if asked.is_some_and(|v| v.eq_ignore_ascii_case("cpu")) {
             return Device { backend: Backend::Cpu(Cpu::new()), why: "SCAN_DEVICE=cpu".into() };
         }
+        let ignored =
+            asked.map_or(String::new(), |v| format!(" (SCAN_DEVICE={v:?} ignored: only `cpu` is understood)"));
         match Cuda::new() {
-            Ok(cuda) => Device { backend: Backend::Cuda(Box::new(cuda)), why: "CUDA works".into() },
-            Err(e) => Device { backend: Backend::Cpu(Cpu::new()), why: e.to_string() },
+            Ok(cuda) => Device { backend: Backend::Cuda(Box::new(cuda)), why: format!("CUDA works{ignored}") },
+            Err(e) => Device { backend: Backend::Cpu(Cpu::new()), why: format!("{e}{ignored}") },
         }
     }
 
@@ -200,9 +205,9 @@ impl Device {
     }
 
     /// Scans each segment of `input` on its own, into `output` (same
-    /// length); `starts` as for [`Cpu::scan_segments`]. On a GPU this is
-    /// still one scan per segment (a kernel for many segments comes with
-    /// batched rows).
+    /// length); `starts` as for [`Cpu::scan_segments`]. On a GPU the default
+    /// single-pass algorithm scans all the segments in one launch (Blelloch's
+    /// scans them one by one).
     ///
     /// ```
     /// use scan::{ops::Add, Device, ScanSpec};
@@ -229,7 +234,8 @@ impl Device {
     }
 
     /// Scans `rows` rows of `row_len` items, `stride` items apart, as
-    /// [`Cpu::scan_rows_strided`]. On a GPU still one scan per row.
+    /// [`Cpu::scan_rows_strided`]. On a GPU the default single-pass
+    /// algorithm scans all the rows in one launch (Blelloch's, one by one).
     pub fn scan_rows_strided<Op: ScanOp>(
         &self,
         input: &[Op::Item],

@@ -102,10 +102,7 @@ pub enum Error {
 
     /// Strided rows that do not fit: a stride shorter than a row, or rows
     /// past the end of the buffer.
-    #[error(
-        "bad strided rows: {rows} rows of {row_len} items, {stride} items apart, need a stride of at least the row \
-         length and (rows - 1) * stride + row_len <= {len} items"
-    )]
+    #[error("{}", stride_text(*rows, *row_len, *stride, *len))]
     BadStride {
         /// Rows asked for.
         rows: usize,
@@ -118,10 +115,7 @@ pub enum Error {
     },
 
     /// Segment starts that are not non-decreasing, or past the end.
-    #[error(
-        "bad segment starts: starts[{index}] = {start} after {previous}, with {len} items; starts must be \
-         non-decreasing and at most the length (equal starts make empty segments)"
-    )]
+    #[error("{}", segments_text(*index, *start, *previous, *len))]
     BadSegments {
         /// The first offending position in the starts.
         index: usize,
@@ -192,5 +186,44 @@ impl Error {
             });
         }
         Ok(())
+    }
+}
+
+/// [`Error::BadStride`]'s message: one row only has to fit.
+fn stride_text(rows: usize, row_len: usize, stride: usize, len: usize) -> String {
+    if rows <= 1 {
+        format!("bad strided rows: {rows} row of {row_len} items does not fit in {len} items")
+    } else {
+        format!(
+            "bad strided rows: {rows} rows of {row_len} items, {stride} items apart, need a stride of at least the \
+             row length and (rows - 1) * stride + row_len <= {len} items"
+        )
+    }
+}
+
+/// [`Error::BadSegments`]'s message: a start past the end, or out of order.
+fn segments_text(index: usize, start: usize, previous: usize, len: usize) -> String {
+    let rule = "starts must be non-decreasing and at most the length (equal starts make empty segments)";
+    if start > len {
+        format!("bad segment starts: starts[{index}] = {start} is past the end of the {len} items; {rule}")
+    } else {
+        format!("bad segment starts: starts[{index}] = {start} after {previous}, with {len} items; {rule}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn messages_name_what_is_wrong() {
+        let past = Error::BadSegments { index: 0, start: 6, previous: 0, len: 5 }.to_string();
+        assert!(past.contains("starts[0] = 6 is past the end of the 5 items"), "{past}");
+        let order = Error::BadSegments { index: 1, start: 0, previous: 2, len: 5 }.to_string();
+        assert!(order.contains("starts[1] = 0 after 2, with 5 items"), "{order}");
+        let one = Error::BadStride { rows: 1, row_len: 6, stride: 0, len: 5 }.to_string();
+        assert_eq!(one, "bad strided rows: 1 row of 6 items does not fit in 5 items");
+        let many = Error::BadStride { rows: 3, row_len: 4, stride: 2, len: 10 }.to_string();
+        assert!(many.contains("need a stride of at least the row length"), "{many}");
     }
 }

@@ -59,6 +59,12 @@ fn combine_at<Op: ScanOp>(prev: &[Op::Item], next: &mut [Op::Item], d: usize) {
 /// on the reversed order.
 pub fn scan_block<Op: ScanOp>(data: &mut [Op::Item], spec: ScanSpec) {
     let n = data.len();
+    // Zero-sized items are all the one value of their type (as in
+    // `blelloch::block::scan_block`): n log n combines of them would change
+    // nothing, and at 2^64 of them never end.
+    if n == 0 || std::mem::size_of::<Op::Item>() == 0 {
+        return;
+    }
     let mut prev: Vec<Op::Item> = if spec.is_reverse() { data.iter().rev().copied().collect() } else { data.to_vec() };
     let mut next = prev.clone();
     let mut d = 1;
@@ -66,7 +72,7 @@ pub fn scan_block<Op: ScanOp>(data: &mut [Op::Item], spec: ScanSpec) {
         // (The same lengths: `next` is a clone of `prev`.)
         combine_at::<Op>(&prev, &mut next, d);
         std::mem::swap(&mut prev, &mut next);
-        d *= 2;
+        d = d.saturating_mul(2);
     }
     let at = |i: usize| -> Op::Item {
         if spec.is_inclusive() {

@@ -62,8 +62,8 @@ pub fn scan_rows<Op: ScanOp>(input: &[Op::Item], rows: usize, spec: ScanSpec) ->
 /// The index ranges of `rows` rows of `row_len` items whose starts are
 /// `stride` items apart, in a buffer of `len` items, or
 /// [`Error::BadStride`] when they do not fit. Rows of no items are listed
-/// as none, however many (there is nothing in them to scan, and their count
-/// is not bounded by `len`).
+/// as none (there is nothing in them to scan); they must still start within
+/// the buffer, except with a stride of 0, where any number of them fits.
 ///
 /// ```
 /// use scan_core::reference::strided_rows;

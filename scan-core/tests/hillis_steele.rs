@@ -80,3 +80,22 @@ fn hillis_steele_does_about_n_log_n_combines_and_blelloch_about_2n() {
         eprintln!("n = 2^{log}: Hillis-Steele {hs} combines, Blelloch {bl} ({:.1}x)", hs as f64 / bl as f64);
     }
 }
+
+/// Zero-sized items are all the one value of their type: no combines (as in
+/// Blelloch's block scan), where n log n of them took 2.8 s at 2^24 items and
+/// never ended at 2^64.
+#[test]
+fn zero_sized_items_take_no_combines() {
+    struct CountedUnit;
+    impl ScanOp for CountedUnit {
+        type Item = ();
+        fn identity() {}
+        fn combine((): (), (): ()) {
+            COMBINES.with(|c| c.set(c.get() + 1));
+        }
+    }
+    for spec in ScanSpec::ALL {
+        let mut units = vec![(); 1 << 40];
+        assert_eq!(combines(|| hillis_steele::scan_block::<CountedUnit>(&mut units, spec)), 0, "{spec:?}");
+    }
+}

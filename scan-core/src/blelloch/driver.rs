@@ -155,7 +155,7 @@ where
     // Blocks of one item would hand the recursion as many totals as items,
     // forever (a stack overflow): such a backend cannot run this driver.
     if block < 2 {
-        return Err(Error::Other(format!(
+        return Err(Error::BadTuning(format!(
             "a Blelloch backend's blocks must hold at least 2 items to scan {len} items; this one holds {block}"
         )));
     }

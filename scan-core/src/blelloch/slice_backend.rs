@@ -15,9 +15,11 @@ pub struct SliceBackend<T = ()> {
 }
 
 impl<T> SliceBackend<T> {
-    /// A backend whose blocks hold `block_len` items (at least 1).
+    /// A backend whose blocks hold `block_len` items, at least 2 (the
+    /// driver scans the blocks' totals with the same blocks: blocks of one
+    /// item would never reduce them).
     pub fn new(block_len: usize) -> Self {
-        SliceBackend { block_len: block_len.max(1), scratch: RefCell::new(Vec::new()) }
+        SliceBackend { block_len: block_len.max(2), scratch: RefCell::new(Vec::new()) }
     }
 }
 
