@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Bumped whenever the entry format or the meaning of a key changes.
-const FORMAT: &str = "scan-cuda-cubin-v1";
-const MAGIC: &[u8; 10] = b"SCANCUBIN1";
+const FORMAT: &str = "scan-cuda-cubin-v2";
+const MAGIC: &[u8; 10] = b"SCANCUBIN2";
 
 /// 128-bit FNV-1a: stable across processes, platforms and Rust releases
 /// (unlike `DefaultHasher`), which a key written to disk needs.
@@ -46,12 +46,16 @@ pub(crate) fn key(code: &str, options: &[&str], arch: &str, nvrtc: (i32, i32)) -
 
 /// Where compiled modules live: `SCAN_CUDA_CACHE_DIR`, else
 /// `$XDG_CACHE_HOME/scan`, else `~/.cache/scan`; `None` when none is set
-/// (then only the in-memory cache is used).
+/// (then only the in-memory cache is used). Only absolute paths count (a
+/// relative one would move with the current directory; the XDG rules ignore
+/// a relative `XDG_CACHE_HOME` too); another `SCAN_CUDA_CACHE_DIR` is
+/// reported once on stderr.
 pub fn default_dir() -> Option<PathBuf> {
-    let nonempty = |v: &str| std::env::var_os(v).filter(|s| !s.is_empty()).map(PathBuf::from);
-    nonempty("SCAN_CUDA_CACHE_DIR")
-        .or_else(|| nonempty("XDG_CACHE_HOME").map(|d| d.join("scan")))
-        .or_else(|| nonempty("HOME").map(|d| d.join(".cache").join("scan")))
+    let absolute = |v: &str| std::env::var_os(v).map(PathBuf::from).filter(|p| p.is_absolute());
+    const DIR: crate::env::TuningVar = crate::env::TuningVar { name: "SCAN_CUDA_CACHE_DIR", takes: "an absolute path" };
+    DIR.read(|v| Some(PathBuf::from(v)).filter(|p| p.is_absolute()))
+        .or_else(|| absolute("XDG_CACHE_HOME").map(|d| d.join("scan")))
+        .or_else(|| absolute("HOME").map(|d| d.join(".cache").join("scan")))
 }
 
 /// A folder of cached CUBINs.
@@ -69,6 +73,19 @@ impl DiskCache {
         &self.dir
     }
 
+    /// Says on stderr, once per process, that entries cannot be written
+    /// here (every start then compiles again); the scans go on.
+    pub(crate) fn warn_once(&self, error: &std::io::Error) {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            eprintln!(
+                "scan-cuda: cannot write compiled modules to the disk cache {}: {error}; they are compiled again on \
+                 every start (set SCAN_CUDA_CACHE_DIR to a writable absolute path)",
+                self.dir.display()
+            )
+        });
+    }
+
     fn path(&self, key: u128) -> PathBuf {
         self.dir.join(format!("{key:032x}.cubin"))
     }
@@ -76,7 +93,7 @@ impl DiskCache {
     /// The CUBIN stored under `key`, if present and intact.
     pub(crate) fn get(&self, key: u128) -> Option<Vec<u8>> {
         let bytes = fs::read(self.path(key)).ok()?;
-        decode(&bytes)
+        decode(key, &bytes)
     }
 
     /// Stores `cubin` under `key`: written to a temporary file in the same
@@ -84,10 +101,10 @@ impl DiskCache {
     /// Failures are returned for the caller to ignore or report: the cache
     /// only saves time.
     pub(crate) fn put(&self, key: u128, cubin: &[u8]) -> std::io::Result<()> {
-        fs::create_dir_all(&self.dir)?;
+        create_private_dir(&self.dir)?;
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
         let tmp = self.dir.join(format!(".{key:032x}.{}.{nanos}.tmp", std::process::id()));
-        let result = fs::write(&tmp, encode(cubin)).and_then(|()| fs::rename(&tmp, self.path(key)));
+        let result = fs::write(&tmp, encode(key, cubin)).and_then(|()| fs::rename(&tmp, self.path(key)));
         if result.is_err() {
             let _ = fs::remove_file(&tmp);
         }
@@ -95,24 +112,41 @@ impl DiskCache {
     }
 }
 
+/// The cache folder, readable and writable by its owner only where it is
+/// made here (entries are code the process loads).
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
 fn checksum(payload: &[u8]) -> u128 {
     Fnv128::new().write(payload).finish()
 }
 
-fn encode(payload: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(MAGIC.len() + 24 + payload.len());
+/// An entry: the magic, the key it was written for (an entry copied or
+/// renamed to another key's name is a miss), the payload's length and
+/// checksum, the payload.
+fn encode(key: u128, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(MAGIC.len() + 40 + payload.len());
     out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&key.to_le_bytes());
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     out.extend_from_slice(&checksum(payload).to_le_bytes());
     out.extend_from_slice(payload);
     out
 }
 
-fn decode(bytes: &[u8]) -> Option<Vec<u8>> {
+fn decode(key: u128, bytes: &[u8]) -> Option<Vec<u8>> {
     let rest = bytes.strip_prefix(MAGIC)?;
+    let (written_for, rest) = rest.split_first_chunk::<16>()?;
     let (len, rest) = rest.split_first_chunk::<8>()?;
     let (sum, payload) = rest.split_first_chunk::<16>()?;
-    let ok = u64::from_le_bytes(*len) == payload.len() as u64 && u128::from_le_bytes(*sum) == checksum(payload);
+    let ok = u128::from_le_bytes(*written_for) == key
+        && u64::from_le_bytes(*len) == payload.len() as u64
+        && u128::from_le_bytes(*sum) == checksum(payload);
     ok.then(|| payload.to_vec())
 }
 
@@ -148,6 +182,22 @@ mod tests {
         assert_eq!(cache.get(1), None, "truncated");
         fs::write(&path, b"garbage").unwrap();
         assert_eq!(cache.get(1), None, "garbage");
+        let _ = fs::remove_dir_all(cache.dir());
+    }
+
+    #[test]
+    fn an_entry_under_another_keys_name_is_a_miss() {
+        let cache = DiskCache::new(temp_dir("renamed"));
+        cache.put(1, b"cubin for key 1").unwrap();
+        fs::copy(cache.path(1), cache.path(2)).unwrap();
+        assert_eq!(cache.get(2), None);
+        assert_eq!(cache.get(1).as_deref(), Some(&b"cubin for key 1"[..]));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(cache.dir()).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        }
         let _ = fs::remove_dir_all(cache.dir());
     }
 

@@ -53,13 +53,17 @@ impl std::fmt::Display for CompileStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} module(s) ready in {:.1} ms ({} compiled by NVRTC in {:.1} ms, {} from the disk cache)",
+            "{} module(s) ready in {:.1} ms ({} compiled by NVRTC in {:.1} ms, {} from the disk cache",
             self.modules,
             self.total_time.as_secs_f64() * 1e3,
             self.compiled,
             self.nvrtc_time.as_secs_f64() * 1e3,
             self.disk_hits
-        )
+        )?;
+        if self.disk_write_failures > 0 {
+            write!(f, ", {} could not be written to it", self.disk_write_failures)?;
+        }
+        write!(f, ")")
     }
 }
 
@@ -822,7 +826,10 @@ impl Cuda {
                 stats.nvrtc_time += t.elapsed();
                 stats.compiled += 1;
                 if let Some(disk) = &self.disk {
-                    stats.disk_write_failures += disk.put(key, &cubin).is_err() as u32;
+                    if let Err(e) = disk.put(key, &cubin) {
+                        stats.disk_write_failures += 1;
+                        disk.warn_once(&e);
+                    }
                 }
                 load(cubin)?
             }
@@ -1020,4 +1027,17 @@ pub(crate) fn capability_of(arch: &str) -> Result<u32> {
 /// instantiations) for sm_90 with the default policy, as NVRTC sees it.
 pub fn module_source<Op: CudaOp>() -> Result<String> {
     Ok(ModuleSource::of::<Op>(90, Tuning::default())?.code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CompileStats;
+
+    #[test]
+    fn compile_stats_say_when_the_disk_cache_could_not_be_written() {
+        let quiet = CompileStats { modules: 3, compiled: 3, ..Default::default() };
+        assert!(!quiet.to_string().contains("written"), "{quiet}");
+        let failed = CompileStats { modules: 3, compiled: 3, disk_write_failures: 3, ..Default::default() };
+        assert!(failed.to_string().ends_with("0 from the disk cache, 3 could not be written to it)"), "{failed}");
+    }
 }

@@ -120,11 +120,11 @@ fn find_in(lib: &str, dirs: Vec<PathBuf>, names: &[String], visibility: Visibili
 /// active virtualenv or conda environment, and of the usual system and user
 /// installs.
 fn folders(lib: &str) -> Vec<PathBuf> {
-    let mut toolkits: Vec<PathBuf> =
-        ["CUDA_HOME", "CUDA_PATH"].iter().filter_map(std::env::var_os).map(PathBuf::from).collect();
+    let mut toolkits: Vec<PathBuf> = ["CUDA_HOME", "CUDA_PATH"].iter().filter_map(|v| env_dir(v)).collect();
     toolkits.push("/usr/local/cuda".into());
     let mut versioned = glob_dirs(Path::new("/usr/local"), |n| n.starts_with("cuda-"));
-    versioned.reverse(); // the newest first
+    // The newest first, by number (`cuda-12.10` after `cuda-12.9`).
+    versioned.sort_by_key(|d| std::cmp::Reverse(toolkit_version(d)));
     toolkits.extend(versioned);
     toolkits.push("/opt/cuda".into());
 
@@ -150,7 +150,28 @@ fn folders(lib: &str) -> Vec<PathBuf> {
     for site in if lib == "cuda" { Vec::new() } else { site_packages() } {
         dirs.extend(glob_dirs(&site.join("nvidia"), |_| true).into_iter().map(|d| d.join("lib")));
     }
+    // A relative folder would be looked up from the current directory, and
+    // `dlopen` of `lib64/libnvrtc.so.13` loads whatever file is there.
+    dirs.retain(|d| d.is_absolute());
     dirs
+}
+
+/// The folder an environment variable names, when it names one: set, not
+/// blank, absolute (`CUDA_HOME=` or a relative value would make the folders
+/// searched relative to the current directory).
+fn env_dir(name: &str) -> Option<PathBuf> {
+    absolute(std::env::var_os(name))
+}
+
+fn absolute(value: Option<std::ffi::OsString>) -> Option<PathBuf> {
+    Some(PathBuf::from(value?)).filter(|p| p.is_absolute())
+}
+
+/// The numbers of a `cuda-12.9` folder's name (none for other names).
+fn toolkit_version(dir: &Path) -> Vec<u32> {
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let version = name.strip_prefix("cuda-").unwrap_or("");
+    version.split('.').map_while(|part| part.parse().ok()).collect()
 }
 
 /// Python site-packages folders: asked of `python3` on `PATH` (its
@@ -163,10 +184,9 @@ fn site_packages() -> Vec<PathBuf> {
             sites.extend(String::from_utf8_lossy(&out.stdout).lines().map(PathBuf::from));
         }
     }
-    let mut roots: Vec<PathBuf> =
-        ["VIRTUAL_ENV", "CONDA_PREFIX"].iter().filter_map(std::env::var_os).map(PathBuf::from).collect();
-    if let Some(home) = std::env::var_os("HOME") {
-        roots.push(Path::new(&home).join(".local"));
+    let mut roots: Vec<PathBuf> = ["VIRTUAL_ENV", "CONDA_PREFIX"].iter().filter_map(|v| env_dir(v)).collect();
+    if let Some(home) = env_dir("HOME") {
+        roots.push(home.join(".local"));
     }
     roots.extend(["/usr/local", "/usr"].map(PathBuf::from));
     for root in roots {
@@ -300,6 +320,27 @@ mod tests {
         let text = search.describe("nvrtc");
         assert!(text.contains("could not load") && text.contains("libnvrtc.so.8"), "{text}");
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// `CUDA_HOME=` (or a relative value) made the folders searched
+    /// relative, and `dlopen` then loaded `lib64/libnvrtc.so.13` from the
+    /// current directory (a helper's review ran a planted library's
+    /// constructor that way).
+    #[test]
+    fn only_absolute_folders_are_searched() {
+        for value in ["", "relative/cuda", "lib64"] {
+            assert_eq!(absolute(Some(value.into())), None, "{value:?}");
+        }
+        assert_eq!(absolute(Some("/opt/cuda".into())), Some(PathBuf::from("/opt/cuda")));
+        assert_eq!(absolute(None), None);
+        for lib in ["nvrtc", "cuda", "nccl"] {
+            let dirs = folders(lib);
+            assert!(!dirs.is_empty() && dirs.iter().all(|d| d.is_absolute()), "{lib}: {dirs:?}");
+        }
+        // Toolkits newest first by number: 12.10 before 12.9.
+        let mut versioned: Vec<PathBuf> = ["cuda-12.9", "cuda-13.0", "cuda-12.10"].map(PathBuf::from).to_vec();
+        versioned.sort_by_key(|d| std::cmp::Reverse(toolkit_version(d)));
+        assert_eq!(versioned, ["cuda-13.0", "cuda-12.10", "cuda-12.9"].map(PathBuf::from));
     }
 
     #[test]

@@ -20,8 +20,14 @@ const OPTIONS: &[&str] = &["-std=c++17", "--fmad=false"];
 /// `SCAN_CUDA_LINEINFO` is set (to 1): compute-sanitizer and Nsight Compute
 /// then name the source line of each report, at no cost to the kernels.
 pub(crate) fn options() -> Vec<&'static str> {
+    const LINEINFO: crate::env::TuningVar = crate::env::TuningVar { name: "SCAN_CUDA_LINEINFO", takes: "`1` or `0`" };
     let mut options = OPTIONS.to_vec();
-    if std::env::var_os("SCAN_CUDA_LINEINFO").is_some_and(|v| v == "1") {
+    if LINEINFO.read(|v| match v.trim() {
+        "1" => Some(true),
+        "0" => Some(false),
+        _ => None,
+    }) == Some(true)
+    {
         options.push("-lineinfo");
     }
     options
