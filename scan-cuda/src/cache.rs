@@ -1,5 +1,6 @@
 //! The on-disk module cache: one CUBIN per key, written atomically, checked
-//! on read (a corrupt or truncated entry is a miss, then overwritten).
+//! on read (a corrupt or truncated entry is a miss, then overwritten); the
+//! temporaries of writers killed mid-write are swept a day later.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -99,9 +100,12 @@ impl DiskCache {
     /// Stores `cubin` under `key`: written to a temporary file in the same
     /// folder, then renamed, so that a reader never sees half an entry.
     /// Failures are returned for the caller to ignore or report: the cache
-    /// only saves time.
+    /// only saves time. The first store of a process also removes
+    /// temporaries a killed process left behind.
     pub(crate) fn put(&self, key: u128, cubin: &[u8]) -> std::io::Result<()> {
         create_private_dir(&self.dir)?;
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| self.remove_stale_temporaries(STALE_AFTER));
         let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
         let tmp = self.dir.join(format!(".{key:032x}.{}.{nanos}.tmp", std::process::id()));
         let result = fs::write(&tmp, encode(key, cubin)).and_then(|()| fs::rename(&tmp, self.path(key)));
@@ -110,7 +114,29 @@ impl DiskCache {
         }
         result
     }
+
+    /// Removes this folder's temporary files older than `age` (best effort;
+    /// entries themselves are never removed here).
+    fn remove_stale_temporaries(&self, age: std::time::Duration) {
+        let Ok(entries) = fs::read_dir(&self.dir) else { return };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let temporary = name.to_str().is_some_and(|n| n.starts_with('.') && n.ends_with(".tmp"));
+            let old = || {
+                let modified = entry.metadata().and_then(|m| m.modified()).ok();
+                modified.and_then(|t| t.elapsed().ok()).is_some_and(|elapsed| elapsed >= age)
+            };
+            if temporary && old() {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
 }
+
+/// How old a temporary file must be before a later process removes it: a
+/// writer takes milliseconds, so one this old was left by a process killed
+/// between its write and its rename.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
 /// The cache folder, readable and writable by its owner only where it is
 /// made here (entries are code the process loads).
@@ -198,6 +224,24 @@ mod tests {
             let mode = fs::metadata(cache.dir()).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o700, "{mode:o}");
         }
+        let _ = fs::remove_dir_all(cache.dir());
+    }
+
+    #[test]
+    fn stale_temporaries_are_removed_and_entries_kept() {
+        let cache = DiskCache::new(temp_dir("stale"));
+        cache.put(3, b"entry").unwrap();
+        let left = cache.dir().join(".0000.1234.5678.tmp");
+        let other = cache.dir().join("notes.txt");
+        fs::write(&left, b"half an entry").unwrap();
+        fs::write(&other, b"not ours").unwrap();
+        // Younger than the age: kept (a writer may be between write and rename).
+        cache.remove_stale_temporaries(std::time::Duration::from_secs(3600));
+        assert!(left.exists());
+        cache.remove_stale_temporaries(std::time::Duration::ZERO);
+        assert!(!left.exists());
+        assert!(other.exists(), "only our temporaries are removed");
+        assert_eq!(cache.get(3).as_deref(), Some(&b"entry"[..]));
         let _ = fs::remove_dir_all(cache.dir());
     }
 
