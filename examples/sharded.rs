@@ -6,6 +6,13 @@
 //! `NcclRank::scan_shard`, and checks it against the sequential reference of
 //! the whole sequence. NCCL refuses two ranks on one GPU ("Duplicate GPU"):
 //! with fewer GPUs than ranks the ranks say so and the launcher fails.
+//! A rank that finds a mismatch still takes part in every collective (NCCL
+//! has no timeout: the others would wait for it forever) and reports at the
+//! end; the launcher stops the other ranks when one fails, and all of them
+//! after ten minutes.
+//!
+//! NVLink multicast stays off: `NCCL_NVLS_ENABLE` is set to 0 where it is
+//! not set (for the ranks, and before NCCL starts in `--bench`).
 //!
 //! `--bench` instead times, in one process, f32 add over 2^LOG2 items
 //! (`--log2`, default 28): on one GPU, then split across every GPU through
@@ -26,7 +33,15 @@ use scan::{Cuda, CudaOp, ScanSpec};
 use scan_core::reference;
 use scan_cuda::{NcclId, NcclRank, ShardGroup};
 
+/// NCCL's NVLink multicast (NVLS) is never used here: on shared hosts a
+/// program that uses it can put the GPUs out of service.
+const NO_MULTICAST: (&str, &str) = ("NCCL_NVLS_ENABLE", "0");
+
 fn main() -> ExitCode {
+    if std::env::var_os(NO_MULTICAST.0).is_none() {
+        // Before any thread starts and before NCCL reads its environment.
+        std::env::set_var(NO_MULTICAST.0, NO_MULTICAST.1);
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let outcome = match parse(&args) {
         Ok(Mode::Launch { ranks, len }) => launch(ranks, len),
@@ -95,24 +110,24 @@ fn launch(ranks: usize, len: usize) -> Result<(), String> {
     write_atomically(&id_file, &id.to_string())?;
     println!("{ranks} ranks on {gpus} GPU(s), {len} items; NCCL id in {}", id_file.display());
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
-    let children: Vec<_> = (0..ranks)
-        .map(|r| {
-            Command::new(&me)
-                .args(["--rank", &r.to_string(), "--ranks", &ranks.to_string(), "--len", &len.to_string()])
-                .arg("--id-file")
-                .arg(&id_file)
-                .spawn()
-                .map_err(|e| format!("starting rank {r}: {e}"))
-        })
-        .collect::<Result<_, _>>()?;
+    let mut children = Vec::new();
     let mut failed = Vec::new();
-    for (r, mut child) in children.into_iter().enumerate() {
-        match child.wait() {
-            Ok(status) if status.success() => {}
-            Ok(status) => failed.push(format!("rank {r} ({status})")),
-            Err(e) => failed.push(format!("rank {r} ({e})")),
+    for r in 0..ranks {
+        let child = Command::new(&me)
+            .args(["--rank", &r.to_string(), "--ranks", &ranks.to_string(), "--len", &len.to_string()])
+            .arg("--id-file")
+            .arg(&id_file)
+            .env(NO_MULTICAST.0, std::env::var_os(NO_MULTICAST.0).unwrap_or(NO_MULTICAST.1.into()))
+            .spawn();
+        match child {
+            Ok(child) => children.push((r, child)),
+            Err(e) => {
+                failed.push(format!("starting rank {r}: {e}"));
+                break;
+            }
         }
     }
+    failed.extend(wait_for_ranks(children, Duration::from_secs(600), !failed.is_empty()));
     let _ = std::fs::remove_dir_all(&dir);
     if failed.is_empty() {
         println!("all {ranks} ranks matched the reference");
@@ -120,6 +135,42 @@ fn launch(ranks: usize, len: usize) -> Result<(), String> {
     } else {
         Err(format!("failed: {}", failed.join(", ")))
     }
+}
+
+/// Waits for every rank; when one fails (or `stop` is already set, or the
+/// time is up) kills the rest, since they would wait in NCCL for it forever.
+/// Returns the failures.
+fn wait_for_ranks(mut running: Vec<(usize, std::process::Child)>, limit: Duration, mut stop: bool) -> Vec<String> {
+    let start = Instant::now();
+    let mut failed = Vec::new();
+    while !running.is_empty() {
+        if !stop && start.elapsed() > limit {
+            failed.push(format!("stopped after {} s", limit.as_secs()));
+            stop = true;
+        }
+        let mut i = 0;
+        while i < running.len() {
+            let (r, child) = &mut running[i];
+            if stop {
+                let _ = child.kill();
+            }
+            let outcome = match child.try_wait() {
+                Ok(None) => {
+                    i += 1;
+                    continue;
+                }
+                Ok(Some(status)) => status.success().then_some(()).ok_or_else(|| status.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            if let Err(why) = outcome {
+                failed.push(format!("rank {r} ({why})"));
+                stop = true;
+            }
+            running.swap_remove(i);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    failed
 }
 
 /// One rank: join, scan this rank's shard of each sequence, check it.
@@ -136,9 +187,15 @@ fn run_rank(rank: usize, ranks: usize, len: usize, id_file: &Path) -> Result<(),
 
     let matrices: Vec<[i32; 4]> = (0..len).map(|i| matrix(i as u64)).collect();
     let sums: Vec<u64> = (0..len as u64).map(|i| i.wrapping_mul(0x9e37_79b9) >> 40).collect();
+    // Every rank runs every collective, mismatch or not (the others wait
+    // for it in each one); mismatches are reported at the end.
+    let mut mismatches = Vec::new();
     for spec in ScanSpec::ALL {
-        check_rank::<MatMul2x2<i32>>(&me, &matrices, range.clone(), spec).map_err(tag)?;
-        check_rank::<Add<u64>>(&me, &sums, range.clone(), spec).map_err(tag)?;
+        mismatches.extend(check_rank::<MatMul2x2<i32>>(&me, &matrices, range.clone(), spec).map_err(&tag)?);
+        mismatches.extend(check_rank::<Add<u64>>(&me, &sums, range.clone(), spec).map_err(&tag)?);
+    }
+    if !mismatches.is_empty() {
+        return Err(tag(mismatches.join("; ")));
     }
     println!(
         "rank {rank} on GPU {device}: items {range:?} of {len} matched the reference (matmul2x2 i32, add u64; 4 specs)"
@@ -151,7 +208,7 @@ fn check_rank<Op: CudaOp>(
     whole: &[Op::Item],
     range: std::ops::Range<usize>,
     spec: ScanSpec,
-) -> Result<(), String>
+) -> Result<Option<String>, String>
 where
     Op::Item: PartialEq + std::fmt::Debug,
 {
@@ -160,8 +217,8 @@ where
     let got = shard.download().map_err(|e| e.to_string())?;
     let want = &reference::scan::<Op>(whole, spec)[range.clone()];
     match (0..got.len()).find(|&i| got[i] != want[i]) {
-        None => Ok(()),
-        Some(i) => Err(format!("{spec:?}: item {}: got {:?}, want {:?}", range.start + i, got[i], want[i])),
+        None => Ok(None),
+        Some(i) => Ok(Some(format!("{spec:?}: item {}: got {:?}, want {:?}", range.start + i, got[i], want[i]))),
     }
 }
 
@@ -256,4 +313,32 @@ fn best_of(reps: usize, mut work: impl FnMut() -> scan::Result<()>) -> Result<f6
         best = best.min(t.elapsed().as_secs_f64());
     }
     Ok(best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start(script: &str) -> std::process::Child {
+        Command::new("sh").args(["-c", script]).spawn().unwrap()
+    }
+
+    #[test]
+    fn one_failed_rank_stops_the_others() {
+        let t = Instant::now();
+        let ranks = vec![(0, start("sleep 30")), (1, start("exit 3")), (2, start("sleep 30"))];
+        let failed = wait_for_ranks(ranks, Duration::from_secs(60), false);
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        assert_eq!(failed.len(), 3, "{failed:?}");
+        assert!(failed.iter().any(|f| f.starts_with("rank 1 (exit status: 3")), "{failed:?}");
+    }
+
+    #[test]
+    fn ranks_that_pass_are_no_failure_and_a_late_one_is_stopped() {
+        assert!(wait_for_ranks(vec![(0, start("true")), (1, start("sleep 0.2"))], Duration::from_secs(60), false)
+            .is_empty());
+        let failed = wait_for_ranks(vec![(0, start("sleep 30"))], Duration::from_millis(200), false);
+        assert_eq!(failed.len(), 2, "{failed:?}");
+        assert!(failed[0].starts_with("stopped after"), "{failed:?}");
+    }
 }

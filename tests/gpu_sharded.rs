@@ -11,8 +11,10 @@
 //!   `NcclRank` with an id made in the process (one rank per GPU: NCCL
 //!   refuses two ranks of one communicator on one GPU).
 //!
-//! Run on a GPU machine: `cargo test --test gpu_sharded -- --ignored`. The
-//! two-process example is `examples/sharded.rs`.
+//! Run on a GPU machine: `NCCL_NVLS_ENABLE=0 cargo test --test gpu_sharded --
+//! --ignored` (NVLink multicast stays off: over several GPUs the NCCL test
+//! refuses to start without it). The two-process example is
+//! `examples/sharded.rs`.
 
 #[path = "../scan-cuda/tests/support/mod.rs"]
 mod support;
@@ -22,7 +24,7 @@ use std::fmt::Debug;
 use scan::ops::{Add, MatMul2x2, Max};
 use scan::{CudaOp, ScanSpec};
 use scan_core::reference;
-use scan_cuda::{Algorithm, Cuda, NcclId, NcclRank, ShardGroup};
+use scan_cuda::{Algorithm, Cuda, NcclId, NcclRank, ShardGroup, Tuning};
 use scan_testing::Rng;
 use support::gpu::{cuda, executors, max_len, poisoned, single_pass_tile};
 use support::ops::AddU64x20;
@@ -74,7 +76,7 @@ fn layouts<Op: CudaOp>(rng: &mut Rng, ranks: usize) -> Vec<Vec<usize>> {
     let choices = shard_lengths::<Op>();
     let mut layouts: Vec<Vec<usize>> =
         (0..4).map(|_| (0..ranks).map(|_| choices[rng.next_u64() as usize % choices.len()]).collect()).collect();
-    let some = choices[choices.len() - 2];
+    let some = choices[choices.len().saturating_sub(2)];
     let mut one = vec![0; ranks];
     one[ranks / 2] = some;
     layouts.push(one);
@@ -91,16 +93,18 @@ where
     Op::Item: PartialEq + Debug,
 {
     let mut rng = Rng::fresh(label);
-    for exec in executors() {
-        let algorithm = exec.algorithm();
-        let mut groups = Vec::new();
+    // Both algorithms, and the single-pass one under an adversarial schedule
+    // (tiles claimed out of order, published late) inside each rank's scan.
+    let adversarial = || cuda().with_tuning(Tuning::default().adversarial_schedule(0x5eed));
+    let mut execs: Vec<(String, Box<dyn Fn() -> Cuda>)> =
+        Algorithm::ALL.into_iter().map(|a| (a.to_string(), Box::new(move || cuda().with_algorithm(a)) as _)).collect();
+    execs.push(("single-pass, adversarial schedule".into(), Box::new(adversarial)));
+    for (name, exec) in execs {
         for ranks in [1, 2, 3, 5] {
-            groups.push((ranks, ShardGroup::on_one_gpu(cuda().with_algorithm(algorithm), ranks).unwrap()));
-        }
-        for (ranks, group) in &groups {
-            for lengths in layouts::<Op>(&mut rng, *ranks) {
+            let group = ShardGroup::on_one_gpu(exec(), ranks).unwrap();
+            for lengths in layouts::<Op>(&mut rng, ranks) {
                 let mut g = || gen(&mut rng);
-                check_shards::<Op>(group, &format!("{label}, {algorithm}, {ranks} ranks"), &lengths, &mut g);
+                check_shards::<Op>(&group, &format!("{label}, {name}, {ranks} ranks"), &lengths, &mut g);
             }
         }
     }
@@ -166,6 +170,12 @@ fn rows_sharded_by_row_are_local_rows() {
     assert!(err.to_string().contains("row_len = 2"), "{err}");
     let err = group.scan_rows_shards::<Add<u32>>(&mut bad, 0, ScanSpec::inclusive()).unwrap_err();
     assert!(matches!(err, scan::Error::WrongShape { .. }), "{err}");
+    // A bad later shard: the good one before it is left as it was (it was
+    // scanned before the bad one was seen).
+    let mut later: Vec<_> = [4, 3, 0].iter().map(|&n| group.rank(0).unwrap().upload(&vec![1u32; n]).unwrap()).collect();
+    let err = group.scan_rows_shards::<Add<u32>>(&mut later, 2, ScanSpec::inclusive()).unwrap_err();
+    assert!(matches!(&err, scan::Error::WrongShape { argument, .. } if argument == "shards[1]"), "{err}");
+    assert_eq!(later[0].download().unwrap(), vec![1u32; 4], "shard 0 changed by a failed call");
 }
 
 #[test]
@@ -180,6 +190,9 @@ fn wrong_shard_counts_and_devices_are_errors() {
     let mut outputs = vec![one.upload(&[0u32, 0]).unwrap(), one.upload(&[0u32, 0]).unwrap()];
     let err = group.scan_shards_into::<Add<u32>>(&sources, &mut outputs, ScanSpec::inclusive()).unwrap_err();
     assert!(matches!(err, scan::Error::LengthMismatch { input: 1, output: 2 }), "{err}");
+    let mut one_output = vec![one.upload(&[0u32, 0]).unwrap()];
+    let err = group.scan_shards_into::<Add<u32>>(&sources, &mut one_output, ScanSpec::inclusive()).unwrap_err();
+    assert!(matches!(&err, scan::Error::WrongShape { argument, .. } if argument == "outputs"), "{err}");
     assert!(ShardGroup::on_one_gpu(cuda(), 0).is_err());
     assert!(ShardGroup::on_one_gpu(cuda(), usize::MAX).is_err(), "more ranks than NCCL takes");
 }
@@ -193,6 +206,20 @@ fn device_count() -> usize {
 #[ignore = "needs a CUDA GPU"]
 fn nccl_over_every_gpu_matches_the_reference() {
     let ordinals: Vec<usize> = (0..device_count()).collect();
+    // One GPU has no NVLink to multicast over; several must not use it (on
+    // shared hosts it can put the GPUs out of service). Set by the caller:
+    // changing the environment here would race the other tests' threads.
+    let nvls = std::env::var("NCCL_NVLS_ENABLE");
+    assert!(
+        ordinals.len() < 2 || nvls.as_deref() == Ok("0"),
+        "NCCL over {} GPUs needs NCCL_NVLS_ENABLE=0 (got {nvls:?})",
+        ordinals.len()
+    );
+    println!(
+        "NCCL over {} GPU(s){}",
+        ordinals.len(),
+        if ordinals.len() < 2 { ": no carry across GPUs tested" } else { "" }
+    );
     let group = ShardGroup::nccl(&ordinals).unwrap_or_else(|e| panic!("NCCL over GPUs {ordinals:?}: {e}"));
     assert_eq!(group.world_size(), ordinals.len());
     let mut rng = Rng::fresh("nccl");

@@ -338,8 +338,15 @@ impl Cuda {
             // The exclusive total needs the last input, which an in-place
             // scan overwrites: keep a copy.
             let from = part.src.unwrap_or(part.dst) + last_offset;
-            // SAFETY: both addresses hold one item on this executor's device;
-            // the copy is queued before the scan that may overwrite `from`.
+            // A raw call, unlike cudarc's, does not make this executor's
+            // context current, and the default (null) stream means the
+            // legacy stream of whichever context is: in an NCCL group the
+            // previous rank's, on another GPU, so the scan below could
+            // overwrite `from` first (a helper's review).
+            self.context().bind_to_thread().map_err(|e| driver_error("binding the context", e))?;
+            // SAFETY: both addresses hold one item on this executor's device,
+            // whose context is current; the copy is queued on its stream
+            // before the scan that may overwrite `from`.
             unsafe { result::memcpy_dtod_async(last_in, from, item, self.stream().cu_stream()) }
                 .map_err(|e| driver_error("saving a shard's last input", e))?;
         }
@@ -573,17 +580,18 @@ impl ShardGroup {
         spec: ScanSpec,
     ) -> Result<()> {
         self.check_shards(shards, "shards")?;
-        for (r, shard) in shards.iter_mut().enumerate() {
-            if shard.is_empty() {
-                continue;
-            }
-            if row_len == 0 || shard.len() % row_len != 0 {
+        // Every shard is checked before any is scanned: an error leaves them
+        // all unchanged.
+        for (r, shard) in shards.iter().enumerate() {
+            if !shard.is_empty() && (row_len == 0 || shard.len() % row_len != 0) {
                 return Err(Error::WrongShape {
                     argument: format!("shards[{r}]"),
                     expected: format!("whole rows of row_len = {row_len} items (row_len > 0)"),
                     found: format!("{} items", shard.len()),
                 });
             }
+        }
+        for (r, shard) in shards.iter_mut().enumerate().filter(|(_, s)| !s.is_empty()) {
             let rows = shard.len() / row_len;
             self.exec(r).scan_rows_device::<Op>(shard, rows, spec)?;
         }
