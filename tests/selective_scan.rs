@@ -480,18 +480,44 @@ fn huge_dimensions_beside_an_empty_one_are_refused_or_done_at_once() {
 /// the thirty-fifth session's review).
 #[test]
 fn huge_row_counts_without_steps_train_at_once() {
+    rows_without_steps_return_at_once(&scan::Device::cpu());
+}
+
+/// The same on the GPU, whose forward planned a block per row and refused
+/// 2^40 rows as more blocks than a grid takes (a helper's review): with no
+/// step it launches nothing, and the last state is the starting one or
+/// zeros.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_rows_without_steps_return_at_once() {
+    let device = scan::Device::cuda().unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
+    rows_without_steps_return_at_once(&device);
+}
+
+fn rows_without_steps_return_at_once(device: &scan::Device) {
     let empty: [f32; 0] = [];
     let per_channel = vec![-1.0f32; 1 << 20];
     let fixed = Projection::Fixed(&per_channel);
     let shape = SsmShape { batch: 1 << 20, dim: 1 << 20, len: 0, state: 1 };
     let args = SelectiveScan::new(shape, &empty, &empty, &per_channel, fixed, fixed);
-    let device = scan::Device::cpu();
+    let plain = device.selective_scan(&args).expect("forward");
+    assert!(plain.out.is_empty() && plain.last_state.is_none());
     let (out, saved) = device.selective_scan_for_training(&args).expect("training forward");
     assert!(out.out.is_empty() && out.last_state.is_none());
     let grads = device.selective_scan_backward_saved(&saved, &empty).expect("backward from the saved states");
     assert!(grads.du.is_empty() && grads.ddelta.is_empty());
     assert!(grads.da.len() == per_channel.len() && grads.da.iter().all(|&v| v == 0.0), "dA");
     assert_eq!(grads, device.selective_scan_backward(&args, &empty).expect("backward"));
+    // The last state of no step: the starting one, or zeros.
+    let shape = SsmShape { batch: 2, dim: 3, len: 0, state: 4 };
+    let (a, b) = (vec![-1.0f32; 12], vec![0.5f32; 12]);
+    let start: Vec<f32> = (0..24).map(|i| i as f32 - 7.5).collect();
+    let args = SelectiveScan::new(shape, &empty, &empty, &a, Projection::Fixed(&b), Projection::Fixed(&b))
+        .return_last_state(true);
+    assert_eq!(device.selective_scan(&args).unwrap().last_state, Some(vec![0.0; 24]));
+    let args = args.initial_state(&start);
+    assert_eq!(device.selective_scan(&args).unwrap().last_state.as_ref(), Some(&start));
+    assert_eq!(device.selective_scan_for_training(&args).unwrap().0.last_state.as_ref(), Some(&start));
 }
 
 /// Few rows on several threads are cut into chunks along L; with a state

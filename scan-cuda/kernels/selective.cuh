@@ -36,6 +36,15 @@ inline float ssm_reciprocal(float x) { return 1.0f / x; }
 // log2(e): exponentials are ex2 of x log2(e).
 constexpr float SSM_LOG2E = 1.4426950408889634f;
 
+// a x + b, but exactly b where x is 0. A run's composite factor (the product
+// of its steps' e^(dt A)) overflows to inf for growing states (A dt above
+// about 88.7 over the run) while the state it multiplies may be 0, as every
+// state that starts at 0 is until its first input: inf * 0 would make NaN
+// of a finite state (a helper's review; the CPU steps one at a time and
+// never forms the composite). A tiny nonzero state under an overflowing
+// factor still overflows: the f32 composite cannot represent it.
+__device__ __forceinline__ float ssm_apply(float a, float x, float b) { return x == 0.0f ? b : fmaf(a, x, b); }
+
 // softplus, sigmoid and silu by the SFU too: log1pf(expf(x)) and a division
 // cost about 60 instructions per step, a quarter of all the kernel issues
 // at N = 16. Their errors (a few 2^-22 relative; softplus of x below about
@@ -123,7 +132,7 @@ struct SsmRecurrences {
 #pragma unroll
         for (int k = 0; k < K; ++k) {
             x.a[k] = l.a[k] * r.a[k];
-            x.b[k] = fmaf(r.a[k], l.b[k], r.b[k]);
+            x.b[k] = ssm_apply(r.a[k], l.b[k], r.b[k]);
         }
         return x;
     }
@@ -289,8 +298,8 @@ __device__ __forceinline__ void selective_scan_chunked(const float* u, const flo
 #pragma unroll
             for (int k = 0; k < K; ++k) {
                 const float x = from[k * state + n];
-                float h = fmaf(before.a[k], x, before.b[k]);
-                if (threadIdx.x == 0) to[k * state + n] = fmaf(total.a[k], x, total.b[k]);
+                float h = ssm_apply(before.a[k], x, before.b[k]);
+                if (threadIdx.x == 0) to[k * state + n] = ssm_apply(total.a[k], x, total.b[k]);
 #pragma unroll
                 for (int i = 0; i < ITEMS; ++i) {
                     h = fmaf(a[k][i], h, bu[k][i]);

@@ -168,8 +168,8 @@ __device__ __forceinline__ void selective_backward_carries(const float* u, const
                 turn ^= 1u;
             }
             const float carry = from[n];
-            staged[n * (THREADS + 1) + (t0 - start) / ITEMS] = fmaf(before.a[0], carry, before.b[0]);
-            if (threadIdx.x == 0) to[n] = fmaf(total.a[0], carry, total.b[0]);
+            staged[n * (THREADS + 1) + (t0 - start) / ITEMS] = ssm_apply(before.a[0], carry, before.b[0]);
+            if (threadIdx.x == 0) to[n] = ssm_apply(total.a[0], carry, total.b[0]);
         }
         parity ^= 1u;
         write_out(start, out);

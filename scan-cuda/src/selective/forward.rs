@@ -702,6 +702,19 @@ impl Cuda {
         if rows == 0 {
             return Ok(());
         }
+        if len == 0 {
+            // No step: no output, and the last state is the starting one (or
+            // zeros), with no launch: a grid of a block per row could pass
+            // CUDA's limit for rows that hold nothing (the CPU returns at
+            // once too).
+            if let Some(last) = s.last_state.as_mut() {
+                match &s.initial_state {
+                    Some(x0) => last.copy_from(x0)?,
+                    None => self.stream().memset_zeros(&mut last.slice).map_err(|e| driver_error("zero fill", e))?,
+                }
+            }
+            return Ok(());
+        }
         let kernel = self.selective_kernel()?;
         let stream = self.stream();
         let ptr = |b: &DeviceBuffer<f32>| b.device_ptr(stream);
