@@ -38,10 +38,14 @@ pub fn scan_op(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::scan_op(args.into(), item.into(), Root::Core).into()
 }
 
-/// `#[scan_op]` for the `scan` facade, which re-exports it as `scan::scan_op`:
-/// the generated code names `::scan::__core` instead of `::scan_core`, so
-/// users need no direct dependency on `scan-core`.
-#[doc(hidden)]
+// `#[scan_op]` for the `scan` facade, which re-exports it as `scan::scan_op`:
+// the generated code names `::scan::__core` instead of `::scan_core`, so
+// users need no direct dependency on `scan-core`. It carries the full
+// reference, because the facade inlines it and that page is the one users
+// read. It is not `#[doc(hidden)]`: hidden, with `#[doc(inline)]` on the
+// re-export, the facade still got the page, but its intra-doc links
+// (`[macro@scan_op]`) rendered as plain text.
+#[doc = include_str!("scan_op.md")]
 #[proc_macro_attribute]
 pub fn facade_scan_op(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::scan_op(args.into(), item.into(), Root::Facade).into()
@@ -53,8 +57,8 @@ pub fn scan_maps(args: TokenStream, item: TokenStream) -> TokenStream {
     maps::scan_maps(args.into(), item.into(), Root::Core).into()
 }
 
-/// `#[scan_maps]` for the `scan` facade (see [`facade_scan_op`]).
-#[doc(hidden)]
+// `#[scan_maps]` for the `scan` facade (see `facade_scan_op`).
+#[doc = include_str!("scan_maps.md")]
 #[proc_macro_attribute]
 pub fn facade_scan_maps(args: TokenStream, item: TokenStream) -> TokenStream {
     maps::scan_maps(args.into(), item.into(), Root::Facade).into()
@@ -66,8 +70,8 @@ pub fn scan_item(args: TokenStream, item: TokenStream) -> TokenStream {
     item::scan_item(args.into(), item.into(), Root::Core).into()
 }
 
-/// `#[scan_item]` for the `scan` facade (see [`facade_scan_op`]).
-#[doc(hidden)]
+// `#[scan_item]` for the `scan` facade (see `facade_scan_op`).
+#[doc = include_str!("scan_item.md")]
 #[proc_macro_attribute]
 pub fn facade_scan_item(args: TokenStream, item: TokenStream) -> TokenStream {
     item::scan_item(args.into(), item.into(), Root::Facade).into()
