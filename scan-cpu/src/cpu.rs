@@ -26,6 +26,11 @@ use crate::{rows, sequential, tiled};
 ///   would, whichever predecessor a tile's look-back met: the same bits from
 ///   run to run and for every thread count (the look-back combines forward
 ///   from the prefix it meets; see `lookback.rs`).
+///
+/// The fused-map scans ([`Cpu::scan_mapped`], [`Cpu::scan_mapped_rows`])
+/// take none of these algorithms: they cut the input into one piece per
+/// thread, so their float results are the same from run to run for one
+/// thread count, not across thread counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// One pass, one thread: the loop of `scan_core::reference`.

@@ -33,6 +33,12 @@ impl Cpu {
     /// [`Error::WrongShape`] when the input arrays differ in length,
     /// [`Error::LengthMismatch`] when the output does not match them.
     ///
+    /// The input is cut into one piece per thread (each of 2^15 items or
+    /// more), whatever the executor's [`Algorithm`](crate::Algorithm), and
+    /// the grouping follows the pieces: float results are the same from run
+    /// to run for one thread count, not across thread counts (an input
+    /// under 2^16 items, or one thread, is one piece).
+    ///
     /// ```
     /// use scan_core::maps::{bf16, Recurrence, Widen};
     /// use scan_core::ops::{Add, LinearRecurrence};
@@ -69,8 +75,10 @@ impl Cpu {
     /// `[rows, len / rows]` layout of the inputs, each row on its own, into
     /// `output` in the same layout: the fused form of
     /// [`scan_rows`](Cpu::scan_rows). Many rows are split over the threads,
-    /// each row scanned in one pass on one thread; a few long rows are
-    /// scanned one after another, each on every thread. Errors:
+    /// each row scanned in one pass on one thread; a few long rows (fewer
+    /// than 4 a thread, of 2^16 items or more) are scanned one after
+    /// another, each on every thread and so grouped by the thread count, as
+    /// in [`scan_mapped`](Cpu::scan_mapped). Errors:
     /// [`Error::WrongShape`] when the input arrays differ in length,
     /// [`Error::LengthMismatch`] when the output does not match them,
     /// [`Error::BadShape`] when `rows` is 0 or
