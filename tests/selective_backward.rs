@@ -356,6 +356,8 @@ fn the_gpu_matches_the_reference_within_mamba_tolerances() {
             let a = args(&o, options);
             let want = reference_backward(&a, &w).unwrap();
             for (form, cuda) in &forms {
+                let kernel = cuda.selective_backward_kernel_name(&cuda.upload_selective(&a).unwrap()).unwrap();
+                assert_eq!(kernel, "lanes", "{shape:?}, {form}");
                 let got = cuda.selective_scan_backward(&a, &w).unwrap_or_else(|e| panic!("{shape:?}, {form}: {e}"));
                 if let Err(e) = grads_close(&got, &want) {
                     failures.push(format!("{shape:?}, groups {groups}, options {options:#b}, {form}: {e}"));
@@ -437,6 +439,8 @@ fn the_gpu_pipelined_and_short_sums_give_the_plain_kernels_bits() {
         let o = owned(&mut rng, shape, 1, options);
         let w = rng.vec(2 * 64 * len, |r| r.range_f64(-1.0, 1.0) as f32);
         let a = args(&o, options);
+        let kernel = plain.selective_backward_kernel_name(&plain.upload_selective(&a).unwrap()).unwrap();
+        assert!(kernel.starts_with("tiles"), "{shape:?}, options {options:#b}: {kernel}");
         let want = plain.selective_scan_backward(&a, &w).unwrap();
         for (name, other) in &others {
             let got = other.selective_scan_backward(&a, &w).unwrap();
@@ -470,6 +474,12 @@ fn tile_backward_matches_the_reference(cuda: &scan::cuda::Cuda, label: &str) {
             let o = owned(&mut rng, shape, groups, options);
             let w = rng.vec(batch * dim * len, |r| r.range_f64(-1.0, 1.0) as f32);
             let a = args(&o, options);
+            // The tile kernels ran, except where the shape declines them
+            // (a fixed B or C, the three declined shapes above).
+            let declined = options & 0b11_0000 != 0 || dim == 48 || groups == 4 || state == 17;
+            let on_device = cuda.upload_selective(&a).unwrap();
+            let kernel = cuda.selective_backward_kernel_name(&on_device).unwrap();
+            assert_eq!(kernel.starts_with("tiles"), !declined, "{label}: {shape:?}, options {options:#b}: {kernel}");
             let want = reference_backward(&a, &w).unwrap();
             let got = cuda.selective_scan_backward(&a, &w).unwrap_or_else(|e| panic!("{shape:?}: {e}"));
             if let Err(e) = grads_close(&got, &want) {

@@ -313,6 +313,19 @@ impl Cuda {
         self.run_selective_backward(&on_device, &dout)?.download()
     }
 
+    /// Which kernels [`Cuda::run_selective_backward`] takes for `s` (for
+    /// tests and profiles): `"tiles of W warps"` (the tile kernels,
+    /// [`Tuning::selective_backward_tiles`](crate::Tuning::selective_backward_tiles))
+    /// or `"lanes"` (the carries and gradient kernels of lane groups).
+    /// Errors: the argument checks of [`Cuda::run_selective`].
+    pub fn selective_backward_kernel_name(&self, s: &DeviceSelectiveScan) -> Result<String> {
+        self.check_selective(s)?;
+        Ok(match self.backward_tiles_plan(s) {
+            Some(warps) => format!("tiles of {warps} warps"),
+            None => "lanes".into(),
+        })
+    }
+
     /// The backward pass of the selective scan `s` (its arguments; `out`
     /// and the last state are not read) for `dout` = dL/d`out` on the
     /// device: two or three kernels queued on the stream, then the partial
