@@ -641,6 +641,14 @@ impl Cuda {
     /// both shapes), uploaded, scanned by one kernel launch, and the results
     /// downloaded.
     ///
+    /// Growing states (A dt > 0, which Mamba's A = -exp(A_log) never gives)
+    /// past f32's range: the kernels for long rows combine a thread's run of
+    /// steps into one decay, e^(A Σdt), which overflows to infinity where
+    /// A Σdt passes about 88.7. A state that is zero there stays exact; a
+    /// nonzero one that the decay would bring back into range (1e-30 times
+    /// e^89.4) comes out infinite, where the CPU, stepping one at a time,
+    /// gives the finite value.
+    ///
     /// ```no_run
     /// # fn main() -> scan_core::Result<()> {
     /// use scan_core::selective::{Projection, SelectiveScan, SsmShape};
