@@ -47,20 +47,20 @@ def torch_ms(fn, reps):
 
 
 def torch_replayed_rows(case, nbytes, one_call_copy, copy, scan, reps):
-    """A copy and a scan replayed from a CUDA graph of `reps` calls (torch_replayed_us, median of 3 replays), as
+    """A copy and a scan replayed from a CUDA graph of `reps` calls (torch_replayed_us, median of `reps` replays), as
     examples/bench's replayed rows time ours; a failure is reported in the row, the other figures kept. Both rows'
     x copy is against `one_call_copy` (GB/s), the one-call copy measured in the same run: a copy recorded in a graph
     is a memcpy node run by a copy engine, slower than the copy a call runs, so not the baseline."""
     try:
-        copy_us = torch_replayed_us(copy, max(reps, 2), 3)
-        scan_us = torch_replayed_us(scan, max(reps, 2), 3)
+        copy_us = torch_replayed_us(copy, max(reps, 2), reps)
+        scan_us = torch_replayed_us(scan, max(reps, 2), reps)
     except Exception as e:  # report, keep the other figures
         print(f"{case}: replayed timing failed: {type(e).__name__}: {e}", flush=True)
         return []
     c, g = nbytes / (copy_us * 1e-6) / 1e9, nbytes / (scan_us * 1e-6) / 1e9
     return [
         (case, "torch device copy, replayed (a memcpy node: a copy engine; x copy: against the one-call copy, not a baseline)", c, c / one_call_copy),
-        (case, f"torch.cumsum, replayed ({max(reps, 2)} calls in a CUDA graph, median of 3 replays; x copy: against the one-call device copy)", g, g / one_call_copy),
+        (case, f"torch.cumsum, replayed ({max(reps, 2)} calls in a CUDA graph, median of {reps} replays; x copy: against the one-call device copy)", g, g / one_call_copy),
     ]
 
 
@@ -167,7 +167,7 @@ def torch_latency():
     return us, copy_us
 
 
-def torch_back_to_back_us(fn, calls=1000, runs=5):
+def torch_back_to_back_us(fn, calls, runs):
     """us per call of `calls` calls between one pair of events, median of `runs` (as examples/bench times ours)."""
     import torch
 
@@ -185,14 +185,15 @@ def torch_back_to_back_us(fn, calls=1000, runs=5):
     return statistics.median(per_call)
 
 
-def torch_latency_lines():
-    """torch.cumsum's time per call: 2^16 one call between two events, then 2^16 and 2^24 back to back."""
+def torch_latency_lines(reps):
+    """torch.cumsum's time per call: 2^16 one call between two events, then 2^16 and 2^24 back to back and replayed
+    (medians of `reps` runs and replays)."""
     us, copy_us = torch_latency()
     one_call = f"torch.cumsum of 2^16 f32 items: {us:.2f} us per call (device copy {copy_us:.2f} us), median of 1000"
-    return [one_call, ""] + torch_latency_back_to_back()
+    return [one_call, ""] + torch_latency_back_to_back(reps)
 
 
-def torch_replayed_us(fn, calls=1000, replays=5):
+def torch_replayed_us(fn, calls, replays):
     """us per call of `calls` calls recorded in a CUDA graph (torch.cuda.CUDAGraph), one replay between two
     events, median of `replays` (as examples/bench's `Cuda::time_replayed` times ours): no Python or launch cost."""
     import torch
@@ -221,7 +222,7 @@ def torch_replayed_us(fn, calls=1000, replays=5):
     return statistics.median(per_call)
 
 
-def torch_latency_back_to_back():
+def torch_latency_back_to_back(reps):
     """torch.cumsum and a copy of 2^16 and 2^24 f32 items, back to back and replayed from a CUDA graph, as
     examples/bench times ours; the replayed sums are checked exactly."""
     import torch
@@ -230,22 +231,22 @@ def torch_latency_back_to_back():
     for log, calls in ((16, 1000), (24, 100)):
         x = steps(torch, (1 << log,))
         out = torch.empty_like(x)
-        us = torch_back_to_back_us(lambda: torch.cumsum(x, 0, out=out), calls)
-        copy_us = torch_back_to_back_us(lambda: out.copy_(x), calls)
+        us = torch_back_to_back_us(lambda: torch.cumsum(x, 0, out=out), calls, reps)
+        copy_us = torch_back_to_back_us(lambda: out.copy_(x), calls, reps)
         gbps = lambda t: 8 * (1 << log) / (t * 1e-6) / 1e9
         lines.append(
-            f"torch.cumsum of 2^{log} f32 items back to back ({calls} calls between two events, median of 5): "
+            f"torch.cumsum of 2^{log} f32 items back to back ({calls} calls between two events, median of {reps}): "
             f"{us:.2f} us per call, {gbps(us):.0f} GB/s (device copy {copy_us:.2f} us, {gbps(copy_us):.0f} GB/s)"
         )
         exact = True
         try:
             out.fill_(float("nan"))
-            replayed = torch_replayed_us(lambda: torch.cumsum(x, 0, out=out), calls)
+            replayed = torch_replayed_us(lambda: torch.cumsum(x, 0, out=out), calls, reps)
             exact = exact_sums(torch, x, out)
-            replayed_copy = torch_replayed_us(lambda: out.copy_(x), calls)
+            replayed_copy = torch_replayed_us(lambda: out.copy_(x), calls, reps)
             lines.append(
                 f"torch.cumsum of 2^{log} f32 items replayed ({calls} calls in a CUDA graph, one replay between two "
-                f"events, median of 5): {replayed:.2f} us per call, {gbps(replayed):.0f} GB/s (device copy replayed, "
+                f"events, median of {reps}): {replayed:.2f} us per call, {gbps(replayed):.0f} GB/s (device copy replayed, "
                 f"a memcpy node run by a copy engine, not the baseline: {replayed_copy:.2f} us, "
                 f"{gbps(replayed_copy):.0f} GB/s); the sums checked exactly"
             )
@@ -257,7 +258,8 @@ def torch_latency_back_to_back():
 
 
 def torch_sweep(reps, path):
-    """torch.cumsum and a copy over 2^12 .. 2^30 f32 items, as CSV."""
+    """torch.cumsum and a copy over 2^12 .. 2^30 f32 items, as CSV: one call between two events, median of 200 up
+    to 2^20 (microsecond calls), of `reps` above, as examples/bench's sweep."""
     import torch
 
     lines = ["n,method,gbps"]
@@ -493,7 +495,8 @@ def main():
     rows = []
     import torch
 
-    print(f"# peers on {torch.cuda.get_device_name()}, torch {torch.__version__}, median of {args.reps} reps", flush=True)
+    # Rows are medians of --reps timed reps unless they say their own count (replays, runs, the sweep's 200).
+    print(f"# peers on {torch.cuda.get_device_name()}, torch {torch.__version__}, medians of {args.reps} reps unless a row says otherwise", flush=True)
     if args.selective_only:
         lines = ["| case | method | ms per call |", "|---|---|---:|"] + [f"| {c} | {m} | {t:.3f} |" for c, m, t, _ in selective_cases(args.reps)]
         text = "\n".join(lines) + "\n"
@@ -505,7 +508,7 @@ def main():
         rows = torch_cases([24], args.reps)
         lines = ["| case | method | GB/s | x copy |", "|---|---|---:|---:|"]
         lines += [f"| {c} | {m} | {g:.1f} | {r:.2f} |" for c, m, g, r in rows if c == "f32 add 2^24"]
-        text = "\n".join(lines + [""] + torch_latency_lines()) + "\n"
+        text = "\n".join(lines + [""] + torch_latency_lines(args.reps)) + "\n"
         print(text)
         with open(args.out, "w") as f:
             f.write(text)
@@ -529,7 +532,7 @@ def main():
             f.write(text)
         return
     rows += torch_cases(logs, args.reps)
-    latency = torch_latency_lines()
+    latency = torch_latency_lines(args.reps)
     print("\n".join(latency), flush=True)
     torch_sweep(args.reps, args.sweep_out)
     try:

@@ -23,10 +23,12 @@ pub fn run(args: &Args) -> Result<(String, Vec<Row>), String> {
         "CPU: 2^{} items per case, {} threads available, load average {load} at start; tiled tile = {} f32 items; \
          memcpy = `copy_from_slice` on one thread and split over the threads; x memcpy = against the \
          copy on as many threads (one for the sequential loop); \
-         GB/s count input + output bytes.",
+         GB/s count input + output bytes; each method the median of {} calls after a warm-up, the methods \
+         interleaved (the selective scan's f64 references: median of {REFERENCE_REPS}).",
         args.size_log2,
         cpu.threads(),
-        scan_cpu::tile_len::<f32>()
+        scan_cpu::tile_len::<f32>(),
+        args.reps
     );
     if args.cpu_rows_only {
         return Ok((about, batched_rows(args.reps)?));
@@ -286,6 +288,9 @@ fn fused_recurrence(pairs: &[(f32, f32)], reps: usize) -> Result<Vec<Row>, Strin
     ])
 }
 
+/// Timed calls of the selective scan's f64 references (sequential, slow).
+const REFERENCE_REPS: usize = 3;
+
 /// Mamba's selective scan at batch 1, dim 256, L 4096, N 16, and on few
 /// long rows, batch 1, dim 8, L 65536 (one block of rows, which both passes
 /// cut into ranges of steps): [`selective_scan_at`].
@@ -341,7 +346,7 @@ impl CopyRates {
 /// The selective scan of `shape` (B and C varying, D, z, delta bias and
 /// softplus): this executor on all threads and on one, against the
 /// sequential f64 reference (the x sequential column: its time, median of
-/// 3 after a first call, over theirs), then its backward
+/// [`REFERENCE_REPS`] after a first call, over theirs), then its backward
 /// ([`selective_backward`]). GB/s count u, delta, z, B, C read and out
 /// written; x memcpy is against a copy of as many bytes on as many threads.
 fn selective_scan_at(shape: scan::selective::SsmShape, reps: usize) -> Result<Vec<Row>, String> {
@@ -363,7 +368,7 @@ fn selective_scan_at(shape: scan::selective::SsmShape, reps: usize) -> Result<Ve
     let name = format!("selective scan {}x{}x{}, N {}", shape.batch, shape.dim, shape.len, shape.state);
     let err = |e: scan::Error| format!("{name}: {e}");
     let (want, _) = reference(&args).map_err(err)?;
-    let reference_time = median_times(3, &mut [&mut || drop(reference(&args))])[0];
+    let reference_time = median_times(REFERENCE_REPS, &mut [&mut || drop(reference(&args))])[0];
     let executors = [Cpu::new(), Cpu::new().with_threads(1)];
     let mut rows = Vec::new();
     let mut forward_times = [std::time::Duration::ZERO; 2];
@@ -391,7 +396,10 @@ fn selective_scan_at(shape: scan::selective::SsmShape, reps: usize) -> Result<Ve
     }
     rows.push(Row {
         case: name.clone(),
-        method: format!("f64 reference, sequential ({:.1} ms)", reference_time.as_secs_f64() * 1e3),
+        method: format!(
+            "f64 reference, sequential ({:.1} ms, median of {REFERENCE_REPS})",
+            reference_time.as_secs_f64() * 1e3
+        ),
         gbps: bytes / reference_time.as_secs_f64() / 1e9,
         vs_copy: bytes / reference_time.as_secs_f64() / 1e9 / copies.one,
         vs_sequential: 1.0,
@@ -418,7 +426,7 @@ fn selective_backward(
     let bdl = shape.batch * shape.dim * shape.len;
     let dout = Rng::fresh("bench selective backward").vec(bdl, |r| r.range_f64(-1.0, 1.0) as f32);
     let want = reference_backward(args, &dout).map_err(err)?;
-    let reference_time = median_times(3, &mut [&mut || drop(reference_backward(args, &dout))])[0];
+    let reference_time = median_times(REFERENCE_REPS, &mut [&mut || drop(reference_backward(args, &dout))])[0];
     let bytes = 4.0 * (3 * bdl + 2 * shape.batch * shape.state * shape.len + bdl + 3 * bdl) as f64;
     let copies = CopyRates::measure(bytes as usize, Cpu::new().threads(), reps);
     let mut rows = Vec::new();
@@ -461,7 +469,10 @@ fn selective_backward(
     }
     rows.push(Row {
         case: name.clone(),
-        method: format!("f64 reference backward, sequential ({:.1} ms)", reference_time.as_secs_f64() * 1e3),
+        method: format!(
+            "f64 reference backward, sequential ({:.1} ms, median of {REFERENCE_REPS})",
+            reference_time.as_secs_f64() * 1e3
+        ),
         gbps: bytes / reference_time.as_secs_f64() / 1e9,
         vs_copy: bytes / reference_time.as_secs_f64() / 1e9 / copies.one,
         vs_sequential: 1.0,

@@ -22,6 +22,7 @@ use scan::{scan_op, CudaOp, ScanSpec};
 use scan_cuda::{Algorithm, Cuda, DeviceBuffer, SinglePassPolicy, StatusLayout, Tuning};
 use scan_testing::Rng;
 
+use crate::against_copy::CALLS;
 use crate::check::{bad_recurrence, bad_recurrence_f64, bad_sum, sign, step};
 use crate::{Args, Row};
 
@@ -60,12 +61,16 @@ pub fn run(args: &Args) -> Result<Report, String> {
     let mut notes = String::new();
     if args.gpu_policies_only {
         policies(&mut rng, args, &mut notes)?;
-        let about = format!("GPU: {cuda}: single-pass policies only");
+        let about = format!(
+            "GPU: {cuda}: single-pass policies only, one call between two CUDA events, median of {}",
+            args.reps
+        );
         return Ok(Report { about, rows, notes });
     }
     if args.gpu_selective_only {
         let (r, note) = crate::gpu_selective::run(cuda, args.reps)?;
-        let about = format!("GPU: {cuda}: the selective scan only, one call between two CUDA events");
+        let about =
+            format!("GPU: {cuda}: the selective scan only, one call between two CUDA events (counts in the notes)");
         return Ok(Report { about, rows: r, notes: note });
     }
     if args.gpu_fused_only {
@@ -88,7 +93,11 @@ pub fn run(args: &Args) -> Result<Report, String> {
         if let Ok(sweep) = std::env::var("SCAN_BENCH_FUSED_SWEEP") {
             rows.extend(crate::gpu_fused::sweep(28, args.reps, Some(sweep.as_str()))?);
         }
-        let about = format!("GPU: {cuda}: fused maps only, single-pass, one call between two CUDA events");
+        let about = format!(
+            "GPU: {cuda}: fused maps only, single-pass, one call between two CUDA events (back to back: {CALLS} calls), \
+             median of {}",
+            args.reps
+        );
         return Ok(Report { about, rows, notes });
     }
     if args.gpu_rows_only {
@@ -100,17 +109,20 @@ pub fn run(args: &Args) -> Result<Report, String> {
         if sweep.is_some() {
             rows.extend(crate::gpu_rows::sweep(args.reps)?);
         }
-        let about = format!("GPU: {cuda}: rows and segments only, single-pass, one call between two CUDA events");
+        let about = format!(
+            "GPU: {cuda}: rows and segments only, single-pass, one call between two CUDA events, median of {}",
+            args.reps
+        );
         return Ok(Report { about, rows, notes });
     }
     if args.gpu_latency_only {
         latency(cuda, &mut rng, args, &mut notes)?;
-        let about = format!("GPU: {cuda}: time per call only (f32 add 2^16 and 2^24)");
+        let about = format!("GPU: {cuda}: time per call only (f32 add 2^16 and 2^24; counts in the notes)");
         return Ok(Report { about, rows, notes });
     }
     if args.gpu_host_only {
         host(&mut rng, args, &mut notes)?;
-        let about = format!("GPU: {cuda}: scans of host slices only");
+        let about = format!("GPU: {cuda}: scans of host slices only (counts in the notes)");
         return Ok(Report { about, rows, notes });
     }
 
@@ -197,11 +209,15 @@ pub fn run(args: &Args) -> Result<Report, String> {
     let about = format!(
         "GPU: {cuda}, NVRTC {}.{}; single-pass = decoupled look-back, one launch (default policy for f32: {:?}); \
          Blelloch = multi-block (scan tiles + totals, scan totals, add prefixes); inclusive forward, out of place; \
-         copy = device-to-device memcpy of the same bytes; one call between two CUDA events; {}",
+         copy = device-to-device memcpy of the same bytes; one call between two CUDA events, median of {reps} \
+         (fused maps' back to back: {CALLS} calls between two events, median of {reps}); replayed rows: {calls} calls \
+         in a CUDA graph, median of {reps} replays; the sections below say their own counts; {}",
         cuda.nvrtc_version().0,
         cuda.nvrtc_version().1,
         SinglePassPolicy::plain_default(4, 90).map_err(|e| e.to_string())?,
-        cuda.compile_stats()
+        cuda.compile_stats(),
+        reps = args.reps,
+        calls = args.reps.max(2),
     );
     Ok(Report { about, rows, notes })
 }
@@ -341,7 +357,7 @@ where
 }
 
 /// The first executor's scan and a copy as [`case`] times them, but replayed
-/// ([`replayed_ms`]: `reps` calls, the median of 3 replays) on a twin
+/// ([`replayed_ms`]: `reps` calls, the median of `reps` replays) on a twin
 /// executor with a stream of its own. Both rows' x copy is against
 /// `one_call_copy`, the GB/s of [`case`]'s one-call copy in the same run: a
 /// copy recorded in a graph runs as a memcpy node on a copy engine, slower
@@ -361,7 +377,7 @@ where
 {
     let cuda = own_stream()?.with_algorithm(like.algorithm()).with_tuning(like.tuning());
     let calls = reps.max(2);
-    let (scan_ms, copy_ms) = replayed_ms::<Op>(&cuda, name, input, calls, 3, bad)?;
+    let (scan_ms, copy_ms) = replayed_ms::<Op>(&cuda, name, input, calls, reps, bad)?;
     let bytes = 2.0 * std::mem::size_of_val(input) as f64;
     let gbps = |ms: f32| bytes / (f64::from(ms) * 1e-3) / 1e9;
     let (copy, scan) = (gbps(copy_ms), gbps(scan_ms));
@@ -380,8 +396,8 @@ where
         ),
         row(
             format!(
-                "GPU {}, replayed ({calls} calls in a CUDA graph, median of 3 replays; x copy: against the one-call \
-                 device copy)",
+                "GPU {}, replayed ({calls} calls in a CUDA graph, median of {reps} replays; x copy: against the \
+                 one-call device copy)",
                 cuda.algorithm()
             ),
             scan,
@@ -395,22 +411,23 @@ where
 /// beside them: one call between two events (median of 1000 at 2^16, of
 /// `reps` at 2^24); back to back (`calls` calls between one pair of events,
 /// so the events' own cost and the launch latency overlap the previous
-/// call's kernel; median of 5 such runs), the time per call a loop of scans
-/// sees; and replayed (`calls` calls recorded in a CUDA graph, the graph
-/// replayed between two events, median of 5: no host cost at all, on an
-/// executor with a stream of its own, `Cuda::time_replayed`).
+/// call's kernel; median of `reps` such runs), the time per call a loop of
+/// scans sees; and replayed (`calls` calls recorded in a CUDA graph, the
+/// graph replayed between two events, median of `reps` replays: no host cost
+/// at all, on an executor with a stream of its own, `Cuda::time_replayed`).
 fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
     let _ = writeln!(
         notes,
         "\n## Time per call: f32 add of 2^16 and 2^24 items, one call, back to back and replayed\n\n\
-         one call: between two events, median of 1000 (2^16) or of {} (2^24); back to back: 1000 (2^16) or 100 (2^24) \
-         calls between two events, per call, median of 5; replayed: the same calls recorded in a CUDA graph, one \
-         replay between two events, per call, median of 5 (the copy's replayed column is a memcpy node in the graph, \
+         one call: between two events, median of 1000 (2^16) or of {reps} (2^24); back to back: 1000 (2^16) or 100 \
+         (2^24) calls between two events, per call, median of {reps} such runs; replayed: the same calls recorded in a \
+         CUDA graph, one replay between two events, per call, median of {reps} replays (the copy's replayed column is a \
+         memcpy node in the graph, \
          run by a copy engine, slower than the copy a call runs: not the replayed scans' baseline)\n\n\
          | n | method | us per call (one call) | us per call (back to back) | us per call (replayed) | GB/s (one call) \
          | GB/s (back to back) | GB/s (replayed) |\n\
          |---|---|---:|---:|---:|---:|---:|---:|",
-        args.reps
+        reps = args.reps
     );
     // The default executor, then any tile shapes named by
     // SCAN_BENCH_LATENCY_SHAPES (for tuning the policy at these sizes).
@@ -427,7 +444,7 @@ fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Resul
         let pristine = cuda.upload(&x).map_err(err(name))?;
         let mut work = cuda.upload(&x).map_err(err(name))?;
         let one_call = |f: &mut dyn FnMut() -> scan::Result<()>| one_call_us(cuda, name, single_reps, f);
-        let back_to_back = |f: &mut dyn FnMut() -> scan::Result<()>| back_to_back_us(cuda, name, calls, f);
+        let back_to_back = |f: &mut dyn FnMut() -> scan::Result<()>| back_to_back_us(cuda, name, calls, args.reps, f);
         let gbps = |us: f32| 8.0 * x.len() as f64 / (f64::from(us) * 1e-6) / 1e9;
         let mut lines = Vec::new();
         // The default executor's replayed copy, timed with its replayed scan.
@@ -440,11 +457,11 @@ fn latency(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Resul
                     let bad = |got: &[f32]| bad_sum(&x, got);
                     checked::<Add<f32>>(cuda, name, &x, &pristine, &mut work, &bad)?;
                     let mut scan = || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive());
-                    let (scan_ms, copy_ms) = replayed_ms::<Add<f32>>(&replayer, name, &x, calls, 5, &bad)?;
+                    let (scan_ms, copy_ms) = replayed_ms::<Add<f32>>(&replayer, name, &x, calls, args.reps, &bad)?;
                     copy_replayed = copy_ms * 1e3;
                     (one_call(&mut scan)?, back_to_back(&mut scan)?, scan_ms * 1e3)
                 }
-                Some(other) => tuned_latency(other, name, &x, single_reps, calls)?,
+                Some(other) => tuned_latency(other, name, &x, single_reps, calls, args.reps)?,
             };
             lines.push((method.clone(), times));
         }
@@ -508,22 +525,25 @@ fn own_stream() -> Result<Cuda, String> {
     Cuda::new().and_then(Cuda::with_own_stream).map_err(|e| e.to_string())
 }
 
-/// One call, back to back and replayed (as [`latency`]) of f32 add on
-/// `cuda` (an executor with a stream of its own), after a checked call.
+/// One call, back to back and replayed (as [`latency`]: medians of `runs`
+/// runs and replays) of f32 add on `cuda` (an executor with a stream of its
+/// own), after a checked call.
 fn tuned_latency(
     cuda: &Cuda,
     name: &str,
     x: &[f32],
     single_reps: usize,
     calls: usize,
+    runs: usize,
 ) -> Result<(f32, f32, f32), String> {
     let pristine = cuda.upload(x).map_err(err(name))?;
     let mut work = cuda.upload(x).map_err(err(name))?;
     let bad = |got: &[f32]| bad_sum(x, got);
     checked::<Add<f32>>(cuda, name, x, &pristine, &mut work, &bad)?;
     let mut scan = || cuda.scan_device_into::<Add<f32>>(&pristine, &mut work, ScanSpec::inclusive());
-    let (one, b2b) = (one_call_us(cuda, name, single_reps, &mut scan)?, back_to_back_us(cuda, name, calls, &mut scan)?);
-    Ok((one, b2b, replayed_ms::<Add<f32>>(cuda, name, x, calls, 5, &bad)?.0 * 1e3))
+    let one = one_call_us(cuda, name, single_reps, &mut scan)?;
+    let b2b = back_to_back_us(cuda, name, calls, runs, &mut scan)?;
+    Ok((one, b2b, replayed_ms::<Add<f32>>(cuda, name, x, calls, runs, &bad)?.0 * 1e3))
 }
 
 /// Microseconds per call of `work`, one call between two events: the median
@@ -542,15 +562,16 @@ fn one_call_us(
 }
 
 /// Microseconds per call of `work`, `calls` calls back to back between two
-/// events: the median of 5 such runs.
+/// events: the median of `runs` such runs.
 fn back_to_back_us(
     cuda: &Cuda,
     name: &str,
     calls: usize,
+    runs: usize,
     work: &mut dyn FnMut() -> scan::Result<()>,
 ) -> Result<f32, String> {
-    let mut runs = Vec::new();
-    for _ in 0..5 {
+    let mut per_call = Vec::new();
+    for _ in 0..runs {
         let ((), ms) = cuda
             .time(|| {
                 for _ in 0..calls {
@@ -559,9 +580,9 @@ fn back_to_back_us(
                 Ok(())
             })
             .map_err(err(name))?;
-        runs.push(ms * 1e3 / calls as f32);
+        per_call.push(ms * 1e3 / calls as f32);
     }
-    Ok(median(runs))
+    Ok(median(per_call))
 }
 
 /// f32 add from a host `Vec` into a host `Vec` (the staged path: chunks
@@ -639,11 +660,21 @@ fn host(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
     Ok(())
 }
 
+/// Calls per method in the size sweep up to 2^20 items, where a call takes
+/// microseconds (`--reps` above).
+const SWEEP_SMALL_REPS: usize = 200;
+
 /// f32 add over 2^12 to 2^30 items, single-pass against the copy; written to
 /// `--sweep-out` as CSV for bench/plot.py and summarised in the notes.
 fn sweep(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
     let mut csv = String::from("n,method,gbps\n");
-    let _ = writeln!(notes, "\n## f32 add by size (single-pass vs device copy)\n\n| n | copy GB/s | single-pass GB/s | x copy |\n|---|---:|---:|---:|");
+    let _ = writeln!(
+        notes,
+        "\n## f32 add by size (single-pass vs device copy)\n\n\
+         one call between two events, interleaved with the copy: median of {SWEEP_SMALL_REPS} up to 2^20, of {} \
+         above\n\n| n | copy GB/s | single-pass GB/s | x copy |\n|---|---:|---:|---:|",
+        args.reps
+    );
     for log in (12..=30).step_by(2) {
         let name = format!("sweep 2^{log}");
         let n = 1usize << log;
@@ -651,7 +682,7 @@ fn sweep(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Result<
         let pristine = cuda.upload(&x).map_err(err(&name))?;
         let mut work = cuda.upload(&x).map_err(err(&name))?;
         checked::<Add<f32>>(cuda, &name, &x, &pristine, &mut work, &|got| bad_sum(&x, got))?;
-        let reps = if log <= 20 { 200 } else { args.reps };
+        let reps = if log <= 20 { SWEEP_SMALL_REPS } else { args.reps };
         let (mut copy_ms, mut scan_ms) = (Vec::new(), Vec::new());
         for _ in 0..reps {
             copy_ms.push(cuda.time(|| work.copy_from(&pristine)).map_err(err(&name))?.1);
@@ -675,7 +706,9 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     let _ = writeln!(
         notes,
         "\n## Single-pass policies (threads x items per thread, look-back statuses per lane, blocks per SM, stages, status)\n\n\
-         | case | policy | GB/s | x copy |\n|---|---|---:|---:|"
+         one call between two events, interleaved with the copy, median of {}\n\n\
+         | case | policy | GB/s | x copy |\n|---|---|---:|---:|",
+        args.reps
     );
     // (scanning threads, items per thread, look-back statuses per lane,
     // blocks per SM, stages, status layout, early loads: a tile's loads

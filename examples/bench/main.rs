@@ -208,7 +208,11 @@ fn main() -> ExitCode {
     };
     let mut rows = Vec::new();
     let mut notes = String::new();
-    let mut header = format!("# scan benchmark: median of {} reps", args.reps);
+    // Not one count for the file: the sections' medians are of different
+    // counts (replays, runs of calls, fixed counts for microsecond calls), and
+    // each says its own.
+    let mut header =
+        format!("# scan benchmark (--reps {}: each section says what its figures are medians of)", args.reps);
     if args.cpu {
         match cpu::run(&args) {
             Ok((about, r)) => {
