@@ -1,11 +1,12 @@
 //! The environment variables that override scan-cuda's choices for tuning
 //! experiments: `SCAN_CUDA_POLICY`, `SCAN_CUDA_SELECTIVE_KERNEL` and
-//! `SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES`. A program sets the same through
-//! [`Tuning`](crate::Tuning); the variables let a benchmark binary be
-//! steered without a rebuild. `SCAN_CUDA_COMPACT_SCATTER_BLOCKS` (a register
-//! bound on the compaction's scatter, as blocks per SM) has no `Tuning`
-//! twin: it is a timing experiment only, read when the executor first
-//! builds its compaction module.
+//! `SCAN_CUDA_SELECTIVE_BACKWARD_CARRIES`; they let a benchmark binary be
+//! steered without a rebuild. Only the selective kernel has a
+//! [`Tuning`](crate::Tuning) twin (`Tuning::selective_kernel`); the
+//! Blelloch block shape (`SCAN_CUDA_POLICY`), the backward's carries
+//! kernel and `SCAN_CUDA_COMPACT_SCATTER_BLOCKS` (a register bound on the
+//! compaction's scatter, as blocks per SM, read when the executor first
+//! builds its compaction module) are timing experiments only.
 //!
 //! An unset or empty variable is not set. A value that does not parse is
 //! ignored and the default runs, as before; but the first time scan-cuda

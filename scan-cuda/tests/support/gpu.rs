@@ -10,7 +10,9 @@ use scan_testing::{boundary_sizes, Rng};
 
 /// The GPU, or a failure: a GPU test that cannot run must not pass. (These
 /// tests are `#[ignore]`d so that machines without a GPU never run them;
-/// `SCAN_REQUIRE_GPU=1` is the GPU machine's promise that one is there.)
+/// run with `--ignored` they fail without one, whatever the environment.
+/// The runner scripts set `SCAN_REQUIRE_GPU=1`, which only shows in this
+/// message: it says the run was meant for a GPU machine.)
 pub fn cuda() -> Cuda {
     match Cuda::new() {
         Ok(cuda) => cuda,
