@@ -433,6 +433,23 @@ fn an_own_stream_executor_scans_and_its_replayed_scans_are_exact() {
     let default = cuda();
     let refused = default.time_replayed(2, 1, || Ok(()));
     assert!(matches!(refused, Err(scan::Error::Unsupported(_))), "{refused:?}");
+    // A buffer made before the switch lives on the default stream, whose
+    // copies and free would not wait for the own stream's scans: refused,
+    // unchanged. The executor's scratch (made on the default stream by a
+    // scan of many tiles) was dropped at the switch: a larger scan then
+    // grows it on the own stream, exact.
+    let x: Vec<u32> = (0..300_001u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let mut early = default.upload(&x).unwrap();
+    default.scan_device::<AddU32>(&mut early, ScanSpec::inclusive()).unwrap();
+    let scanned = early.download().unwrap();
+    let own = default.with_own_stream().unwrap();
+    let err = own.scan_device::<AddU32>(&mut early, ScanSpec::inclusive()).unwrap_err();
+    assert!(err.to_string().contains("another CUDA stream"), "{err}");
+    assert!(early.download().unwrap() == scanned, "a refused scan changed the buffer");
+    let larger: Vec<u32> = (0..3_000_001u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let mut buf = own.upload(&larger).unwrap();
+    own.scan_device::<AddU32>(&mut buf, ScanSpec::inclusive()).unwrap();
+    assert!(buf.download().unwrap() == reference::scan::<AddU32>(&larger, ScanSpec::inclusive()));
 }
 
 /// A graph the user records on an executor's own stream: a single-pass scan

@@ -164,6 +164,14 @@ pub struct Cuda {
     replaying: AtomicBool,
 }
 
+/// Queued work ends before the executor's modules are unloaded and its
+/// scratch freed (an unload with launches pending is not defined to wait).
+impl Drop for Cuda {
+    fn drop(&mut self) {
+        let _ = self.stream.synchronize();
+    }
+}
+
 impl std::fmt::Debug for Cuda {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Cuda({} #{}, {}, {})", self.name, self.ctx.ordinal(), self.arch, self.algorithm)
@@ -290,7 +298,10 @@ impl Cuda {
     /// ```
     pub fn with_tuning(mut self, tuning: Tuning) -> Cuda {
         if tuning.shape() != self.tuning.shape() {
-            // Modules built for the old shape do not fit the new one.
+            // Modules built for the old shape do not fit the new one. Their
+            // queued launches finish before they are unloaded (a failure
+            // here shows at the next call on the stream).
+            let _ = self.synchronize();
             self.modules.get_mut().unwrap_or_else(|p| p.into_inner()).clear();
         }
         self.tuning = tuning;
@@ -443,6 +454,9 @@ impl Cuda {
     /// streams, and a graph cannot capture waits on events recorded outside
     /// it), so a buffer of this executor that work on another stream also
     /// touches needs that stream synchronized by hand, as in plain cudarc.
+    /// Buffers made before the switch live on the default stream, and this
+    /// executor's calls refuse them (their copies and their free would not
+    /// wait for its scans): make them with the executor it returns.
     ///
     /// A graph recorded on this stream by the caller (cudarc's
     /// `begin_capture`) takes Blelloch scans and single-pass scans of one
@@ -462,6 +476,16 @@ impl Cuda {
         // What the default stream holds of this executor's finishes first:
         // the new stream does not wait for the legacy default stream.
         self.synchronize()?;
+        // Scratch made so far was allocated on the default stream, where a
+        // later growth would free it, in that stream's order only: while
+        // this executor's kernels on the new stream still use it (a
+        // helper's review). Dropped now, while nothing uses it; the next
+        // uses make it again, on the new stream.
+        for module in self.modules.get_mut().unwrap_or_else(|p| p.into_inner()).values() {
+            *lock(&module.tile_state) = Default::default();
+        }
+        *self.segment_bits.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.selective_scratch.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
         // SAFETY: `Cuda::new` retains the primary context in a handle of its
         // own, so this switches off the events of this executor's buffers
         // only; each is used on this executor's one stream (the doc above
@@ -484,7 +508,10 @@ impl Cuda {
     /// epochs, which is safe because every recorded scan rewrites every
     /// status of its size with a new epoch before the next one runs: hence
     /// at least two calls. The executor needs a stream of its own
-    /// ([`with_own_stream`](Cuda::with_own_stream)).
+    /// ([`with_own_stream`](Cuda::with_own_stream)), and no other thread may
+    /// use it meanwhile: a recording belongs to the stream, so another
+    /// thread's launches would be recorded instead of run, and a scratch it
+    /// grows would leave the graph's kernels with the freed one.
     pub fn time_replayed(&self, calls: usize, replays: usize, mut work: impl FnMut() -> Result<()>) -> Result<f32> {
         if calls < 2 || replays == 0 {
             return Err(Error::Other(format!(
@@ -502,10 +529,12 @@ impl Cuda {
         self.stream.begin_capture(mode).map_err(|e| driver_error("beginning a graph capture", e))?;
         // Single-pass launches refuse a recording unless it is this one.
         self.replaying.store(true, Ordering::Relaxed);
-        let recorded = (0..calls).try_for_each(|_| work());
+        let recorded = catch_unwind(AssertUnwindSafe(|| (0..calls).try_for_each(|_| work())));
         self.replaying.store(false, Ordering::Relaxed);
-        // End the capture on every path, so that the stream is usable again.
+        // End the capture on every path, a panic in `work` included, so that
+        // the stream is usable again.
         let graph = self.stream.end_capture(sys::CUgraphInstantiate_flags(0));
+        let recorded = recorded.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         recorded?;
         let graph = graph
             .map_err(|e| driver_error("ending a graph capture", e))?
@@ -594,6 +623,10 @@ impl Cuda {
         let mut buf = self.alloc_unwritten::<T>(items.len())?;
         if !items.is_empty() {
             self.stream.memcpy_htod(raw(items), &mut buf.slice).map_err(|e| driver_error("upload", e))?;
+            // From page-locked memory the copy is still reading `items`
+            // after the call (from pageable memory the driver has staged
+            // them already): it ends before the borrow does.
+            self.stream.synchronize().map_err(|e| driver_error("upload", e))?;
         }
         Ok(buf)
     }
@@ -602,6 +635,18 @@ impl Cuda {
         if buf.stream().context().cu_ctx() != self.ctx.cu_ctx() {
             return Err(Error::Other(format!(
                 "`{argument}` is a device buffer of another CUDA device or context than this executor's"
+            )));
+        }
+        // A buffer's own copies and its free run on the stream it was made
+        // on (`download`, `drop`); a stream of its own does not wait for
+        // another, so scanning a buffer of another stream here would race
+        // them (a helper's review: a download read the data before the
+        // scan, and a drop freed it while the scan ran).
+        if buf.stream().cu_stream() != self.stream.cu_stream() {
+            return Err(Error::Other(format!(
+                "`{argument}` is a device buffer of another CUDA stream than this executor's (one made before \
+                 `with_own_stream`, or by another executor with a stream of its own): its copies and its free \
+                 would not wait for this executor's scans; make it with this executor (`upload`, `alloc`)"
             )));
         }
         Ok(())
