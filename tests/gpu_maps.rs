@@ -165,40 +165,56 @@ fn half_precision_inputs_accumulate_in_f32() {
     }
 }
 
-/// bf16 sums in narrow slots take the deterministic look-back's fixed
-/// groups by default (`SinglePassPolicy::narrow_sums_for`): sums of values
-/// whose f32 roundings depend on the grouping give the same bits on every
-/// run, over several groups of 128 tiles, under the default schedule and
-/// an adversarial one.
+/// bf16 and f16 sums in narrow slots take the deterministic look-back's
+/// fixed groups by default (`SinglePassPolicy::narrow_sums_for`): sums of
+/// values whose f32 roundings depend on the grouping give the same bits on
+/// every run, over several groups of 128 tiles, under the default schedule
+/// and an adversarial one.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn bf16_sums_are_bitwise_the_same_from_run_to_run() {
-    let mut rng = Rng::fresh("bf16 sums determinism");
+    // bf16 in [0, 1); f16 in [0, 1/64), so that the sums stay under f16's
+    // largest finite value (65504) over 3 x 128 tiles.
+    half_sums_are_bitwise_the_same_from_run_to_run::<bf16>("bf16", 1.0);
+    half_sums_are_bitwise_the_same_from_run_to_run::<f16>("f16", 1.0 / 64.0);
+}
+
+fn half_sums_are_bitwise_the_same_from_run_to_run<H>(what: &str, top: f64)
+where
+    H: maps::Half + scan::CudaType,
+    WidenNarrow<H>: CudaMaps<Add<f32>, Input = H, Output = H>,
+{
+    let mut rng = Rng::fresh(&format!("{what} sums determinism"));
     let tile = mapped_tile::<Add<f32>>(2);
     let chaos = cuda().with_tuning(Tuning::default().adversarial_schedule(0x5eed));
     for (cuda, n, runs) in [(cuda(), 3 * 128 * tile + 4321, 20), (chaos, 140 * tile + 7, 3)] {
         let n = n.min(max_len());
-        let x: Vec<bf16> = (0..n).map(|_| bf16::from_f64(rng.range_f64(0.0, 1.0))).collect();
+        let x: Vec<H> = (0..n).map(|_| H::narrow(rng.range_f64(0.0, top) as f32)).collect();
         let dx = cuda.upload(&x).unwrap();
-        let mut y = cuda.upload(&poisoned::<bf16>(n)).unwrap();
-        let mut first: Option<Vec<u16>> = None;
+        let mut y = cuda.upload(&poisoned::<H>(n)).unwrap();
+        let mut first: Option<Vec<u32>> = None;
         for run in 0..runs {
-            cuda.scan_mapped_device_into::<Add<f32>, WidenNarrow<bf16>, _>(&dx, &mut y, ScanSpec::inclusive()).unwrap();
-            let bits: Vec<u16> = y.download().unwrap().iter().map(|v| v.to_bits()).collect();
+            cuda.scan_mapped_device_into::<Add<f32>, WidenNarrow<H>, _>(&dx, &mut y, ScanSpec::inclusive()).unwrap();
+            // Widening is exact and one to one (no NaNs here): the f32 bits
+            // tell the 2-byte values apart.
+            let bits: Vec<u32> = y.download().unwrap().iter().map(|v| v.widen().to_bits()).collect();
             match &first {
                 None => {
-                    // The sums themselves, every one within bf16's rounding
-                    // (a relative 2^-8; the f32 sums' own errors are far
-                    // smaller) of the exact prefix sum.
+                    // The sums themselves, every one within the narrow
+                    // type's rounding (bf16: a relative 2^-8; the f32 sums'
+                    // own errors are far smaller) of the exact prefix sum.
                     let mut exact = 0.0f64;
                     for (i, (v, b)) in x.iter().zip(&bits).enumerate() {
-                        exact += v.to_f64();
-                        let got = bf16::from_bits(*b).to_f64();
-                        assert!((got - exact).abs() <= exact / 128.0, "n = {n}: sum {i} is {got}, want {exact}");
+                        exact += f64::from(v.widen());
+                        let got = f64::from(f32::from_bits(*b));
+                        assert!(
+                            (got - exact).abs() <= exact / 128.0,
+                            "{what}, n = {n}: sum {i} is {got}, want {exact}"
+                        );
                     }
                     first = Some(bits);
                 }
-                Some(want) => assert!(bits == *want, "n = {n}, run {run}: the bf16 sums changed"),
+                Some(want) => assert!(bits == *want, "{what}, n = {n}, run {run}: the sums changed"),
             }
         }
     }

@@ -24,7 +24,7 @@ use scan::ops::{Add, LinearRecurrence, MatMul2x2};
 use scan::{CudaOp, ScanSpec};
 use scan_core::reference;
 use scan_cuda::{Algorithm, Cuda, SinglePassPolicy, StatusLayout, Tuning};
-use scan_testing::Rng;
+use scan_testing::{within, Rng};
 use support::gpu::{cuda, free_lookback_tile, max_len, poisoned, single_pass_tile, small_int};
 use support::ops::{AddF64x8, AddU64x20};
 use support::user_ops::{AffineI32Counted, QuaternionProduct};
@@ -335,6 +335,64 @@ fn deterministic_float_scans_are_bitwise_identical_whatever_the_schedule() {
         assert!(same(&host, &want_host), "host scan, executor {e}: {:?}", cuda.tuning());
     }
     eprintln!("deterministic: 50 f32 add scans of {n} items bitwise identical under perturbed schedules");
+}
+
+/// `with_deterministic(true)` for items other than 4 bytes (fixed groups of
+/// 64 tiles): f64 sums (8 bytes), the f64 recurrence (16, not commutative)
+/// and the quaternion product (32, not commutative), every kind and
+/// direction, give the same bits on three executors (the default schedule,
+/// an adversarial one, one block per SM), and the first result is close to
+/// the sequential fold, so that "identical" is not "identically wrong".
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_deterministic_mode_holds_for_wider_items_in_every_direction() {
+    let mut rng = Rng::fresh("deterministic wide items");
+    let n = ((1usize << 21) + 5).min(max_len());
+    let sums: Vec<f64> = rng.vec(n, |r| r.range_f64(-1.0, 1.0));
+    let recurrence: Vec<(f64, f64)> = rng.vec(n, |r| (r.range_f64(0.9, 1.0), r.range_f64(-1.0, 1.0)));
+    // Unit quaternions: their products stay of norm 1.
+    let quaternions: Vec<[f64; 4]> = rng.vec(n / 4, |r| {
+        let q = [0; 4].map(|_| r.range_f64(-1.0, 1.0));
+        let norm = q.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-3);
+        q.map(|v| v / norm)
+    });
+    same_bits_on_every_schedule::<Add<f64>>("f64 add", &sums, |v| vec![*v]);
+    same_bits_on_every_schedule::<LinearRecurrence<f64>>("f64 recurrence", &recurrence, |v| vec![v.0, v.1]);
+    same_bits_on_every_schedule::<QuaternionProduct>("quaternion product", &quaternions, |v| v.to_vec());
+}
+
+/// Scans `input` with every spec on three deterministic executors and checks
+/// that each gives the first one's bits, and that the first is within 1e-6
+/// (relative, past 1) of the sequential fold in every component.
+fn same_bits_on_every_schedule<Op: CudaOp>(what: &str, input: &[Op::Item], parts: impl Fn(&Op::Item) -> Vec<f64>) {
+    let t = Tuning::default().deterministic(true);
+    let executors = [
+        cuda().with_tuning(t),
+        cuda().with_tuning(t.adversarial_schedule(0xD1CE)),
+        cuda().with_tuning(t.blocks_per_sm(1)),
+    ];
+    let flat = |items: &[Op::Item]| items.iter().flat_map(&parts).collect::<Vec<f64>>();
+    for spec in ScanSpec::ALL {
+        let want = flat(&reference::scan::<Op>(input, spec));
+        let mut first: Option<Vec<u64>> = None;
+        for (e, cuda) in executors.iter().enumerate() {
+            let dx = cuda.upload(input).unwrap();
+            let mut out = cuda.upload(&poisoned::<Op::Item>(input.len())).unwrap();
+            cuda.scan_device_into::<Op>(&dx, &mut out, spec).unwrap();
+            let got = flat(&out.download().unwrap());
+            let bits: Vec<u64> = got.iter().map(|v| v.to_bits()).collect();
+            match &first {
+                None => {
+                    if let Some(i) = (0..got.len()).find(|&i| !within(got[i], want[i], 1e-6 * want[i].abs().max(1.0))) {
+                        panic!("{what}, {spec:?}: component {i} is {}, the sequential fold {}", got[i], want[i]);
+                    }
+                    first = Some(bits);
+                }
+                Some(bits0) => assert!(bits == *bits0, "{what}, {spec:?}: executor {e} ({:?}) differs", cuda.tuning()),
+            }
+        }
+    }
+    eprintln!("{what}: {} items, every spec, the same bits on 3 schedules", input.len());
 }
 
 #[test]

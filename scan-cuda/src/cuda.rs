@@ -325,8 +325,13 @@ impl Cuda {
     /// code path, and deterministic by default for 4-byte items). Rows of
     /// more than half a tile and at most one (2049 to 4096 f32 items,
     /// strided or not) are deterministic whatever this says: a block scans
-    /// each row alone. Other rows and segmented scans are not covered. The
-    /// Blelloch algorithm is deterministic anyway.
+    /// each row alone. Fused maps (`scan_mapped` ...) are covered when
+    /// this is `true`; unset, bf16/f16 sums through `WidenNarrow` and the
+    /// f32 recurrence through `Recurrence` take fixed groups where the GPU
+    /// has the shared memory for their shape (the recurrence: not on sm_70,
+    /// sm_75, sm_80 or sm_87; see the README's determinism table). Other
+    /// rows and segmented scans are not covered. The Blelloch algorithm is
+    /// deterministic anyway.
     ///
     /// ```no_run
     /// # fn main() -> scan_core::Result<()> {

@@ -655,4 +655,47 @@ mod tests {
         assert!(pairs.fallback.is_none());
         assert!(ModuleSource::family_of::<Add<f32>>(90, Tuning::default(), Family::Rows).unwrap().fallback.is_none());
     }
+
+    #[test]
+    fn fused_maps_take_fixed_groups_by_default_where_three_stages_fit_the_sm() {
+        // What README's determinism table says of fused maps on each GPU:
+        // the f32 recurrence from a[] and b[] (grouped runs of 8-byte items,
+        // two blocks per SM where plain scans fit two) and bf16 sums (narrow
+        // slots) take fixed groups only where three stages fit, else the
+        // free look-back.
+        use scan_core::maps::{bf16, Recurrence, WidenNarrow};
+        use scan_core::ops::LinearRecurrence;
+        let deterministic = |arch, tuning| {
+            let recurrence =
+                ModuleSource::mapped_policy::<LinearRecurrence<f32>, Recurrence>(arch, tuning, &[4, 4], Family::Mapped);
+            let bf16 = ModuleSource::mapped_policy::<Add<f32>, WidenNarrow<bf16>>(arch, tuning, &[2], Family::Mapped);
+            (recurrence.unwrap().unwrap().deterministic, bf16.unwrap().unwrap().deterministic)
+        };
+        let by_default: Vec<_> = [70, 75, 80, 86, 87, 89, 90, 100, 120]
+            .into_iter()
+            .map(|arch| (arch, deterministic(arch, Tuning::default())))
+            .collect();
+        assert_eq!(
+            by_default,
+            [
+                (70, (false, true)),
+                (75, (false, true)),
+                (80, (false, true)),
+                (86, (true, true)),
+                (87, (false, true)),
+                (89, (true, true)),
+                (90, (true, true)),
+                (100, (true, true)),
+                (120, (true, true)),
+            ]
+        );
+        // The mode, when set, holds on every GPU; tunings of the fused maps'
+        // slots leave the fixed-group shapes, and with them the default.
+        for arch in [70, 75, 80, 86, 90] {
+            assert_eq!(deterministic(arch, Tuning::default().deterministic(true)), (true, true), "sm_{arch}");
+        }
+        assert!(!deterministic(90, Tuning::default().grouped_runs(false)).0);
+        assert!(!deterministic(90, Tuning::default().staged_maps(true)).0);
+        assert!(!deterministic(90, Tuning::default().narrow_slots(false)).1);
+    }
 }

@@ -64,11 +64,15 @@ pub struct SinglePassPolicy {
     /// the plain code path, and each row starts afresh inside the fixed
     /// groups. Rows of more than half a tile and at most one are
     /// deterministic whatever this says (a block per row,
-    /// kernels/row_tiles.cuh). Other rows, segments (flags, offsets) and
-    /// fused maps are not.
+    /// kernels/row_tiles.cuh). Fused maps (kernels/maps.cuh) take the
+    /// same fixed groups when this is set. Other rows and segments (flags,
+    /// offsets) are not covered.
     /// On by default for plain scans and rows of 4-byte items
-    /// ([`SinglePassPolicy::plain_default`]), off otherwise:
-    /// [`Cuda::with_deterministic`](crate::Cuda::with_deterministic).
+    /// ([`SinglePassPolicy::plain_default`]), and for fused maps in narrow
+    /// slots or grouped runs where three stages fit
+    /// ([`narrow_sums_for`](SinglePassPolicy::narrow_sums_for),
+    /// [`grouped_maps_for`](SinglePassPolicy::grouped_maps_for)); off
+    /// otherwise: [`Cuda::with_deterministic`](crate::Cuda::with_deterministic).
     pub deterministic: bool,
     /// Fused maps (kernels/maps.cuh): whether a whole, aligned segment's
     /// input arrays are staged as 16-byte vectors in the warp's slice and
@@ -307,8 +311,10 @@ impl SinglePassPolicy {
     /// b[]): this shape (fused maps' 256 x 16, two blocks per SM) in three
     /// stages, which fit two blocks now that a stage holds a run of items
     /// per thread and nothing else, and the deterministic look-back (fixed
-    /// groups of 128 tiles), where the GPU has the shared memory for it.
-    /// H200, the recurrence at 2^28 (`SCAN_BENCH_FUSED_SWEEP=recurrence
+    /// groups of 128 tiles), where the GPU has the shared memory for it
+    /// (sm_86, sm_89, sm_90 and newer; sm_70, sm_75, sm_80 and sm_87 keep
+    /// this shape and its free look-back, unless the deterministic mode is
+    /// set). H200, the recurrence at 2^28 (`SCAN_BENCH_FUSED_SWEEP=recurrence
     /// bench --gpu-fused-only`, 2026-12-04, one call): 3980 GB/s, 0.94 of
     /// copy, against 3585 (0.85) for two stages and the free look-back, 3648
     /// (0.86) for three stages and the free look-back, 3307 (0.78) for

@@ -91,8 +91,8 @@ impl Tuning {
         self
     }
 
-    /// Whether plain scans and consecutive rows of whole tiles are
-    /// run-to-run deterministic (see
+    /// Whether plain scans, consecutive rows of whole tiles and fused maps
+    /// are run-to-run deterministic (see
     /// [`SinglePassPolicy::deterministic`]); without a
     /// [`lookback`](Tuning::lookback), a deterministic policy reads
     /// [`DETERMINISTIC_LOOKBACK`] statuses per lane (4 for 4-byte items:
@@ -104,14 +104,18 @@ impl Tuning {
     }
 
     /// Whether fused maps stage whole segments of their input arrays as
-    /// vectors (see [`SinglePassPolicy::staged_maps`]).
+    /// vectors (see [`SinglePassPolicy::staged_maps`]). Staged maps take no
+    /// grouped runs, so the f32 recurrence leaves its default fixed groups
+    /// for the free look-back unless [`Tuning::deterministic`] is set.
     pub fn staged_maps(mut self, staged: bool) -> Self {
         self.staged_maps = Some(staged);
         self
     }
 
     /// Whether fused maps that can keep narrow elements in their slots do
-    /// (see [`SinglePassPolicy::narrow_slots`]; on by default).
+    /// (see [`SinglePassPolicy::narrow_slots`]; on by default). Off, bf16
+    /// and f16 sums leave their default fixed groups for the free look-back
+    /// unless [`Tuning::deterministic`] is set.
     pub fn narrow_slots(mut self, narrow: bool) -> Self {
         self.narrow_slots = Some(narrow);
         self
@@ -124,7 +128,9 @@ impl Tuning {
 
     /// Whether fused maps whose inputs and output move in the same groups
     /// keep each lane's groups in the lane (see
-    /// [`SinglePassPolicy::grouped_runs`]; on by default).
+    /// [`SinglePassPolicy::grouped_runs`]; on by default). Off, the f32
+    /// recurrence leaves its default fixed groups for the free look-back
+    /// unless [`Tuning::deterministic`] is set.
     pub fn grouped_runs(mut self, grouped: bool) -> Self {
         self.grouped_runs = Some(grouped);
         self
@@ -147,7 +153,8 @@ impl Tuning {
 
     /// [`Tuning::deterministic`] as set: `None` when left to the policy
     /// (deterministic for plain scans and rows of whole tiles of 4-byte
-    /// items).
+    /// items, and for fused maps in narrow slots or grouped runs where three
+    /// stages fit).
     pub fn deterministic_setting(self) -> Option<bool> {
         self.deterministic
     }

@@ -1,6 +1,8 @@
 //! The selective scan's backward pass on the GPU, every sum in an order
-//! fixed by the shapes, so that the gradients are bitwise the same from run
-//! to run. The forward states are recomputed, never stored whole. Two
+//! fixed by the shapes and the GPU (whether gradient blocks take whole rows
+//! follows its resident blocks: `whole_rows`), so that the gradients are
+//! bitwise the same from run to run on one GPU; another model may group
+//! them differently. The forward states are recomputed, never stored whole. Two
 //! paths: the tile kernels (backward_tiles.rs, the default for
 //! Mamba's layout with N 9 to 16 and at least 4096 rows: checkpoints every
 //! 8 steps, then one gradient kernel), and here the lane kernels
