@@ -155,7 +155,8 @@ fn rows_of_whole_tiles_cross_look_back_groups_exactly_and_deterministically() {
 /// The README's determinism table says float rows of 2049 to 4096 items give
 /// the same bits from run to run "strided or not, whatever the mode" (a block
 /// per row, row_tiles.cuh, with no look-back). The consecutive case is tested
-/// above; this tests the strided one: strides that leave every row but the
+/// above; this tests the strided one, and rows of at most half a tile,
+/// consecutive and strided: strides that leave every row but the
 /// first unaligned, float data that rounds, three schedules (two striding
 /// blocks under the adversarial one) and the three look-back modes, every
 /// spec, each compared with the first run bit for bit, and the padding
@@ -164,7 +165,20 @@ fn rows_of_whole_tiles_cross_look_back_groups_exactly_and_deterministically() {
 #[ignore = "needs a CUDA GPU"]
 fn strided_float_rows_of_one_tile_are_bitwise_the_same_on_every_schedule_and_mode() {
     let tile = segmented_tile::<Add<f32>>();
-    let shapes = [(300, tile / 2 + 1, tile + 1), (64, tile - 3, tile + 9), (33, tile, tile + 4), (5, 3000, 3001)];
+    // Rows of one tile (a block each), then rows of at most half a tile
+    // (several a tile, heads.cuh): a row spans at most two tiles, and the
+    // look-back of its second stops at the previous tile, which holds the
+    // row's head, so that its value is that tile's alone, whatever the
+    // look-back met (a select, not an arithmetic mask): fixed as well.
+    let shapes = [
+        (300, tile / 2 + 1, tile + 1),
+        (64, tile - 3, tile + 9),
+        (33, tile, tile + 4),
+        (5, 3000, 3001),
+        (3000, 1000, 1000),
+        (2000, 700, 713),
+        (700, tile / 2, tile / 2 + 5),
+    ];
     let mut rng = Rng::fresh("strided float rows of one tile");
     for (rows, len, stride) in shapes {
         let n = (rows - 1) * stride + len + 3;

@@ -269,6 +269,19 @@ fn integer_scans_are_run_to_run_identical_and_float_scans_as_documented() {
         // Blelloch's grouping is fixed; so is the single-pass one of 4-byte
         // items, which take the deterministic look-back by default.
         assert_eq!(float_results.len(), 1, "{algorithm}: f32 add must be run-to-run identical by default");
+        // The other kinds and directions (exclusive, reverse: other kernels'
+        // instantiations of the same grouping), 10 runs each.
+        for spec in ScanSpec::ALL.into_iter().filter(|&s| s != ScanSpec::inclusive()) {
+            let mut first: Option<Vec<u32>> = None;
+            for run in 0..10 {
+                cuda.scan_device_into::<Add<f32>>(&df, &mut of, spec).unwrap();
+                let bits: Vec<u32> = of.download().unwrap().iter().map(|f| f.to_bits()).collect();
+                match &first {
+                    None => first = Some(bits),
+                    Some(want) => assert!(bits == *want, "{algorithm}, {spec:?}: run {run} of f32 add differs"),
+                }
+            }
+        }
     }
 }
 
