@@ -8,7 +8,8 @@
 //!   of 4 to 32 bytes, under the adversarial schedule too;
 //! * the default chunking on an input of many chunks;
 //! * operators without single-pass kernels take the unstaged path;
-//! * one executor used from several threads at once;
+//! * one executor used from several threads at once, and from more rayon
+//!   tasks than the global pool has workers;
 //! * the link measurement, and its error on no bytes.
 //!
 //! Run on a GPU machine: `cargo test --test gpu_host -- --ignored`.
@@ -146,6 +147,32 @@ fn one_executor_scans_host_slices_from_several_threads() {
             });
         }
     });
+}
+
+/// More scans on one executor from rayon tasks than the global pool has
+/// workers: every worker is in a scan, all but one waiting for the staging
+/// lock. The host copies ran on that pool, so the scan holding the lock
+/// waited for its drain's copy and the copy for a worker: a deadlock
+/// (staging.rs, `copy`). The calls run on a thread of their own, so that a
+/// hang fails the test instead of stopping the suite.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn host_scans_from_every_worker_of_rayons_pool_finish() {
+    use rayon::prelude::*;
+    let cuda = std::sync::Arc::new(cuda());
+    // 12 MiB: three chunks of 4 MiB, each copied in pieces.
+    let x: Vec<u32> = Rng::fresh("rayon callers").vec(3 << 20, |r| r.next_u64() as u32);
+    let want = reference::scan::<Add<u32>>(&x, ScanSpec::inclusive());
+    let calls = 2 * rayon::current_num_threads();
+    let (done_tx, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let exact = (0..calls)
+            .into_par_iter()
+            .all(|_| cuda.scan::<Add<u32>>(&x, ScanSpec::inclusive()).is_ok_and(|y| y == want));
+        let _ = done_tx.send(exact);
+    });
+    let finished = done.recv_timeout(std::time::Duration::from_secs(300));
+    assert_eq!(finished, Ok(true), "{calls} scans from rayon tasks: Err is a hang, false a wrong result");
 }
 
 #[test]

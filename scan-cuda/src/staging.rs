@@ -25,7 +25,7 @@
 //! The buffers live in the executor and are reused by the next call.
 
 use std::mem::MaybeUninit;
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, OnceLock};
 
 use cudarc::driver::{result, sys, CudaContext};
 use rayon::prelude::*;
@@ -301,13 +301,35 @@ fn wait_drained(drained: &mpsc::Receiver<Result<()>>, upto: usize, finished: &mu
 /// own of 8 threads (cores - 2, so that the two threads waiting on the GPU
 /// keep a core each) ran at 0.61-0.68 at 2^24 and 2^28, where this ran at
 /// 0.75-0.82 and 0.92-1.01.
+///
+/// The pieces go to a pool of their own ([`copy_pool`]), never to rayon's
+/// global one: a staged scan holds the executor's staging lock and blocks
+/// its thread in the pipeline's waits, so when it was called from a rayon
+/// task and no other worker was free (one worker, or every worker calling
+/// a scan, all but one waiting for the lock), the drain thread's copy waited
+/// for a worker that waited for the drain: a deadlock. A worker of any rayon
+/// pool copies alone: waiting for another pool, it would run its own pool's
+/// pending tasks meanwhile, and one of them may be a scan on this executor,
+/// which would wait for the lock its own thread holds. (The figures above
+/// are for rayon's global pool; this one, of the same size, has not been
+/// timed yet: it was written on a machine without a GPU.)
 fn copy(src: &Bytes, dst: &mut Bytes) {
     const PIECE: usize = 256 << 10;
-    if src.len() <= PIECE {
-        dst.copy_from_slice(src);
-    } else {
-        dst.par_chunks_mut(PIECE).zip(src.par_chunks(PIECE)).for_each(|(d, s)| d.copy_from_slice(s));
+    match copy_pool() {
+        Some(pool) if src.len() > PIECE && rayon::current_thread_index().is_none() => pool.install(|| {
+            dst.par_chunks_mut(PIECE).zip(src.par_chunks(PIECE)).for_each(|(d, s)| d.copy_from_slice(s));
+        }),
+        _ => dst.copy_from_slice(src),
     }
+}
+
+/// The threads of the staged copies (as many as rayon's global pool has by
+/// default), made on first use; `None` if the system refused them (the
+/// copies then run on one thread).
+fn copy_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().thread_name(|i| format!("scan-cuda-copy-{i}")).build().ok())
+        .as_ref()
 }
 
 #[cfg(test)]
@@ -336,6 +358,31 @@ mod tests {
                 "outside the range"
             );
         }
+    }
+
+    /// Every worker of rayon's global pool busy (as when a scan is called
+    /// from each of them, all but one waiting for the staging lock): a
+    /// copy from another thread, the drain's, still finishes. On the global
+    /// pool it waited for a worker, and the scan holding the lock for it.
+    #[test]
+    fn copies_finish_while_every_worker_of_the_global_pool_is_blocked() {
+        let workers = rayon::current_num_threads();
+        let release = Arc::new(std::sync::Barrier::new(workers + 1));
+        let blocker = release.clone();
+        rayon::spawn_broadcast(move |_| {
+            blocker.wait();
+        });
+        let (done_tx, done) = mpsc::channel();
+        let copier = std::thread::spawn(move || {
+            let src = vec![MaybeUninit::new(7u8); 4 << 20];
+            let mut dst = vec![MaybeUninit::new(0u8); 4 << 20];
+            copy(&src, &mut dst);
+            let _ = done_tx.send(dst.iter().all(|b| unsafe { b.assume_init() } == 7));
+        });
+        let finished = done.recv_timeout(std::time::Duration::from_secs(20));
+        release.wait();
+        copier.join().unwrap();
+        assert_eq!(finished, Ok(true), "the copy waited for rayon's global pool");
     }
 
     #[test]
