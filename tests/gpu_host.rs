@@ -93,8 +93,10 @@ fn host_scans_are_exact_across_chunk_boundaries() {
     }
 }
 
-/// The default chunking (1 to 8 MiB) on 96 MiB and 200 MiB of items: 16 and
-/// 25 chunks, the last one short.
+/// The default chunking (an eighth of the input, 4 to 16 MiB) on 96 MiB and
+/// 200 MiB of items: 9 chunks of 12 MiB and 13 of 16 MiB, the last one short
+/// (5 items; half a chunk); 64 MiB in place in 9 chunks of 8 MiB, the last of
+/// one item.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn host_scans_with_the_default_chunks_are_exact() {
