@@ -660,7 +660,14 @@ impl Cuda {
     /// Scans `input` on the GPU into a new vector: see
     /// [`scan_into`](Cuda::scan_into).
     pub fn scan<Op: CudaOp>(&self, input: &[Op::Item], spec: ScanSpec) -> Result<Vec<Op::Item>> {
-        let mut output = vec![Op::identity(); input.len()];
+        // An output the host cannot hold is an error, as on the CPU, not an
+        // abort (a helper's review).
+        let n = input.len();
+        let mut output = Vec::new();
+        output.try_reserve_exact(n).map_err(|_| Error::TooLarge {
+            what: format!("cannot allocate an output of {n} items of {} bytes", std::mem::size_of::<Op::Item>()),
+        })?;
+        output.resize(n, Op::identity());
         self.scan_host::<Op>(Some(input), &mut output, spec)?;
         Ok(output)
     }
