@@ -438,9 +438,14 @@ impl Lowerer {
         if let Some((else_tok, _)) = &init.diverge {
             return Err(unsupported(else_tok.span, "`let ... else` is"));
         }
-        let (pat, annotated) = match &local.pat {
-            syn::Pat::Type(pt) => (&*pt.pat, Some(ty(&pt.ty, &self.type_params)?)),
-            p => (p, None),
+        // An annotation the subset refuses fails the value, so that its
+        // names are poisoned and the rest of the body is still lowered.
+        let (pat, annotated, refused) = match &local.pat {
+            syn::Pat::Type(pt) => match ty(&pt.ty, &self.type_params) {
+                Ok(t) => (&*pt.pat, Some(t), None),
+                Err(e) => (&*pt.pat, None, Some(e)),
+            },
+            p => (p, None, None),
         };
         // A one-name binding's written type (`let (n): f32` too), for the
         // translation.
@@ -454,7 +459,11 @@ impl Lowerer {
             }
             _ => None,
         };
-        let value = self.expr(&init.expr, annotated.as_ref());
+        let value = match refused {
+            // (Not lowered: its literals would have taken the annotation's type.)
+            Some(e) => Err(e),
+            None => self.expr(&init.expr, annotated.as_ref()),
+        };
         let value = match (value, &annotated) {
             // An annotation pins a type the macro cannot see (a struct
             // field's, `let s: f32 = x.sum;`): the binding is then an f32,
@@ -473,7 +482,13 @@ impl Lowerer {
         let depth = self.scope.len();
         let mut binds = Vec::new();
         let bound = match value {
-            Ok(value) => self.pattern(pat, value, &mut binds),
+            Ok(value) => self.pattern(pat, value, &mut binds).inspect_err(|_| {
+                // A pattern the subset refuses (`mut x`, `[a, b]`): its
+                // names too, bound or not yet, are poisoned.
+                self.scope.truncate(depth);
+                binds.clear();
+                self.poison(pat);
+            }),
             Err(e) => {
                 // Its names are still bound, so that the rest of the body is
                 // lowered (and its own errors reported) without echoes.
@@ -784,6 +799,21 @@ mod tests {
         let lets = errors_of("fn f(l: i32, r: i32) -> i32 { let x = l.pow(2); let y = x + r; y >> 1 }");
         assert_eq!(lets.len(), 2, "{lets:?}");
         assert!(lets[0].contains("`pow`") && lets[1].contains("shifts"), "{lets:?}");
+        // A refused pattern or annotation is one error: the uses of its names add none.
+        for (body, what) in [
+            ("let mut x = l; x + r", "mutable bindings"),
+            ("let [a, b] = [l, r]; a + b", "this pattern"),
+            ("let (a, (b, mut c)) = (l, (r, r)); a + b + c", "mutable bindings"),
+            ("let (a, b) = l; a + b", "needs a tuple"),
+            ("let x @ _ = l; x + r", "`@` patterns"),
+            ("let x: u8 = 1; l + r", "`u8`"),
+        ] {
+            let errors = errors_of(&format!("fn f(l: i32, r: i32) -> i32 {{ {body} }}"));
+            assert!(errors.len() == 1 && errors[0].contains(what), "{body}: {errors:?}");
+        }
+        // The body after a refused annotation is still lowered.
+        let after = errors_of("fn f(l: i32, r: i32) -> i32 { let x: &i32 = &l; let y = r.pow(2); l + x }");
+        assert!(after.len() == 2 && after[1].contains("`pow`"), "{after:?}");
         let branches = errors_of("fn f(l: f32, r: f32) -> f32 { if l.is_nan() { r.cbrt() } else { l } }");
         assert_eq!(branches.len(), 2, "{branches:?}");
         assert!(errors_of("fn f(l: f32, r: f32) -> f32 { let a = l; a + r }").is_empty());

@@ -53,16 +53,26 @@ impl Lowerer {
         }
     }
 
-    /// Binds every name of `pat` as poisoned (its value failed to lower).
+    /// Binds every name of `pat` as poisoned (its value or the pattern
+    /// itself failed to lower), in the patterns the subset refuses too.
     pub(super) fn poison(&mut self, pat: &syn::Pat) {
         match pat {
             syn::Pat::Ident(p) => {
                 let unique = self.bind(&p.ident.to_string(), self.item.clone());
                 self.poisoned.insert(unique);
+                if let Some((_, sub)) = &p.subpat {
+                    self.poison(sub);
+                }
             }
             syn::Pat::Paren(p) => self.poison(&p.pat),
             syn::Pat::Tuple(t) => t.elems.iter().for_each(|p| self.poison(p)),
             syn::Pat::Type(t) => self.poison(&t.pat),
+            syn::Pat::Slice(s) => s.elems.iter().for_each(|p| self.poison(p)),
+            syn::Pat::TupleStruct(t) => t.elems.iter().for_each(|p| self.poison(p)),
+            syn::Pat::Struct(s) => s.fields.iter().for_each(|f| self.poison(&f.pat)),
+            syn::Pat::Reference(r) => self.poison(&r.pat),
+            // Every alternative binds the same names.
+            syn::Pat::Or(o) => o.cases.iter().take(1).for_each(|p| self.poison(p)),
             _ => {}
         }
     }
