@@ -245,7 +245,7 @@ fn known_fields(item: Ty, shown: &Ty) -> Ty {
 /// type) returning `ret`: `#[scan_op]`'s two operands, or the one input of a
 /// `#[scan_maps]` lift or project.
 pub fn function(block: &syn::Block, params: Vec<(String, Ty)>, ret: &Ty, type_params: &[String]) -> Result<Expr> {
-    no_raw_identifiers(quote::ToTokens::to_token_stream(block))?;
+    no_raw_identifiers(quote::ToTokens::to_token_stream(block), "the body")?;
     depth::check_block(block)?;
     let mut cx = Lowerer::new(params, ret.clone(), type_params);
     let e = cx.block(block, Some(ret)).and_then(|e| cx.expect_ty(&e, ret).map(|()| e));
@@ -256,8 +256,8 @@ pub fn function(block: &syn::Block, params: Vec<(String, Ty)>, ret: &Ty, type_pa
 
 /// An error at every raw identifier (`r#type`) in `tokens`: the generated
 /// CUDA and the checker name bindings and fields by their text, which a raw
-/// identifier's `r#` would break.
-fn no_raw_identifiers(tokens: proc_macro2::TokenStream) -> Result<()> {
+/// identifier's `r#` would break. `place` is "the body" or "the identity".
+fn no_raw_identifiers(tokens: proc_macro2::TokenStream, place: &str) -> Result<()> {
     use proc_macro2::TokenTree;
     let mut errors = Vec::new();
     let mut stack = vec![tokens];
@@ -266,7 +266,7 @@ fn no_raw_identifiers(tokens: proc_macro2::TokenStream) -> Result<()> {
             match tree {
                 TokenTree::Ident(id) if id.to_string().starts_with("r#") => errors.push(Error::new(
                     id.span(),
-                    format!("raw identifiers are not supported in the body: rename `{id}`"),
+                    format!("raw identifiers are not supported in {place}: rename `{id}`"),
                 )),
                 TokenTree::Group(g) => stack.push(g.stream()),
                 _ => {}
@@ -322,6 +322,8 @@ fn all<T>(results: impl IntoIterator<Item = Result<T>>) -> Result<Vec<T>> {
 
 /// Lowers the identity expression of `#[scan_op(identity = ...)]`.
 pub fn identity(expr: &syn::Expr, item: &Ty, type_params: &[String]) -> Result<Expr> {
+    // (A struct field's name reaches the generated test as it is written.)
+    no_raw_identifiers(quote::ToTokens::to_token_stream(expr), "the identity")?;
     depth::check_expr(expr)?;
     let mut cx = Lowerer::new(Vec::new(), item.clone(), type_params);
     cx.in_identity = true;
