@@ -83,8 +83,9 @@ impl<'a> Operator<'a> {
         Ok(Operator { func, attr, type_name, type_params, params, ret })
     }
 
+    /// Without `r#`: `T` names the parameter `r#T` (which `valid` refuses).
     pub fn type_param_names(&self) -> Vec<String> {
-        self.type_params.iter().map(|t| t.to_string()).collect()
+        self.type_params.iter().map(|t| t.unraw().to_string()).collect()
     }
 }
 

@@ -111,6 +111,9 @@ pub fn field_name_problem(name: &str) -> Option<String> {
 pub fn type_param_problem(name: &str) -> Option<String> {
     let why = cxx_problem(name).or(if ["Item", "identity", "combine", "l", "r"].contains(&name) {
         Some("is a name the operator's generated CUDA struct uses itself")
+    } else if name.starts_with("r#") {
+        // (The typedef is spelled as the parameter's text.)
+        Some("is a raw identifier, which C++ cannot spell")
     } else {
         None
     })?;
@@ -176,7 +179,7 @@ mod tests {
 
     #[test]
     fn type_parameters_the_operator_struct_uses_are_refused() {
-        for bad in ["Item", "identity", "combine", "l", "r", "Τ", "class", "NULL"] {
+        for bad in ["Item", "identity", "combine", "l", "r", "Τ", "class", "NULL", "r#T"] {
             assert!(type_param_problem(bad).is_some(), "{bad} should be refused");
         }
         for good in ["T", "U", "Scalar", "F"] {
