@@ -34,7 +34,7 @@ impl Cpu {
     /// [`Error::LengthMismatch`] when the output does not match them.
     ///
     /// The input is cut into one piece per thread (each of 2^15 items or
-    /// more), whatever the executor's [`Algorithm`](crate::Algorithm), and
+    /// more, but for the last), whatever the executor's [`Algorithm`](crate::Algorithm), and
     /// the grouping follows the pieces: float results are the same from run
     /// to run for one thread count, not across thread counts (an input
     /// under 2^16 items, or one thread, is one piece).
