@@ -29,15 +29,7 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), String> {
-    let log2 = match std::env::args().nth(1) {
-        None => 24,
-        Some(a) => a
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=30).contains(n))
-            .ok_or(format!("the argument is the log2 of the item count, 1 to 30 (got {a:?})"))?,
-    };
-    let n = 1usize << log2;
+    let n = 1usize << log2_of_args(std::env::args().skip(1))?;
     let device = Device::auto();
     println!("backend: {device}");
     // Deterministic, well-spread data: u(i) in [0, 1).
@@ -71,6 +63,22 @@ fn run() -> Result<(), String> {
         println!("GPU kernels: {} (disk cache: {cache})", cuda.compile_stats());
     }
     Ok(())
+}
+
+/// The log2 of the item count: the one argument, 1 to 30, or 24 without one.
+fn log2_of_args(mut args: impl Iterator<Item = String>) -> Result<u32, String> {
+    let log2 = match args.next() {
+        None => 24,
+        Some(a) => a
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=30).contains(n))
+            .ok_or(format!("the argument is the log2 of the item count, 1 to 30 (got {a:?})"))?,
+    };
+    match args.next() {
+        None => Ok(log2),
+        Some(extra) => Err(format!("one argument at most, the log2 of the item count (got {extra:?} after it)")),
+    }
 }
 
 /// An inclusive forward scan into a preallocated output: one untimed run
@@ -195,4 +203,24 @@ fn check_recurrence(ab: &[(f32, f32)], got: &[(f32, f32)]) -> Result<(f64, f64),
         }
     }
     Ok((worst, worst_bound))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log2_of_args;
+
+    fn args(a: &[&str]) -> impl Iterator<Item = String> {
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>().into_iter()
+    }
+
+    #[test]
+    fn the_argument_is_one_log2_from_1_to_30() {
+        assert_eq!(log2_of_args(args(&[])), Ok(24));
+        assert_eq!(log2_of_args(args(&["28"])), Ok(28));
+        for bad in ["0", "31", "abc", "-1", "--help"] {
+            assert!(log2_of_args(args(&[bad])).unwrap_err().contains("1 to 30"), "{bad}");
+        }
+        // A second argument was ignored: `quickstart 4 extra` scanned 2^4 items.
+        assert!(log2_of_args(args(&["4", "extra"])).unwrap_err().contains("\"extra\""));
+    }
 }
