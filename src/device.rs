@@ -78,6 +78,20 @@ impl Device {
     /// otherwise (the reason is kept for [`Display`](std::fmt::Display)).
     /// `SCAN_DEVICE=cpu` forces the CPU (spaces around it and case aside);
     /// another value is not understood, and the reason says so.
+    ///
+    /// ```
+    /// use scan::{ops::Add, Device, ScanSpec};
+    /// # fn main() -> scan::Result<()> {
+    /// let device = Device::auto();
+    /// // e.g. "CPU (tiled scan, 2 threads) (CUDA is not available: no CUDA driver library was found ...)"
+    /// println!("backend: {device}");
+    /// assert_eq!(device.is_cuda(), device.as_cuda().is_some());
+    /// if !device.is_cuda() {
+    ///     assert!(!device.reason().is_empty()); // why not the GPU
+    /// }
+    /// assert_eq!(device.scan::<Add<u32>>(&[1, 2, 3], ScanSpec::inclusive())?, [1, 3, 6]);
+    /// # Ok(()) }
+    /// ```
     pub fn auto() -> Device {
         let asked = std::env::var("SCAN_DEVICE").ok();
         let asked = asked.as_deref().map(str::trim).filter(|v| !v.is_empty());
@@ -97,7 +111,18 @@ impl Device {
         Device { backend: Backend::Cpu(Cpu::new()), why: "asked for the CPU".into() }
     }
 
-    /// CUDA device 0, or the error saying why not.
+    /// CUDA device 0, or the error saying why not: without a driver, a GPU
+    /// or libnvrtc, [`Error::CudaUnavailable`] with what was looked for and
+    /// where.
+    ///
+    /// ```
+    /// use scan::{Device, Error};
+    /// match Device::cuda() {
+    ///     Ok(device) => assert!(device.is_cuda()),
+    ///     Err(Error::CudaUnavailable { reason }) => println!("no GPU: {reason}"),
+    ///     Err(other) => panic!("{other}"),
+    /// }
+    /// ```
     pub fn cuda() -> Result<Device> {
         Ok(Device { backend: Backend::Cuda(Box::new(Cuda::new()?)), why: "asked for CUDA".into() })
     }
