@@ -152,10 +152,11 @@ fn rows_of_whole_tiles_cross_look_back_groups_exactly_and_deterministically() {
     }
 }
 
-/// The README's determinism table says float rows of 2049 to 4096 items give
+/// The README's determinism table says float rows of at most 4096 items give
 /// the same bits from run to run "strided or not, whatever the mode" (a block
-/// per row, row_tiles.cuh, with no look-back). The consecutive case is tested
-/// above; this tests the strided one, and rows of at most half a tile,
+/// per row of 2049 to 4096, row_tiles.cuh, with no look-back; shorter rows
+/// span at most two tiles, heads.cuh). The consecutive case of the longer
+/// rows is tested above; this tests the strided one, and rows of at most half a tile,
 /// consecutive and strided: strides that leave every row but the
 /// first unaligned, float data that rounds, three schedules (two striding
 /// blocks under the adversarial one) and the three look-back modes, every

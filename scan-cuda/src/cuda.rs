@@ -323,9 +323,10 @@ impl Cuda {
     /// covers consecutive rows of whole tiles too (the row length a
     /// multiple of the rows kernel's tile, 4096 for 4-byte items: the plain
     /// code path, and deterministic by default for 4-byte items). Rows of
-    /// more than half a tile and at most one (2049 to 4096 f32 items,
-    /// strided or not) are deterministic whatever this says: a block scans
-    /// each row alone. Fused maps (`scan_mapped` ...) are covered when
+    /// at most one tile (4096 f32 items), strided or not, are deterministic
+    /// whatever this says: a block scans each row of more than half a tile
+    /// alone, and a shorter row spans at most two tiles, the second's
+    /// look-back stopping at the first, which holds the row's head. Fused maps (`scan_mapped` ...) are covered when
     /// this is `true`; unset, bf16/f16 sums through `WidenNarrow` and the
     /// f32 recurrence through `Recurrence` take fixed groups where the GPU
     /// has the shared memory for their shape (the recurrence: not on sm_70,
