@@ -93,7 +93,9 @@ impl Device {
     /// # Ok(()) }
     /// ```
     pub fn auto() -> Device {
-        let asked = std::env::var("SCAN_DEVICE").ok();
+        // A value that is not UTF-8 is not `cpu` either: shown lossily in
+        // the reason rather than taken as unset.
+        let asked = std::env::var_os("SCAN_DEVICE").map(|v| v.to_string_lossy().into_owned());
         let asked = asked.as_deref().map(str::trim).filter(|v| !v.is_empty());
         if asked.is_some_and(|v| v.eq_ignore_ascii_case("cpu")) {
             return Device { backend: Backend::Cpu(Cpu::new()), why: "SCAN_DEVICE=cpu".into() };

@@ -16,6 +16,14 @@ fn scan_device_cpu_is_read_with_spaces_and_other_values_are_reported() {
     std::env::set_var("SCAN_DEVICE", "gpu");
     let device = Device::auto();
     assert!(device.reason().contains("SCAN_DEVICE=\"gpu\" ignored: only `cpu` is understood"), "{}", device.reason());
+    // Not UTF-8: reported as well, not taken as unset.
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        std::env::set_var("SCAN_DEVICE", std::ffi::OsStr::from_bytes(b"cp\xffu"));
+        let device = Device::auto();
+        assert!(device.reason().contains("SCAN_DEVICE=\"cp\u{fffd}u\" ignored"), "{}", device.reason());
+    }
     // Unset or empty: no note.
     for value in [None, Some("  ")] {
         match value {

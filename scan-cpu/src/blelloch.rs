@@ -2,6 +2,7 @@
 //! backend that scans blocks and adds prefixes on several threads at once.
 
 use std::marker::PhantomData;
+use std::sync::{Mutex, PoisonError};
 
 use scan_core::blelloch::{block, block_range, host_scratch, BlockBackend};
 use scan_core::{Result, ScanOp, ScanSpec};
@@ -69,8 +70,22 @@ impl<Op: ScanOp> BlockBackend<Op> for ThreadedBlocks<Op::Item> {
             Some(totals) => with_index.zip(totals.iter_mut()).map(|((b, blk), t)| (blk, Some(t), b)).collect(),
             None => with_index.map(|(b, blk)| (blk, None, b)).collect(),
         };
+        // Every thread's scratch is reserved before any block is touched,
+        // fallibly: blocks of wide items (4096 of 64 KiB is 256 MiB a
+        // thread) that the host cannot hold are `Error::TooLarge` with the
+        // output untouched, not an abort.
+        let parts = parallel::parts(work.len(), self.threads);
+        let mut scratches = Vec::with_capacity(parts);
+        for _ in 0..parts {
+            let mut scratch = Vec::new();
+            block::reserve_block_scratch::<Op>(&mut scratch, BLOCK_LEN.min(len))?;
+            scratches.push(scratch);
+        }
+        let scratches = Mutex::new(scratches);
         parallel::for_each_part(&mut work, self.threads, |part| {
-            let mut scratch = Vec::with_capacity(BLOCK_LEN);
+            // One scratch a part, and never more parts than scratches.
+            let taken = scratches.lock().unwrap_or_else(PoisonError::into_inner).pop();
+            let mut scratch = taken.unwrap_or_default();
             for (block, total, b) in part {
                 if let Some(src) = src {
                     // Copy this block's input in while it is hot in cache.

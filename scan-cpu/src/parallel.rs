@@ -23,6 +23,12 @@ pub(crate) fn run_on_threads(helpers: usize, work: impl Fn() + Sync) {
     });
 }
 
+/// How many parts [`for_each_part`] calls `f` on, at most, for `items`
+/// items on `threads` threads (per-part resources can be made beforehand).
+pub(crate) fn parts(items: usize, threads: usize) -> usize {
+    threads.min(items).max(1)
+}
+
 /// Runs `f` on up to `threads` contiguous parts of `items`, in parallel.
 ///
 /// Runs inline when one part would do. Parts are claimed from a counter, so if
@@ -30,12 +36,11 @@ pub(crate) fn run_on_threads(helpers: usize, work: impl Fn() + Sync) {
 /// still do every part. A panic in `f` (user code, e.g. a map) reaches the
 /// caller as itself, not as the scope's "a scoped thread panicked".
 pub(crate) fn for_each_part<X: Send>(items: &mut [X], threads: usize, f: impl Fn(&mut [X]) + Sync) {
-    let parts = threads.min(items.len()).max(1);
-    if parts == 1 {
+    if parts(items.len(), threads) == 1 {
         f(items);
         return;
     }
-    let per_part = items.len().div_ceil(parts);
+    let per_part = items.len().div_ceil(parts(items.len(), threads));
     let parts: Vec<Mutex<&mut [X]>> = items.chunks_mut(per_part).map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
     let work = || {

@@ -51,7 +51,29 @@ impl Search {
                 self.other_versions.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
             ));
         }
+        s.push_str(&format!(
+            ". Where lib{lib} is installed elsewhere, set CUDA_HOME or CUDA_PATH to the install's folder (its \
+             lib64, lib{} or targets/*/lib are searched){}, or add the folder holding lib{lib}.so.N to \
+             LD_LIBRARY_PATH",
+            if lib == "cuda" { ", compat" } else { "" },
+            match (std::env::var_os("CUDA_HOME"), std::env::var_os("CUDA_PATH")) {
+                (None, None) => String::from(": neither is set"),
+                (home, path) => format!(
+                    ": CUDA_HOME is {}, CUDA_PATH is {} (only absolute folders are used)",
+                    shown(home.as_deref()),
+                    shown(path.as_deref())
+                ),
+            }
+        ));
         s
+    }
+}
+
+/// An environment variable's value for a message.
+fn shown(value: Option<&std::ffi::OsStr>) -> String {
+    match value {
+        None => "unset".into(),
+        Some(v) => format!("{:?}", v.to_string_lossy()),
     }
 }
 
@@ -350,5 +372,7 @@ mod tests {
         let text = search.describe("scan_no_such_library");
         assert!(text.contains("/usr/local/cuda/lib64"), "{text}");
         assert!(text.contains("libscan_no_such_library.so"), "{text}");
+        // And how to point at an install elsewhere.
+        assert!(text.contains("set CUDA_HOME or CUDA_PATH") && text.contains("LD_LIBRARY_PATH"), "{text}");
     }
 }

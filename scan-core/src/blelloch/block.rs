@@ -87,6 +87,33 @@ fn sweep_down<Op: ScanOp>(tree: &mut [Op::Item]) {
     }
 }
 
+/// Makes room in `scratch` for [`scan_block`] of blocks of up to `block_len`
+/// items (the next power of two), so that the scan itself never allocates:
+/// a scratch the host cannot allocate is [`Error::TooLarge`], not an abort.
+///
+/// ```
+/// use scan_core::blelloch::block::{reserve_block_scratch, scan_block};
+/// use scan_core::{ops::Add, ScanSpec};
+/// let mut scratch = Vec::new();
+/// reserve_block_scratch::<Add<u32>>(&mut scratch, 5).unwrap();
+/// assert!(scratch.capacity() >= 8);
+/// let mut data = [1u32, 2, 3, 4, 5];
+/// assert_eq!(scan_block::<Add<u32>>(&mut data, ScanSpec::inclusive(), &mut scratch), 15);
+/// assert_eq!(data, [1, 3, 6, 10, 15]);
+/// ```
+pub fn reserve_block_scratch<Op: ScanOp>(scratch: &mut Vec<Op::Item>, block_len: usize) -> Result<()> {
+    if std::mem::size_of::<Op::Item>() == 0 || block_len == 0 {
+        return Ok(());
+    }
+    let want = block_len.checked_next_power_of_two().ok_or_else(|| too_large(block_len))?;
+    scratch.clear();
+    scratch.try_reserve_exact(want).map_err(|_| too_large(want))
+}
+
+fn too_large(items: usize) -> Error {
+    Error::TooLarge { what: format!("cannot allocate a Blelloch block scratch of {items} items on the host") }
+}
+
 /// Scans `data` (any length) in place with Blelloch's algorithm and returns the
 /// combination of all items. The items are copied, in scan order, into
 /// `scratch` padded with the identity to a power of two, swept, and written back.
@@ -117,4 +144,29 @@ pub fn scan_block<Op: ScanOp>(data: &mut [Op::Item], spec: ScanSpec, scratch: &m
         data.iter_mut().zip(scratch.iter()).for_each(|(slot, &e)| write(slot, e));
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::Add;
+
+    #[test]
+    fn a_scratch_the_host_cannot_hold_is_too_large_not_an_abort() {
+        let mut scratch = vec![7u64; 3];
+        // No power of two holds it.
+        let e = reserve_block_scratch::<Add<u64>>(&mut scratch, usize::MAX).unwrap_err();
+        assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
+        // 2^60 items of 8 bytes: past what any allocator gives.
+        let e = reserve_block_scratch::<Add<u64>>(&mut scratch, 1 << 60).unwrap_err();
+        assert!(matches!(e, Error::TooLarge { .. }), "{e:?}");
+        // A block that fits gets room for its power of two, and the scan
+        // that follows does not grow it.
+        reserve_block_scratch::<Add<u64>>(&mut scratch, 4097).unwrap();
+        let room = scratch.capacity();
+        assert!(room >= 8192);
+        let mut data: Vec<u64> = (1..=4097).collect();
+        assert_eq!(scan_block::<Add<u64>>(&mut data, ScanSpec::inclusive(), &mut scratch), 4097 * 4098 / 2);
+        assert_eq!(scratch.capacity(), room);
+    }
 }

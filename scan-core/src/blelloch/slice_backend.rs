@@ -79,6 +79,7 @@ impl<Op: ScanOp> BlockBackend<Op> for SliceBackend<Op::Item> {
         mut totals: Option<&mut [Op::Item]>,
     ) -> Result<()> {
         let mut scratch = self.scratch.borrow_mut();
+        block::reserve_block_scratch::<Op>(&mut scratch, self.block_len.min(len))?;
         for b in 0..len.div_ceil(self.block_len) {
             let range = block_range(b, self.block_len, len, spec);
             if let Some(src) = src {
