@@ -147,7 +147,22 @@ impl Device {
         &self.why
     }
 
-    /// Scans `input` into a new vector.
+    /// Scans `input` into a new vector; `input` is left as it was. Errors:
+    /// [`Error::TooLarge`](crate::Error::TooLarge) where the output cannot be
+    /// allocated, and on a GPU an operator without generated CUDA
+    /// ([`Error::NotCuda`](crate::Error::NotCuda): a hand-written `ScanOp`
+    /// rather than a built-in or `#[scan_op]` one).
+    ///
+    /// ```
+    /// use scan::{ops::{Add, Max}, Device, ScanSpec};
+    /// # fn main() -> scan::Result<()> {
+    /// let device = Device::auto(); // the GPU where there is one, else the CPU
+    /// let x = [3, 1, 7, 0, 4, 1, 6, 3];
+    /// assert_eq!(device.scan::<Add<i32>>(&x, ScanSpec::inclusive())?, [3, 4, 11, 11, 15, 16, 22, 25]);
+    /// assert_eq!(device.scan::<Add<i32>>(&x, ScanSpec::exclusive())?, [0, 3, 4, 11, 11, 15, 16, 22]);
+    /// assert_eq!(device.scan::<Max<i32>>(&x, ScanSpec::inclusive().reversed())?, [7, 7, 7, 6, 6, 6, 6, 3]);
+    /// # Ok(()) }
+    /// ```
     pub fn scan<Op: ScanOp>(&self, input: &[Op::Item], spec: ScanSpec) -> Result<Vec<Op::Item>> {
         match &self.backend {
             Backend::Cuda(cuda) => {
@@ -158,7 +173,22 @@ impl Device {
         }
     }
 
-    /// Scans `input` into `output`, which must have the same length.
+    /// Scans `input` into `output`, which must have the same length
+    /// ([`Error::LengthMismatch`](crate::Error::LengthMismatch) otherwise,
+    /// and `output` is left as it was).
+    ///
+    /// ```
+    /// use scan::{ops::Add, Device, Error, ScanSpec};
+    /// # fn main() -> scan::Result<()> {
+    /// let device = Device::cpu();
+    /// let mut out = [0u64; 4];
+    /// device.scan_into::<Add<u64>>(&[1, 2, 3, 4], &mut out, ScanSpec::inclusive())?;
+    /// assert_eq!(out, [1, 3, 6, 10]);
+    /// let mut short = [0u64; 3];
+    /// let e = device.scan_into::<Add<u64>>(&[1, 2, 3, 4], &mut short, ScanSpec::inclusive());
+    /// assert!(matches!(e, Err(Error::LengthMismatch { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn scan_into<Op: ScanOp>(&self, input: &[Op::Item], output: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
         match &self.backend {
             Backend::Cuda(cuda) => {
@@ -170,6 +200,15 @@ impl Device {
     }
 
     /// Scans `data` in place.
+    ///
+    /// ```
+    /// use scan::{ops::Add, Device, ScanSpec};
+    /// # fn main() -> scan::Result<()> {
+    /// let mut data = [1.0f32, 2.0, 3.0, 4.0];
+    /// Device::cpu().scan_in_place::<Add<f32>>(&mut data, ScanSpec::inclusive().reversed())?;
+    /// assert_eq!(data, [10.0, 9.0, 7.0, 4.0]);
+    /// # Ok(()) }
+    /// ```
     pub fn scan_in_place<Op: ScanOp>(&self, data: &mut [Op::Item], spec: ScanSpec) -> Result<()> {
         match &self.backend {
             Backend::Cuda(cuda) => {
@@ -263,6 +302,18 @@ impl Device {
     /// Scans `rows` rows of `row_len` items, `stride` items apart, as
     /// [`Cpu::scan_rows_strided`]. On a GPU the default single-pass
     /// algorithm scans all the rows in one launch (Blelloch's, one by one).
+    /// The items between rows are left as they were in `output`.
+    ///
+    /// ```
+    /// use scan::{ops::Add, Device, ScanSpec};
+    /// # fn main() -> scan::Result<()> {
+    /// // Two rows of 2 items, 3 apart: the third item of each is padding.
+    /// let input = [1, 2, 99, 3, 4];
+    /// let mut out = [0; 5];
+    /// Device::cpu().scan_rows_strided::<Add<i32>>(&input, &mut out, 2, 2, 3, ScanSpec::inclusive())?;
+    /// assert_eq!(out, [1, 3, 0, 3, 7]);
+    /// # Ok(()) }
+    /// ```
     pub fn scan_rows_strided<Op: ScanOp>(
         &self,
         input: &[Op::Item],
@@ -282,6 +333,15 @@ impl Device {
     }
 
     /// [`Device::scan_segments`] in place.
+    ///
+    /// ```
+    /// use scan::{ops::Add, Device, ScanSpec};
+    /// # fn main() -> scan::Result<()> {
+    /// let mut data = [1, 2, 3, 4, 5];
+    /// Device::cpu().scan_segments_in_place::<Add<i32>>(&mut data, &[0, 3], ScanSpec::exclusive())?;
+    /// assert_eq!(data, [0, 1, 3, 0, 4]);
+    /// # Ok(()) }
+    /// ```
     pub fn scan_segments_in_place<Op: ScanOp>(
         &self,
         data: &mut [Op::Item],
@@ -299,6 +359,16 @@ impl Device {
 
     /// Scans each segment on its own, a segment starting at every item whose
     /// head flag is set (and at item 0); as [`Cpu::scan_flagged`].
+    ///
+    /// ```
+    /// use scan::{ops::Add, Device, ScanSpec};
+    /// # fn main() -> scan::Result<()> {
+    /// let mut out = [0; 5];
+    /// let heads = [false, false, true, false, true];
+    /// Device::cpu().scan_flagged::<Add<i32>>(&[1, 2, 3, 4, 5], &mut out, &heads, ScanSpec::inclusive())?;
+    /// assert_eq!(out, [1, 3, 3, 7, 5]);
+    /// # Ok(()) }
+    /// ```
     pub fn scan_flagged<Op: ScanOp>(
         &self,
         input: &[Op::Item],
@@ -311,6 +381,15 @@ impl Device {
     }
 
     /// [`Device::scan_flagged`] in place.
+    ///
+    /// ```
+    /// use scan::{ops::Max, Device, ScanSpec};
+    /// # fn main() -> scan::Result<()> {
+    /// let mut data = [4, 1, 9, 2, 3];
+    /// Device::cpu().scan_flagged_in_place::<Max<i32>>(&mut data, &[true, false, false, true, false], ScanSpec::inclusive())?;
+    /// assert_eq!(data, [4, 4, 9, 2, 3]);
+    /// # Ok(()) }
+    /// ```
     pub fn scan_flagged_in_place<Op: ScanOp>(
         &self,
         data: &mut [Op::Item],
