@@ -63,21 +63,13 @@ fn recurrence(x: impl Iterator<Item = (f64, f64)>) -> impl Iterator<Item = (f64,
 
 /// The first index where `got` is not exactly the inclusive linear
 /// recurrence of `x`, in either component (or where the lengths differ).
-pub fn bad_recurrence(x: &[(f32, f32)], got: &[(f32, f32)]) -> Option<usize> {
+pub fn bad_recurrence<T: Copy + Into<f64>>(x: &[(T, T)], got: &[(T, T)]) -> Option<usize> {
     if got.len() != x.len() {
         return Some(got.len().min(x.len()));
     }
-    recurrence(x.iter().map(|&(a, b)| (f64::from(a), f64::from(b))))
+    recurrence(x.iter().map(|&(a, b)| (a.into(), b.into())))
         .zip(got)
-        .position(|(want, &(a, h))| (f64::from(a), f64::from(h)) != want)
-}
-
-/// [`bad_recurrence`] for f64 pairs.
-pub fn bad_recurrence_f64(x: &[(f64, f64)], got: &[(f64, f64)]) -> Option<usize> {
-    if got.len() != x.len() {
-        return Some(got.len().min(x.len()));
-    }
-    recurrence(x.iter().copied()).zip(got).position(|(want, &got)| got != want)
+        .position(|(want, &(a, h))| (a.into(), h.into()) != want)
 }
 
 /// The first index where `h` is not exactly `h_t = a_t h_{t-1} + b_t` (the

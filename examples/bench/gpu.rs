@@ -23,7 +23,7 @@ use scan_cuda::{Algorithm, Cuda, DeviceBuffer, SinglePassPolicy, StatusLayout, T
 use scan_testing::Rng;
 
 use crate::against_copy::CALLS;
-use crate::check::{bad_recurrence, bad_recurrence_f64, bad_sum, sign, step};
+use crate::check::{bad_recurrence, bad_sum, sign, step};
 use crate::{Args, Row};
 
 use scan::ops::{Add, LinearRecurrence, Max};
@@ -170,7 +170,7 @@ pub fn run(args: &Args) -> Result<Report, String> {
         "linear recurrence f64 pairs (16 B items) 2^28",
         &x,
         args.reps,
-        |got| bad_recurrence_f64(&x, got),
+        |got| bad_recurrence(&x, got),
     )?);
     drop(x);
     // Signed unit quaternions: a group under the product, so exact.
@@ -899,7 +899,7 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     let deterministic: &[Shape] = if sizes.contains(&16) { &[(128, 16, 4, 2, 2, None, false)] } else { &[] };
     for (shape, det) in with_modes(shapes, deterministic) {
         let r = tuned::<LinearRecurrence<f64>>(mode(shape, det), "linear recurrence f64", &x, args.reps, &|got| {
-            bad_recurrence_f64(&x, got)
+            bad_recurrence(&x, got)
         })?;
         row(&format!("linear recurrence f64 2^27{}", label(det)), shape, r);
     }
