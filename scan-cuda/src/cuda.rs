@@ -435,15 +435,24 @@ impl Cuda {
     }
 
     /// Runs `work` between two timing events on the stream and returns its
-    /// result with the device time between them, in milliseconds.
+    /// result with the device time between them, in milliseconds. Whatever
+    /// `work` queued has finished when this returns, on an error too.
     pub fn time<R>(&self, work: impl FnOnce() -> Result<R>) -> Result<(R, f32)> {
         let event = || self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
         let (start, end) = (event(), event());
         let (start, end) = (start.map_err(|e| driver_error("event", e))?, end.map_err(|e| driver_error("event", e))?);
         start.record(&self.stream).map_err(|e| driver_error("event record", e))?;
-        let out = work()?;
-        end.record(&self.stream).map_err(|e| driver_error("event record", e))?;
-        end.synchronize().map_err(|e| driver_error("event synchronize", e))?;
+        let finished = work().and_then(|out| {
+            end.record(&self.stream).map_err(|e| driver_error("event record", e))?;
+            end.synchronize().map_err(|e| driver_error("event synchronize", e))?;
+            Ok(out)
+        });
+        let out = finished.inspect_err(|_| {
+            // `work` may have queued copies or launches on buffers the
+            // caller frees once this returns: wait for them first (an error
+            // of this wait says nothing the first error does not).
+            let _ = self.stream.synchronize();
+        })?;
         let ms = start.elapsed_ms(&end).map_err(|e| driver_error("event elapsed", e))?;
         Ok((out, ms))
     }

@@ -148,8 +148,8 @@ impl Cuda {
         let (mut to_device, mut to_host) = (f32::MAX, f32::MAX);
         for run in 0..4 {
             // SAFETY: both buffers hold `bytes`; the copies finish before
-            // `time` returns (it waits for its end event) and before the
-            // buffers drop.
+            // `time` returns (it waits for its end event, or on an error for
+            // the stream), so before the buffers drop.
             let up = self.time(|| {
                 unsafe { sys::cuMemcpyHtoDAsync_v2(device.ptr, host.ptr().cast(), bytes, stream) }
                     .result()
