@@ -702,6 +702,12 @@ fn sweep(cuda: &Cuda, rng: &mut Rng, args: &Args, notes: &mut String) -> Result<
 
 /// Single-pass tile shapes, look-back windows, register budgets and status
 /// layouts around each default policy: the data behind the defaults.
+/// A single-pass tile shape of the policy sweep: (scanning threads, items
+/// per thread, look-back statuses per lane, blocks per SM, stages, status
+/// layout, early loads: a tile's loads issued before the store of the
+/// slot's previous tile).
+type Shape = (u32, u32, u32, u32, u32, Option<StatusLayout>, bool);
+
 fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
     let _ = writeln!(
         notes,
@@ -710,10 +716,6 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
          | case | policy | GB/s | x copy |\n|---|---|---:|---:|",
         args.reps
     );
-    // (scanning threads, items per thread, look-back statuses per lane,
-    // blocks per SM, stages, status layout, early loads: a tile's loads
-    // issued before the store of the slot's previous tile)
-    type Shape = (u32, u32, u32, u32, u32, Option<StatusLayout>, bool);
     const EL: bool = true;
     let tuning = |(threads, items, lookback, blocks, stages, status, early): Shape| {
         let t = Tuning::default()
@@ -751,6 +753,9 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
         let _ = writeln!(notes, "{line}");
     };
 
+    if !args.policy_f32_sizes.is_empty() {
+        return f32_policies_by_size(rng, args, &mut row, &tuning);
+    }
     let n = 1usize << 28;
     let sizes = &args.policy_items;
     // Small integers, as the main cases: every result checked exactly (check.rs).
@@ -929,6 +934,46 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
 }
 
 /// (GB/s, ratio to copy) of the single-pass scan with `tuning`.
+/// `--policy-f32-sizes`: f32 add's tile shapes at the sizes asked for,
+/// small and middle sizes in mind (2^20 and 2^22 ran at 0.60-0.67 of copy on
+/// an H100, 2026-12-06, where 2^24 and up run at 0.91-0.99): shorter tiles
+/// and more blocks an SM, the free look-back, against the default
+/// (deterministic) shape. A shape the GPU cannot run is a row saying so.
+fn f32_policies_by_size(
+    rng: &mut Rng,
+    args: &Args,
+    row: &mut impl FnMut(&str, Shape, (f64, f64)),
+    tuning: &impl Fn(Shape) -> Tuning,
+) -> Result<(), String> {
+    let largest = args.policy_f32_sizes.iter().copied().max().unwrap_or(10);
+    let all = rng.vec(1usize << largest, step);
+    let shapes: [Shape; 7] = [
+        (256, 16, 1, 3, 3, None, true),
+        (256, 16, 1, 3, 2, None, true),
+        (256, 8, 1, 3, 2, None, true),
+        (256, 8, 1, 4, 2, None, true),
+        (128, 16, 1, 4, 2, None, true),
+        (128, 8, 1, 6, 2, None, true),
+        (256, 4, 1, 4, 2, None, true),
+    ];
+    for &log in &args.policy_f32_sizes {
+        let x = &all[..1 << log];
+        let case = format!("f32 add 2^{log}");
+        let r = tuned::<Add<f32>>(Tuning::default(), "f32 add", x, args.reps, &|got| bad_sum(x, got))?;
+        let policy = SinglePassPolicy::for_item(4, 90).map_err(|e| e.to_string())?.deterministic_for(4, 90);
+        let default_shape =
+            (policy.threads, policy.items_per_thread, policy.lookback, policy.blocks_per_sm, policy.stages, None, true);
+        row(&format!("{case}, the default (deterministic, sm_90's shape)"), default_shape, r);
+        for &shape in &shapes {
+            match tuned::<Add<f32>>(tuning(shape), "f32 add", x, args.reps, &|got| bad_sum(x, got)) {
+                Ok(r) => row(&case, shape, r),
+                Err(e) => eprintln!("| {case} | {shape:?} | not run: {e} | |"),
+            }
+        }
+    }
+    Ok(())
+}
+
 fn tuned<Op: CudaOp>(
     tuning: Tuning,
     name: &str,

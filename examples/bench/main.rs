@@ -40,6 +40,9 @@ pub struct Args {
     pub gpu_policies_only: bool,
     /// The item sizes (bytes) whose tile shapes are timed: 4, 8, 16, 32.
     pub policy_items: Vec<usize>,
+    /// With `gpu_policies_only`: time only f32 add's tile shapes, at these
+    /// sizes (log2), instead of the whole sweep.
+    pub policy_f32_sizes: Vec<u32>,
     /// Time only the scans of host slices (GPU).
     pub gpu_host_only: bool,
     /// Time only the f32 add's time per call at 2^16 and 2^24 (GPU).
@@ -72,6 +75,8 @@ const USAGE: &str =
   --gpu-policies   with --gpu, also time single-pass tile shapes and status layouts
   --gpu-policies-only  time only those (GPU)
   --policy-items LIST  the item sizes whose shapes are timed, e.g. 16,32 (default 4,8,16,32)
+  --policy-f32-sizes LIST  with --gpu-policies-only: only f32 add's tile shapes, at these sizes (log2, 10 to 30),
+                   e.g. 20,22 (the shapes of small and middle sizes, the default shape among them)
   --gpu-latency-only  time only f32 add's time per call at 2^16 and 2^24, one call, back to back and replayed (GPU)
   --gpu-host-only  time only scans from and to host slices against the pinned link (GPU)
   --gpu-rows-only  time only rows and segments in one launch (GPU; SCAN_BENCH_ROWS_CASES=segments:
@@ -94,6 +99,7 @@ fn parse_args() -> Result<Args, String> {
         gpu_policies: false,
         gpu_policies_only: false,
         policy_items: POLICY_ITEM_SIZES.to_vec(),
+        policy_f32_sizes: Vec::new(),
         gpu_host_only: false,
         gpu_latency_only: false,
         gpu_rows_only: false,
@@ -128,6 +134,14 @@ fn parse_args() -> Result<Args, String> {
                     .map(|s| s.trim().parse().ok().filter(|n| POLICY_ITEM_SIZES.contains(n)))
                     .collect::<Option<_>>()
                     .ok_or(format!("--policy-items {v}: want a list of 4, 8, 16, 32"))?;
+            }
+            "--policy-f32-sizes" => {
+                let v = value("--policy-f32-sizes")?;
+                args.policy_f32_sizes = v
+                    .split(',')
+                    .map(|s| s.trim().parse().ok().filter(|n| (10..=30).contains(n)))
+                    .collect::<Option<_>>()
+                    .ok_or(format!("--policy-f32-sizes {v}: want a list of log2 sizes from 10 to 30"))?;
             }
             "--size-log2" => {
                 let v = value("--size-log2")?;
