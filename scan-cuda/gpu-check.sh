@@ -21,7 +21,7 @@
 #   bash scan-cuda/gpu-check.sh sharded    # scans across ranks: test gpu_sharded, examples/sharded (processes, bench)
 #   bash scan-cuda/gpu-check.sh test:NAME  # one GPU test binary (e.g. test:gpu_rows)
 #   bash scan-cuda/gpu-check.sh policies   # examples/bench --gpu-policies-only (single-pass tuning sweep; POLICY_ITEMS=16,32 for some item sizes)
-#   bash scan-cuda/gpu-check.sh midsizes   # f32 add's tile shapes at 2^18..2^24 only (POLICY_F32_SIZES=20,22 for others)
+#   bash scan-cuda/gpu-check.sh midsizes   # f32 add's tile shapes at 2^20..2^24 only (POLICY_F32_SIZES=20,22 for others)
 #   bash scan-cuda/gpu-check.sh sanitize   # compute-sanitizer memcheck/racecheck/synccheck
 #   bash scan-cuda/gpu-check.sh probes     # racecheck of a model of the single-pass slot hand-over, in variants (needs nvcc)
 #   bash scan-cuda/gpu-check.sh profile    # ncu of the single-pass kernel (f32 add, 2^28)
@@ -166,7 +166,7 @@ for what in "$@"; do
     ;;
   midsizes)
     # f32 add's tile shapes at small and middle sizes only (about a minute).
-    step 240 midsizes $bin/examples/bench --gpu-policies-only --policy-f32-sizes "${POLICY_F32_SIZES:-18,20,22,24}" --reps 15 --out "$out/midsizes.md"
+    step 240 midsizes $bin/examples/bench --gpu-policies-only --policy-f32-sizes "${POLICY_F32_SIZES:-20,21,22,23,24}" --reps 15 --out "$out/midsizes.md"
     cat "$out/midsizes.md"
     ;;
   sanitize)

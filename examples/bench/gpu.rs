@@ -947,14 +947,22 @@ fn f32_policies_by_size(
 ) -> Result<(), String> {
     let largest = args.policy_f32_sizes.iter().copied().max().unwrap_or(10);
     let all = rng.vec(1usize << largest, step);
-    let shapes: [Shape; 7] = [
-        (256, 16, 1, 3, 3, None, true),
-        (256, 16, 1, 3, 2, None, true),
-        (256, 8, 1, 3, 2, None, true),
-        (256, 8, 1, 4, 2, None, true),
-        (128, 16, 1, 4, 2, None, true),
-        (128, 8, 1, 6, 2, None, true),
-        (256, 4, 1, 4, 2, None, true),
+    // (shape, deterministic): the deterministic look-back (the default's
+    // fixed groups are 32 x lookback tiles) in fewer stages and narrower
+    // groups, then the free look-back; the first H100 sweep (2026-12-06)
+    // found the free look-back in two stages 17% ahead of the default at
+    // 2^22 and 14% behind it at 2^24.
+    let shapes: [(Shape, bool); 10] = [
+        ((256, 16, 4, 3, 2, None, true), true),
+        ((256, 16, 4, 3, 1, None, true), true),
+        ((256, 16, 2, 3, 3, None, true), true),
+        ((256, 16, 2, 3, 2, None, true), true),
+        ((256, 16, 1, 3, 2, None, true), true),
+        ((256, 16, 1, 3, 3, None, true), false),
+        ((256, 16, 1, 3, 2, None, true), false),
+        ((256, 16, 1, 3, 1, None, true), false),
+        ((256, 8, 1, 4, 2, None, true), false),
+        ((128, 16, 1, 4, 2, None, true), false),
     ];
     for &log in &args.policy_f32_sizes {
         let x = &all[..1 << log];
@@ -964,10 +972,12 @@ fn f32_policies_by_size(
         let default_shape =
             (policy.threads, policy.items_per_thread, policy.lookback, policy.blocks_per_sm, policy.stages, None, true);
         row(&format!("{case}, the default (deterministic, sm_90's shape)"), default_shape, r);
-        for &shape in &shapes {
-            match tuned::<Add<f32>>(tuning(shape), "f32 add", x, args.reps, &|got| bad_sum(x, got)) {
-                Ok(r) => row(&case, shape, r),
-                Err(e) => eprintln!("| {case} | {shape:?} | not run: {e} | |"),
+        for &(shape, deterministic) in &shapes {
+            let (t, label) =
+                if deterministic { (tuning(shape).deterministic(true), " deterministic") } else { (tuning(shape), "") };
+            match tuned::<Add<f32>>(t, "f32 add", x, args.reps, &|got| bad_sum(x, got)) {
+                Ok(r) => row(&format!("{case}{label}"), shape, r),
+                Err(e) => eprintln!("| {case}{label} | {shape:?} | not run: {e} | |"),
             }
         }
     }
