@@ -472,8 +472,12 @@ impl Device {
     /// (`Cuda::run_selective_saving`), so that the backward uploads only
     /// `dout` and recomputes no states where they were saved; the output is
     /// then the one `Cuda::run_selective_saving` documents (the forward's
-    /// tile kernel, where the backward runs by tiles). On the CPU, or past
-    /// that N, it keeps the arguments only, and the backward is
+    /// tile kernel, where the backward runs by tiles). On the CPU it is
+    /// `Cpu::selective_scan_saving`: the states before every 64 steps are
+    /// kept ([`SelectiveCheckpoints`]; none where the rows are cut into
+    /// ranges), and the backward, `Cpu::selective_scan_backward_saved`,
+    /// gives [`Device::selective_scan_backward`]'s gradients bit for bit. On
+    /// a GPU past that N it keeps the arguments only, and the backward is
     /// [`Device::selective_scan_backward`]'s.
     ///
     /// The saved forward borrows `args`' arrays, so they cannot change
@@ -488,6 +492,7 @@ impl Device {
     /// let args = SelectiveScan::new(shape, &[2.0], &[0.5], &[-1.0], one, one);
     /// let (forward, saved) = device.selective_scan_for_training(&args)?;
     /// assert_eq!(forward.out, [1.0]); // C dt B u = 0.5 x 2
+    /// assert!(saved.holds_states()); // the CPU kept the states before every 64 steps
     /// let grads = device.selective_scan_backward_saved(&saved, &[1.0])?;
     /// assert_eq!(grads.du, [0.5]);
     /// # Ok(()) }
