@@ -435,8 +435,9 @@ impl Device {
     /// `selective_scan_bwd`; `scan::selective::backward` has the formulas):
     /// given `dout` = dL/d`out`, the gradients of every argument, the
     /// optional ones where the argument is given. On a GPU,
-    /// `Cuda::selective_scan_backward` (three launches, states recomputed,
-    /// every sum in a fixed order: bitwise the same from run to run) for a
+    /// `Cuda::selective_scan_backward` (two or three kernels, then the
+    /// partial sums; states recomputed, every sum in a fixed order: bitwise
+    /// the same from run to run) for a
     /// state size N up to `scan::cuda::SELECTIVE_BACKWARD_MAX_STATE`, and the
     /// CPU's backward past it; on the CPU, `Cpu::selective_scan_backward`
     /// (in f32; `scan::selective::backward::reference_backward` is the f64
