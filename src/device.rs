@@ -47,7 +47,8 @@ enum Backend {
 /// `scan::cuda::SelectiveSaved`; about twice `u`'s size at 16 states), on
 /// the CPU the states before every 64 steps
 /// ([`SelectiveCheckpoints`]; 1/64 of the
-/// (batch, dim, L, N) states).
+/// (batch, dim, L, N) states, up to 8 times that where blocks of rows hold
+/// fewer than 8 rows: a block keeps 8 lanes' states).
 #[derive(Debug)]
 pub struct SavedForward<'a> {
     args: SelectiveScan<'a>,

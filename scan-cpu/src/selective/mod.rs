@@ -317,7 +317,8 @@ impl Cpu {
     /// [`Cpu::selective_scan`], also keeping what
     /// [`Cpu::selective_scan_backward_saved`] needs to skip the backward's
     /// first pass: each block's states before every 64 steps (1/64 of the
-    /// (batch, dim, L, N) states). The outputs are `selective_scan`'s, bit for
+    /// (batch, dim, L, N) states, up to 8 times that where a block holds
+    /// fewer than 8 rows: its states are kept 8 lanes wide). The outputs are `selective_scan`'s, bit for
     /// bit. Where the forward cuts rows into ranges (few rows on many
     /// threads), or the backward will (fewer than 8 blocks of rows of 2048
     /// steps or more), nothing is kept ([`SelectiveCheckpoints::holds_states`]
