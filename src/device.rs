@@ -149,9 +149,9 @@ impl Device {
     }
 
     /// Scans `input` into a new vector; `input` is left as it was. Errors:
-    /// [`Error::TooLarge`](crate::Error::TooLarge) where the output cannot be
+    /// [`Error::TooLarge`] where the output cannot be
     /// allocated, and on a GPU an operator without generated CUDA
-    /// ([`Error::NotCuda`](crate::Error::NotCuda): a hand-written `ScanOp`
+    /// ([`Error::NotCuda`]: a hand-written `ScanOp`
     /// rather than a built-in or `#[scan_op]` one).
     ///
     /// ```
@@ -175,7 +175,7 @@ impl Device {
     }
 
     /// Scans `input` into `output`, which must have the same length
-    /// ([`Error::LengthMismatch`](crate::Error::LengthMismatch) otherwise,
+    /// ([`Error::LengthMismatch`] otherwise,
     /// and `output` is left as it was).
     ///
     /// ```
