@@ -832,9 +832,7 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
         // (SinglePassPolicy::deterministic_for), at 2^28 and 2^24; and the
         // non-deterministic look-back reading 2 and 4 statuses per lane on
         // the same 16-item runs.
-        let policy = SinglePassPolicy::for_item(4, 90).map_err(|e| e.to_string())?.deterministic_for(4, 90);
-        let shape =
-            (policy.threads, policy.items_per_thread, policy.lookback, policy.blocks_per_sm, policy.stages, None, EL);
+        let shape = default_f32_shape()?;
         for log in [28, 24] {
             let x = &x[..1 << log];
             let t = Tuning::default().deterministic(true);
@@ -933,12 +931,20 @@ fn policies(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String
     Ok(())
 }
 
-/// (GB/s, ratio to copy) of the single-pass scan with `tuning`.
+/// sm_90's default shape for 4-byte items, deterministic look-back (the
+/// default for floats), as the tables print it.
+fn default_f32_shape() -> Result<Shape, String> {
+    let policy = SinglePassPolicy::for_item(4, 90).map_err(|e| e.to_string())?.deterministic_for(4, 90);
+    Ok((policy.threads, policy.items_per_thread, policy.lookback, policy.blocks_per_sm, policy.stages, None, true))
+}
+
 /// `--policy-f32-sizes`: f32 add's tile shapes at the sizes asked for,
 /// small and middle sizes in mind (2^20 and 2^22 ran at 0.60-0.67 of copy on
-/// an H100, 2026-12-06, where 2^24 and up run at 0.91-0.99): shorter tiles
-/// and more blocks an SM, the free look-back, against the default
-/// (deterministic) shape. A shape the GPU cannot run is a row saying so.
+/// an H100, 2026-12-06, where 2^24 and up run at 0.91-0.99), against the
+/// default (deterministic) shape: the deterministic look-back in fewer
+/// stages and narrower fixed groups, then the free look-back with shorter
+/// tiles and more blocks an SM. A shape the GPU cannot run is a row saying
+/// so.
 fn f32_policies_by_size(
     rng: &mut Rng,
     args: &Args,
@@ -968,10 +974,7 @@ fn f32_policies_by_size(
         let x = &all[..1 << log];
         let case = format!("f32 add 2^{log}");
         let r = tuned::<Add<f32>>(Tuning::default(), "f32 add", x, args.reps, &|got| bad_sum(x, got))?;
-        let policy = SinglePassPolicy::for_item(4, 90).map_err(|e| e.to_string())?.deterministic_for(4, 90);
-        let default_shape =
-            (policy.threads, policy.items_per_thread, policy.lookback, policy.blocks_per_sm, policy.stages, None, true);
-        row(&format!("{case}, the default (deterministic, sm_90's shape)"), default_shape, r);
+        row(&format!("{case}, the default (deterministic, sm_90's shape)"), default_f32_shape()?, r);
         for &(shape, deterministic) in &shapes {
             let (t, label) =
                 if deterministic { (tuning(shape).deterministic(true), " deterministic") } else { (tuning(shape), "") };
@@ -984,6 +987,7 @@ fn f32_policies_by_size(
     Ok(())
 }
 
+/// (GB/s, ratio to copy) of the single-pass scan with `tuning`.
 fn tuned<Op: CudaOp>(
     tuning: Tuning,
     name: &str,

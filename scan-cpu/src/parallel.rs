@@ -36,11 +36,12 @@ pub(crate) fn parts(items: usize, threads: usize) -> usize {
 /// still do every part. A panic in `f` (user code, e.g. a map) reaches the
 /// caller as itself, not as the scope's "a scoped thread panicked".
 pub(crate) fn for_each_part<X: Send>(items: &mut [X], threads: usize, f: impl Fn(&mut [X]) + Sync) {
-    if parts(items.len(), threads) == 1 {
+    let count = parts(items.len(), threads);
+    if count == 1 {
         f(items);
         return;
     }
-    let per_part = items.len().div_ceil(parts(items.len(), threads));
+    let per_part = items.len().div_ceil(count);
     let parts: Vec<Mutex<&mut [X]>> = items.chunks_mut(per_part).map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
     let work = || {
