@@ -140,6 +140,31 @@ fn the_reference_gradients_match_finite_differences() {
     }
 }
 
+/// Above 20 the forward's softplus is the identity (torch's and mamba_ssm's
+/// threshold), so with every `delta + delta_bias` past 20 the softplus
+/// changes nothing: not the output and not one bit of any gradient, in the
+/// f64 reference and on the CPU (whose f32 sigmoid rounds to 1 there).
+#[test]
+fn past_the_softplus_threshold_the_gradients_are_those_without_it() {
+    let mut rng = Rng::fresh("selective backward softplus threshold");
+    let shape = SsmShape { batch: 2, dim: 3, len: 40, state: 4 };
+    let mut o = owned(&mut rng, shape, 1, 4);
+    // Steps of 20.5 to 22 after the bias (|bias| <= 0.3); A dt stays finite.
+    o.delta = rng.vec(o.delta.len(), |r| r.range_f64(20.8, 21.7) as f32);
+    o.a = rng.vec(o.a.len(), |r| r.range_f64(-0.05, -0.01) as f32);
+    let w = rng.vec(o.u.len(), |r| r.range_f64(-1.0, 1.0) as f32);
+    let on = args(&o, 4);
+    let off = args(&o, 4).delta_softplus(false);
+    assert_eq!(reference(&on).unwrap(), reference(&off).unwrap(), "forward");
+    assert_eq!(reference_backward(&on, &w).unwrap(), reference_backward(&off, &w).unwrap(), "reference backward");
+    let cpu = Cpu::new();
+    assert_eq!(
+        cpu.selective_scan_backward(&on, &w).unwrap(),
+        cpu.selective_scan_backward(&off, &w).unwrap(),
+        "CPU backward"
+    );
+}
+
 #[test]
 fn the_cpu_matches_the_reference_on_one_and_several_threads() {
     let mut rng = Rng::fresh("selective backward cpu");

@@ -11,7 +11,7 @@
 //! ```text
 //! dC_t += dy_t x_t      dB_t += g_t dt_t u_t      du_t += dy_t D + sum_n g_t dt_t B_t
 //! dA   += sum_t g_t x_{t-1} a_t dt_t              ddt_t = sum_n g_t (x_{t-1} a_t A + B_t u_t)
-//! ddelta_t = ddt_t sigmoid(delta_t + bias) (softplus) or ddt_t;  d(delta_bias) = sum_t ddelta_t
+//! ddelta_t = ddt_t sigmoid(delta_t + bias) (softplus, up to 20) or ddt_t;  d(delta_bias) = sum_t ddelta_t
 //! dy_t = dout_t silu(z_t), dz_t = dout_t y_t silu'(z_t) when z is given;  dD = sum_t dy_t u_t
 //! ```
 //!
@@ -202,12 +202,10 @@ impl RowGrads {
         }
         let bias = args.delta_bias.map_or(0.0, |bias| f64::from(bias[d]));
         for (t, &ddt) in ddt.iter().enumerate() {
-            let dd = if args.delta_softplus {
-                let pre = f64::from(args.delta[base + t]) + bias;
-                ddt / (1.0 + (-pre).exp())
-            } else {
-                ddt
-            };
+            let pre = f64::from(args.delta[base + t]) + bias;
+            // The forward's softplus is the identity above 20 (as torch's and
+            // mamba_ssm's), so its derivative there is 1, not sigmoid(pre).
+            let dd = if args.delta_softplus && pre <= 20.0 { ddt / (1.0 + (-pre).exp()) } else { ddt };
             self.ddelta[base + t] = dd;
             self.dbias[d] += dd;
         }
