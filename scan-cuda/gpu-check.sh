@@ -25,7 +25,8 @@
 #   bash scan-cuda/gpu-check.sh sanitize   # compute-sanitizer memcheck/racecheck/synccheck
 #   bash scan-cuda/gpu-check.sh probes     # racecheck of a model of the single-pass slot hand-over, in variants (needs nvcc)
 #   bash scan-cuda/gpu-check.sh profile    # ncu of the single-pass kernel (f32 add, 2^28)
-#                                          # (PROFILE_CASES="selective" for the selective scan: examples/gpu_profile cases)
+#                                          # (PROFILE_CASES="selective" for the selective scan: examples/gpu_profile cases;
+#                                          # PROFILE_LOG=22 for 2^22 items instead of 2^28)
 set -uo pipefail
 out=${OUT:-/tmp/scan-gpu}
 mkdir -p "$out"
@@ -55,12 +56,15 @@ for what in "$@"; do
     # about as long as the slowest (gpu_single_pass) instead of the sum.
     # With 4 test threads each, all 15 GPU binaries took 120-155 s on the
     # H200 (2026-12-02); with one thread each gpu_rows and gpu_scan ran
-    # past 300 s.
+    # past 300 s. gpu_large (two scans past 2^31 items checked on the host)
+    # took 204 s, then 292 s side by side, and on 2026-12-07 ran past 300 s
+    # (it passed alone in 261 s): each binary gets TEST_LIMIT seconds, 420 by
+    # default, inside a device call's 600.
     pids=()
     for t in $bin/tests/*; do
       case $t in *nvrtc*) continue ;; esac
       name="test-$(basename "$t")"
-      ( timeout 300 "$t" --ignored --test-threads="${TEST_THREADS:-4}" --nocapture >"$out/$name.log" 2>&1; echo $? >"$out/$name.rc" ) &
+      ( timeout "${TEST_LIMIT:-420}" "$t" --ignored --test-threads="${TEST_THREADS:-4}" --nocapture >"$out/$name.log" 2>&1; echo $? >"$out/$name.rc" ) &
       pids+=($!)
     done
     wait "${pids[@]}"
@@ -207,7 +211,7 @@ for what in "$@"; do
     # reason) of each go to ncu-*.txt.
     for c in ${PROFILE_CASES:-f32-add f32-add-rows}; do
       step 300 "ncu-$c" ncu --clock-control none --set full --import-source yes --launch-skip 2 --launch-count 1 \
-        -k regex:"single_pass|selective" -o "$out/$c" $bin/examples/gpu_profile $c 28
+        -k regex:"single_pass|selective" -o "$out/$c" $bin/examples/gpu_profile $c "${PROFILE_LOG:-28}"
       ncu --import "$out/$c.ncu-rep" --page details >"$out/ncu-$c.txt" 2>&1
       ncu --import "$out/$c.ncu-rep" --page raw --csv 2>/dev/null | python3 -c '
 import csv, sys
@@ -216,7 +220,10 @@ for name, unit, value in zip(rows[0], rows[1], rows[2]):
     if "issue_stalled" in name and name.endswith("per_issue_active.ratio"):
         print("STALL", name, value, unit)' >>"$out/ncu-$c.txt"
       # Per SASS instruction (the source page): the 15 with the most excess
-      # shared-memory wavefronts (bank conflicts), with their stall samples.
+      # shared-memory wavefronts (bank conflicts), with their stall samples;
+      # then the 30 with the most stall samples ("HOT", offsets from the
+      # kernel's first instruction, as `cuobjdump -sass` of the cubin
+      # example's build prints them; the two largest reasons).
       ncu --import "$out/$c.ncu-rep" --page source --csv --print-source sass 2>/dev/null | python3 -c '
 import csv, sys
 rows = list(csv.reader(sys.stdin))
@@ -235,10 +242,21 @@ def num(r, i):
         return 0.0
 body = [r for r in rows[head + 1:] if len(r) > max(src, ex)]
 for r in sorted(body, key=lambda r: -num(r, ex))[:15]:
-    print("SHARED excess %10.0f  stalls %8.0f  %s" % (num(r, ex), num(r, samp), r[src].strip()))' >>"$out/ncu-$c.txt"
+    print("SHARED excess %10.0f  stalls %8.0f  %s" % (num(r, ex), num(r, samp), r[src].strip()))
+addr = pick(["Address"])
+if addr is None or samp is None:
+    sys.exit(0)
+base = min(int(r[addr], 16) for r in body)
+total = sum(num(r, samp) for r in body) or 1.0
+reasons = [(i, c[len("stall_"):]) for i, c in enumerate(cols) if c.startswith("stall_") and "Not Issued" not in c]
+for r in sorted(body, key=lambda r: -num(r, samp))[:30]:
+    why = sorted(((num(r, i), c) for i, c in reasons), reverse=True)[:2]
+    print("HOT %05x %5.1f%% %6.0f  %-50s %s" % (int(r[addr], 16) - base, 100 * num(r, samp) / total, num(r, samp),
+          r[src].strip(), " ".join("%s=%g" % (c, v) for v, c in why if v > 0)))' >>"$out/ncu-$c.txt"
       echo "-- $c"
       grep -E "Duration|DRAM Throughput|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|Block Limit" "$out/ncu-$c.txt" | head -12
       grep -E "^SHARED" "$out/ncu-$c.txt" | head -15
+      grep -E "^HOT" "$out/ncu-$c.txt" | head -12
       grep -E "^STALL" "$out/ncu-$c.txt" | sort -k3 -g -r | head -8
     done
     ;;
