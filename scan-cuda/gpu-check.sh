@@ -3,7 +3,8 @@
 # ../shared/tools/stage-gpu (binaries in .gpu/). Every step has a time limit,
 # so a hang costs minutes, not the lease; logs and results go to $OUT.
 #
-#   bash scan-cuda/gpu-check.sh tests      # smoke test, then every GPU test binary (side by side)
+#   bash scan-cuda/gpu-check.sh tests      # smoke test, then every GPU test binary (side by side; each under
+#                                          # TEST_LIMIT s, 420 by default, with TEST_THREADS test threads, 4)
 #   bash scan-cuda/gpu-check.sh host       # quickstart at 2^24 and 2^28 (no environment set up), bench --gpu-host-only
 #   bash scan-cuda/gpu-check.sh bench      # examples/bench --gpu, peers, plot (about 9 minutes since the replayed rows:
 #                                          # longer than one device call allows; scans, rows, fused, selective split it)
@@ -18,7 +19,8 @@
 #                                          # its f64 checks on the host)
 #   bash scan-cuda/gpu-check.sh selective  # the selective scan: bench --gpu-selective-only, peers --selective-only
 #   bash scan-cuda/gpu-check.sh scans      # 5/11's table only: examples/bench --gpu-scans-only, the peers, the plot
-#   bash scan-cuda/gpu-check.sh sharded    # scans across ranks: test gpu_sharded, examples/sharded (processes, bench)
+#   bash scan-cuda/gpu-check.sh sharded    # scans across ranks: test gpu_sharded, examples/sharded (processes, bench
+#                                          # at SHARDED_LOG2, default "28 31")
 #   bash scan-cuda/gpu-check.sh test:NAME  # one GPU test binary (e.g. test:gpu_rows)
 #   bash scan-cuda/gpu-check.sh policies   # examples/bench --gpu-policies-only (single-pass tuning sweep; POLICY_ITEMS=16,32 for some item sizes)
 #   bash scan-cuda/gpu-check.sh midsizes   # f32 add's tile shapes at 2^20..2^24 only (POLICY_F32_SIZES=20,22 for others)

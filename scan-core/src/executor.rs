@@ -3,9 +3,10 @@
 
 use crate::{Result, ScanOp, ScanSpec};
 
-/// An executor of scans of `Op`: `scan_cpu::Cpu` for every [`ScanOp`],
-/// `scan_cuda::Cuda` and the facade's `Device` for every
-/// [`CudaOp`](crate::CudaOp).
+/// An executor of scans of `Op`: `scan_cpu::Cpu` and the facade's `Device`
+/// for every [`ScanOp`] (on a GPU, `Device` returns
+/// [`Error::NotCuda`](crate::Error::NotCuda) for an operator without CUDA
+/// source), `scan_cuda::Cuda` for every [`CudaOp`](crate::CudaOp).
 ///
 /// Each executor also has these calls as inherent methods, generic over the
 /// operator (`cpu.scan::<Add<i32>>(..)`); the trait is for code that takes

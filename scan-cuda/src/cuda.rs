@@ -34,7 +34,10 @@ use crate::staging::Staging;
 /// Where the time to get kernels ready went, since the executor was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompileStats {
-    /// Operator modules made ready (each once per executor).
+    /// Modules loaded: each operator family once per executor (an operator
+    /// through `Device` and through `Cuda` directly counts twice), a
+    /// spilled module's fallback, the selective scan's, stream compaction's
+    /// and shard joins' kernels.
     pub modules: u32,
     /// Of those, how many NVRTC compiled (the rest came from the disk cache).
     pub compiled: u32,
@@ -288,7 +291,10 @@ impl Cuda {
     /// The same executor with the single-pass kernels' policy overridden
     /// (threads, items per thread, status layout) or the adversarial schedule
     /// switched on; see [`Tuning`]. A shape the kernels cannot run is an
-    /// [`Error::BadTuning`] at the first scan.
+    /// [`Error::BadTuning`] at the first scan. A shape override also drops
+    /// the deterministic default of 4-byte items' plain scans (see
+    /// [`with_deterministic`](Cuda::with_deterministic), which sets the mode
+    /// either way).
     ///
     /// ```no_run
     /// # fn main() -> scan_core::Result<()> {
@@ -312,7 +318,9 @@ impl Cuda {
     /// scans (`true`) or the free look-back (`false`). Unset, plain scans of
     /// 4-byte items (f32, i32, u32 ...) are deterministic, as their fastest
     /// shape (0.92 of a copy for f32 add on the H200, against 0.84 for the
-    /// free look-back), and other items take the free look-back.
+    /// free look-back), unless a [`Tuning`] sets a shape
+    /// ([`Tuning::overrides_shape`]: then the shape is taken as set, with the
+    /// free look-back); other items take the free look-back.
     ///
     /// A decoupled look-back combines a tile's predecessors as far back as
     /// it finds one that already knows its prefix, which depends on timing,

@@ -441,6 +441,10 @@ impl ShardGroup {
     /// joined by NCCL (`ncclCommInitAll`), each with a default executor.
     /// Errors: no NCCL library ([`Error::NcclUnavailable`]), a device that
     /// cannot be opened, a device listed twice.
+    ///
+    /// NCCL reads its environment when the group is made: on a host shared
+    /// with others, set `NCCL_NVLS_ENABLE=0` first (NVLink multicast can put
+    /// the host's GPUs out of service); `examples/sharded.rs` does.
     pub fn nccl(ordinals: &[usize]) -> Result<ShardGroup> {
         check_distinct(ordinals)?;
         ShardGroup::nccl_with(ordinals.iter().map(|&o| Cuda::with_device(o)).collect::<Result<Vec<_>>>()?)
