@@ -40,6 +40,32 @@ fn auto_picks_cuda_on_a_gpu_machine() {
     }
 }
 
+/// `Device` scans an operator through a wrapper type of its own; a direct
+/// `Cuda` call of the same operator (either one first) reuses that module
+/// instead of loading a second (`CompileStats::modules` counts loads).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_and_cuda_share_an_operators_module() {
+    let device = Device::cuda().unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
+    let cuda = device.as_cuda().unwrap();
+    // Small integers: every evaluation order gives the same floats.
+    let x: Vec<(f32, f32)> = (0..100_000).map(|i| ((i % 3) as f32 - 1.0, (i % 5) as f32)).collect();
+    let want = scan::reference::scan::<LinRecF32>(&x, ScanSpec::inclusive());
+    let before = cuda.compile_stats().modules;
+    assert_eq!(device.scan::<LinRecF32>(&x, ScanSpec::inclusive()).unwrap(), want);
+    let loaded = cuda.compile_stats().modules;
+    assert!(loaded > before, "the first scan loaded nothing: {}", cuda.compile_stats());
+    assert_eq!(cuda.scan::<LinRecF32>(&x, ScanSpec::inclusive()).unwrap(), want);
+    assert_eq!(cuda.compile_stats().modules, loaded, "{}", cuda.compile_stats());
+
+    let m: Vec<[i64; 4]> = Rng::fresh("shared module").vec(50_000, scan_testing::unimodular_i64);
+    let want = scan::reference::scan::<MatMul2x2<i64>>(&m, ScanSpec::exclusive());
+    assert_eq!(cuda.scan::<MatMul2x2<i64>>(&m, ScanSpec::exclusive()).unwrap(), want);
+    let loaded = cuda.compile_stats().modules;
+    assert_eq!(device.scan::<MatMul2x2<i64>>(&m, ScanSpec::exclusive()).unwrap(), want);
+    assert_eq!(cuda.compile_stats().modules, loaded, "{}", cuda.compile_stats());
+}
+
 /// Batched rows through `Device`, against `reference::scan_rows`, with a
 /// non-commutative operator; bad shapes are errors.
 fn rows_match_the_reference(device: &Device) {

@@ -35,7 +35,7 @@ use crate::staging::Staging;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompileStats {
     /// Modules loaded: each operator family once per executor (an operator
-    /// through `Device` and through `Cuda` directly counts twice), a
+    /// scanned through `Device` and through `Cuda` directly shares one), a
     /// spilled module's fallback, the selective scan's, stream compaction's
     /// and shard joins' kernels.
     pub modules: u32,
@@ -142,6 +142,10 @@ pub struct Cuda {
     nvrtc_version: (i32, i32),
     disk: Option<DiskCache>,
     modules: Mutex<HashMap<(TypeId, Family), Arc<Module>>>,
+    /// The same modules by what they were built from: two types with one
+    /// source (an operator scanned through `Device`, which wraps it, and
+    /// directly) share one module.
+    modules_by_source: Mutex<HashMap<ModuleSource, Arc<Module>>>,
     stats: Mutex<CompileStats>,
     /// Pinned and device buffers of host scans, made at the first (host.rs).
     pub(crate) staging: Mutex<Option<Staging>>,
@@ -252,6 +256,7 @@ impl Cuda {
             nvrtc_version,
             disk: cache::default_dir().map(DiskCache::new),
             modules: Mutex::new(HashMap::new()),
+            modules_by_source: Mutex::new(HashMap::new()),
             stats: Mutex::new(CompileStats::default()),
             staging: Mutex::new(None),
             segment_bits: Mutex::new(None),
@@ -309,6 +314,7 @@ impl Cuda {
             // here shows at the next call on the stream).
             let _ = self.synchronize();
             self.modules.get_mut().unwrap_or_else(|p| p.into_inner()).clear();
+            self.modules_by_source.get_mut().unwrap_or_else(|p| p.into_inner()).clear();
         }
         self.tuning = tuning;
         self
@@ -933,8 +939,9 @@ impl Cuda {
     }
 
     /// The module filed under `id` (a type naming what it instantiates, and
-    /// its family): from memory, else built from `source()` through the disk
-    /// cache or NVRTC.
+    /// its family): from memory, by `id` or else by the source `source()`
+    /// gives (another type's module of the same source), else built from
+    /// that source through the disk cache or NVRTC.
     pub(crate) fn module_keyed(
         &self,
         id: (TypeId, Family),
@@ -946,6 +953,12 @@ impl Cuda {
         }
         let started = Instant::now();
         let mut source = source()?;
+        if let Some(m) = lock(&self.modules_by_source).get(&source) {
+            let m = m.clone();
+            lock(&self.modules).insert(id, m.clone());
+            return Ok(m);
+        }
+        let built_from = source.clone();
         let mut module =
             self.load_cached(&source.code, &source.op_name, started, |cubin| Module::load(&self.ctx, &source, cubin))?;
         // Long runs that spilled for this operator: the shorter ones
@@ -964,6 +977,7 @@ impl Cuda {
         }
         let module = Arc::new(module);
         lock(&self.modules).insert(id, module.clone());
+        lock(&self.modules_by_source).insert(built_from, module.clone());
         Ok(module)
     }
 }

@@ -104,8 +104,9 @@ impl MapsShape {
 }
 
 /// Everything the compiler sees for one operator, and what the host needs to
-/// launch it.
-#[derive(Clone, Debug)]
+/// launch it. Two equal sources make the same module (the executor loads it
+/// once for both).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ModuleSource {
     /// The operator's C++ name (for error messages).
     pub op_name: String,
