@@ -406,8 +406,8 @@ impl Device {
     /// definition and the argument layouts): on the GPU when this device is
     /// one (`Cuda::selective_scan`, one kernel launch), else on the CPU
     /// (`Cpu::selective_scan`). bf16 or f16 activations (`T`) are read into
-    /// f32 exactly; the GPU kernel reads f32, so there they are widened on
-    /// the host first. A wrong shape is an
+    /// f32 exactly; the GPU kernel reads f32, so there they are uploaded at
+    /// their own width and widened on the device. A wrong shape is an
     /// [`Error::WrongShape`] naming the argument.
     ///
     /// ```
@@ -422,12 +422,7 @@ impl Device {
     /// ```
     pub fn selective_scan<T: SsmInput>(&self, args: &SelectiveScan<'_, T>) -> Result<SsmOutput> {
         match &self.backend {
-            // The GPU kernel reads f32: bf16 and f16 activations are widened
-            // (exactly) on the host first.
-            Backend::Cuda(cuda) => match args.as_f32() {
-                Some(f32_args) => cuda.selective_scan(&f32_args),
-                None => cuda.selective_scan(&args.widened().args()),
-            },
+            Backend::Cuda(cuda) => cuda.selective_scan(args),
             Backend::Cpu(cpu) => cpu.selective_scan(args),
         }
     }

@@ -756,9 +756,11 @@ fn check_half<T: scan::selective::SsmInput>(cpu: &Cpu, ctx: &str, args: &Selecti
     assert_eq!(cpu.selective_scan(&widened.args()).unwrap(), got, "{ctx}: the widened f32 scan differs");
 }
 
-/// On the GPU through `Device`: bf16 and f16 activations (widened on the
-/// host for the f32 kernel) against the reference, every option on; and f32
-/// arguments (passed through as they are) equal to `Cuda::selective_scan`'s.
+/// On the GPU through `Device`: bf16 and f16 activations (uploaded at their
+/// own width and widened on the device for the f32 kernel) against the
+/// reference, every option on, and bit for bit what the same kernel gives
+/// for the activations widened on the host; and f32 arguments (passed
+/// through as they are) equal to `Cuda::selective_scan`'s.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn the_gpu_takes_half_precision_activations_through_the_device() {
@@ -804,4 +806,46 @@ fn the_gpu_takes_half_precision_activations_through_the_device() {
     }
     let f32_args = f.args(63);
     assert_eq!(device.selective_scan(&f32_args).unwrap(), cuda.selective_scan(&f32_args).unwrap());
+    // Widened on the device, the activations are the f32 values the host
+    // widening gives: the same kernel then gives the same bits.
+    for (what, half, wide) in [
+        ("bf16", device.selective_scan(&bf_args).unwrap(), cuda.selective_scan(&bf_args.widened().args()).unwrap()),
+        ("f16", device.selective_scan(&hf_args).unwrap(), cuda.selective_scan(&hf_args.widened().args()).unwrap()),
+    ] {
+        assert_eq!(half, wide, "{what}: widened on the device against on the host");
+    }
+}
+
+/// `Cuda::widen_to_f32` on every bf16 and f16 bit pattern (twice over, and
+/// at lengths that leave each remainder of 4 and pass one grid of the
+/// widening's loop) equals the `half` crate's conversion: the same bits,
+/// but NaNs, which need only stay NaNs (`half` quiets bf16's signalling
+/// ones; the device keeps their payload). f32 values are copied as they are.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_widens_every_half_precision_value_exactly() {
+    use scan::maps::{bf16, f16};
+    let cuda = gpu();
+    fn check<H: scan::selective::SsmInput>(cuda: &scan::cuda::Cuda, what: &str, from_bits: impl Fn(u16) -> H) {
+        let every: Vec<H> = (0..=u16::MAX).chain(0..=u16::MAX).map(&from_bits).collect();
+        for len in [0, 1, 2, 3, 4, 5, 7, 1023, every.len(), (1 << 21) + 3] {
+            let values: Vec<H> = every.iter().copied().cycle().take(len).collect();
+            let on_device = cuda.upload(&values).unwrap();
+            let wide = cuda.widen_to_f32(&on_device).unwrap().download().unwrap();
+            assert_eq!(wide.len(), len, "{what}, {len} values: the length");
+            for (i, (&got, want)) in wide.iter().zip(values.iter().map(|v| v.to_f32())).enumerate() {
+                let same = got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan());
+                assert!(same, "{what}, {len} values: [{i}] {got:e} ({:#x}), want {want:e}", got.to_bits());
+            }
+            assert!(bytes(&on_device.download().unwrap()) == bytes(&values), "{what}, {len} values: the input changed");
+        }
+    }
+    /// The values' bytes (f32, bf16 and f16 are plain data).
+    fn bytes<H>(values: &[H]) -> &[u8] {
+        // SAFETY: every byte of these types is initialised (no padding).
+        unsafe { std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values)) }
+    }
+    check(&cuda, "bf16", bf16::from_bits);
+    check(&cuda, "f16", f16::from_bits);
+    check(&cuda, "f32", |b| f32::from_bits(u32::from(b).wrapping_mul(0x9e37_79b1)));
 }

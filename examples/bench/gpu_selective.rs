@@ -239,6 +239,74 @@ fn backward(
 }
 
 /// Runs the case; returns the rows and a note with the bounds.
+/// `Cuda::selective_scan` from and to host slices (upload, one launch,
+/// download; what `Device::selective_scan` runs on a GPU), wall clock: the
+/// f32 arguments, and their activations rounded to bf16, widened on the
+/// device (this crate's path) or on the host first (the path before
+/// 2026-12-07), which must give the same bits. A table (markdown).
+fn host_slices(cuda: &Cuda, args: &SelectiveScan<'_>, reps: usize) -> Result<String, String> {
+    use scan::maps::bf16;
+    use std::time::Instant;
+    let e = |e: scan::Error| format!("selective scan from host slices: {e}");
+    let bf = |v: &[f32]| v.iter().map(|&x| bf16::from_f32(x)).collect::<Vec<_>>();
+    let (u, delta, b, c) = (bf(args.u), bf(args.delta), bf(args.b.data()), bf(args.c.data()));
+    let z = args.z.map(bf);
+    let groups = |p: Projection<'_>| match p {
+        Projection::Varying { groups, .. } => Some(groups),
+        Projection::Fixed(_) => None,
+    };
+    let projection = |data, groups: Option<usize>| match groups {
+        Some(groups) => Projection::Varying { data, groups },
+        None => Projection::Fixed(data),
+    };
+    let mut half = SelectiveScan::new(
+        args.shape,
+        &u,
+        &delta,
+        args.a,
+        projection(&b[..], groups(args.b)),
+        projection(&c[..], groups(args.c)),
+    )
+    .delta_softplus(args.delta_softplus);
+    half.d = args.d;
+    half.z = z.as_deref();
+    half.delta_bias = args.delta_bias;
+    half.initial_state = args.initial_state;
+    if cuda.selective_scan(&half).map_err(e)? != cuda.selective_scan(&half.widened().args()).map_err(e)? {
+        return Err("selective scan: bf16 activations widened on the device and on the host differ".into());
+    }
+    let time = |call: &dyn Fn() -> scan::Result<()>| -> Result<f64, String> {
+        let mut ms = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let started = Instant::now();
+            call().map_err(e)?;
+            ms.push(started.elapsed().as_secs_f32() * 1e3);
+        }
+        Ok(f64::from(median(ms)))
+    };
+    let f32_ms = time(&|| cuda.selective_scan(args).map(drop))?;
+    let device_ms = time(&|| cuda.selective_scan(&half).map(drop))?;
+    let host_ms = time(&|| cuda.selective_scan(&half.widened().args()).map(drop))?;
+    let widen_ms = time(&|| {
+        drop(half.widened());
+        Ok(())
+    })?;
+    let activations = |width: usize| {
+        let lens = [u.len(), delta.len(), b.len(), c.len(), z.as_ref().map_or(0, Vec::len)];
+        (width * lens.iter().sum::<usize>()) as f64 / 1e6
+    };
+    Ok(format!(
+        "\n| from and to host slices (`Cuda::selective_scan`: upload, one launch, download; wall clock, median of {reps}) | ms |\n|---|---:|\n\
+         | f32 activations ({:.0} MB of them uploaded) | {f32_ms:.1} |\n\
+         | bf16 activations, uploaded as bf16 ({:.0} MB) and widened on the device | {device_ms:.1} |\n\
+         | bf16 activations widened on the host first (before 2026-12-07; {:.0} MB uploaded) | {host_ms:.1} |\n\
+         | of which the host's widening alone | {widen_ms:.1} |\n",
+        activations(4),
+        activations(2),
+        activations(4),
+    ))
+}
+
 pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     let e = |e: scan::Error| format!("selective scan: {e}");
     let shape = shape_from_env()?.unwrap_or(SsmShape { batch: 8, dim: 1536, len: 4096, state: 16 });
@@ -280,6 +348,7 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     let floor_ms = floor_bytes as f64 / copy_rate * 1e3;
     let kernels = other_kernels(&args, &want.out, reps, floor_ms)?;
 
+    let host_slices = host_slices(cuda, &args, reps)?;
     let backward = backward(cuda, &args, &mut on_device, &mut rng, reps, scan_ms, copy_rate)?;
     let attribute = |a| cuda.context().attribute(a).map_err(|x| format!("device attribute: {x}"));
     let sms = attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as f64;
@@ -299,7 +368,7 @@ pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
          | GPU selective scan back to back ({CALLS} calls between two events, per call, median of {reps}) | {scans_ms:.3} |\n\
          | memory floor at the copy's back-to-back rate ({:.0} GB/s) | {copies_ms:.3} |\n\
          | time / floor, both back to back | {:.2} |\n\
-         {backward}{kernels}",
+         {host_slices}{backward}{kernels}",
         floor_bytes as f64 / 1e6,
         copy_rate / 1e9,
         khz / 1e3,

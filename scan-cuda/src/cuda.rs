@@ -30,6 +30,7 @@ use crate::single_pass::{Carry, Segments, SinglePass};
 use crate::source::ModuleSource;
 use crate::span::Span;
 use crate::staging::Staging;
+use crate::widen::WidenKernels;
 
 /// Where the time to get kernels ready went, since the executor was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -163,6 +164,9 @@ pub struct Cuda {
     pub(crate) selective_scratch: Mutex<Option<DeviceBuffer<f32>>>,
     /// The compaction kernels, loaded at the first use (compact.rs).
     pub(crate) compact: Mutex<Option<Arc<CompactKernels>>>,
+    /// The kernels widening bf16/f16 to f32, loaded at the first use
+    /// (widen.rs).
+    pub(crate) widen: Mutex<Option<Arc<WidenKernels>>>,
     /// The join kernels of sharded scans, per operator (sharded.rs).
     pub(crate) shard_kernels: ShardKernelCache,
     /// Set while [`Cuda::time_replayed`] records its calls: the only
@@ -264,6 +268,7 @@ impl Cuda {
             selective_backward: Mutex::new(None),
             selective_scratch: Mutex::new(None),
             compact: Mutex::new(None),
+            widen: Mutex::new(None),
             shard_kernels: Mutex::new(HashMap::new()),
             replaying: AtomicBool::new(false),
         })

@@ -77,6 +77,7 @@ mod single_pass;
 mod source;
 mod span;
 mod staging;
+mod widen;
 
 pub use buffer::DeviceBuffer;
 pub use cache::default_dir as cache_dir;
@@ -100,6 +101,7 @@ pub use selective::{
     DeviceSelectiveScan, DeviceSsmGrads, SelectiveKernelChoice, SelectiveSaved, SELECTIVE_BACKWARD_MAX_STATE,
 };
 pub use sharded::{compile_shard_for_arch, ptxas_report_shard, NcclRank, ShardGroup};
+pub use widen::compile_widen_for_arch;
 
 /// The cudarc this crate is built with, for scanning your own `CudaSlice`s.
 pub use cudarc;

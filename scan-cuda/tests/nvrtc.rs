@@ -196,6 +196,17 @@ fn the_compaction_kernels_build() {
     }
 }
 
+/// The kernels widening bf16/f16 to f32 on the device (kernels/widen.cuh),
+/// for both architectures.
+#[test]
+#[ignore = "needs libnvrtc"]
+fn the_widening_kernels_build() {
+    for arch in ARCHS {
+        let cubin = scan_cuda::compile_widen_for_arch(arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert!(cubin.starts_with(b"\x7fELF"), "{arch}: not an ELF cubin");
+    }
+}
+
 /// The joins of sharded scans (kernels/shard.cuh, kernels/reduce.cuh), for
 /// scalars, 16- and 32-byte non-commutative items, a user's struct and an
 /// item too large for the single-pass kernels, without spills on sm_90.
@@ -393,6 +404,7 @@ fn a_malformed_architecture_is_an_error_naming_it() {
         let results = [
             scan_cuda::compile_for_arch::<Add<f32>>(arch).map(|_| ()),
             scan_cuda::compile_compact_for_arch(arch).map(|_| ()),
+            scan_cuda::compile_widen_for_arch(arch).map(|_| ()),
             scan_cuda::compile_selective_backward_for_arch(arch).map(|_| ()),
         ];
         for result in results {

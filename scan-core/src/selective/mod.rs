@@ -158,10 +158,25 @@ impl SsmShape {
 /// allows; the state, the weights (`A`, `D`, `delta_bias`) and the outputs
 /// stay f32.
 pub trait SsmInput: sealed::Sealed + Copy + Send + Sync + std::fmt::Debug + 'static {
+    /// How the values are stored, for a backend that reads or widens them
+    /// itself (the GPU uploads bf16 and f16 at their own width and widens
+    /// them on the device).
+    const FORMAT: SsmFormat;
     /// The exact f32 value.
     fn to_f32(self) -> f32;
     /// `values` as f32s without a copy, when they are f32s already.
     fn as_f32(values: &[Self]) -> Option<&[f32]>;
+}
+
+/// The storage of an [`SsmInput`] type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SsmFormat {
+    /// IEEE binary32.
+    F32,
+    /// bfloat16: the upper 16 bits of an f32.
+    Bf16,
+    /// IEEE binary16.
+    F16,
 }
 
 /// The three types above only: the backends trust `as_f32` to keep a
@@ -174,6 +189,7 @@ mod sealed {
 }
 
 impl SsmInput for f32 {
+    const FORMAT: SsmFormat = SsmFormat::F32;
     fn to_f32(self) -> f32 {
         self
     }
@@ -183,6 +199,7 @@ impl SsmInput for f32 {
 }
 
 impl SsmInput for half::bf16 {
+    const FORMAT: SsmFormat = SsmFormat::Bf16;
     fn to_f32(self) -> f32 {
         half::bf16::to_f32(self)
     }
@@ -192,6 +209,7 @@ impl SsmInput for half::bf16 {
 }
 
 impl SsmInput for half::f16 {
+    const FORMAT: SsmFormat = SsmFormat::F16;
     fn to_f32(self) -> f32 {
         half::f16::to_f32(self)
     }

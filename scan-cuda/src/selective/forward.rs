@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
-use scan_core::selective::{Projection, SelectiveScan, SsmLengths, SsmOutput, SsmShape};
+use scan_core::selective::{Projection, SelectiveScan, SsmInput, SsmLengths, SsmOutput, SsmShape};
 use scan_core::{Error, Result};
 
 use crate::blelloch::grid;
@@ -662,36 +662,40 @@ impl Cuda {
     /// assert_eq!(r.last_state, Some(vec![2.0]));
     /// # Ok(()) }
     /// ```
-    pub fn selective_scan(&self, args: &SelectiveScan<'_>) -> Result<SsmOutput> {
+    pub fn selective_scan<T: SsmInput>(&self, args: &SelectiveScan<'_, T>) -> Result<SsmOutput> {
         let mut on_device = self.upload_selective(args)?;
         self.run_selective(&mut on_device)?;
         on_device.download()
     }
 
     /// Checks `args` and copies them to the device, with room for the
-    /// results (and the last state when `args` asks for it).
-    pub fn upload_selective(&self, args: &SelectiveScan<'_>) -> Result<DeviceSelectiveScan> {
+    /// results (and the last state when `args` asks for it). bf16 and f16
+    /// activations (`u`, `delta`, `z`, `B`, `C`) are copied at their own
+    /// width and widened to f32 on the device ([`Cuda::widen_to_f32`]):
+    /// half the bytes of their f32 values cross the bus, and the host makes
+    /// no f32 copy of them.
+    pub fn upload_selective<T: SsmInput>(&self, args: &SelectiveScan<'_, T>) -> Result<DeviceSelectiveScan> {
         args.validate()?;
         let SsmShape { batch, dim, len, state } = args.shape;
         let rows = batch * dim;
-        let projection = |p: Projection<'_>| -> Result<DeviceProjection> {
+        let projection = |p: Projection<'_, T>| -> Result<DeviceProjection> {
             Ok(match p {
                 Projection::Varying { data, groups } => {
-                    DeviceProjection { data: self.upload(data)?, groups: Some(groups) }
+                    DeviceProjection { data: self.upload_widened(data)?, groups: Some(groups) }
                 }
-                Projection::Fixed(data) => DeviceProjection { data: self.upload(data)?, groups: None },
+                Projection::Fixed(data) => DeviceProjection { data: self.upload_widened(data)?, groups: None },
             })
         };
         let optional = |x: Option<&[f32]>| x.map(|x| self.upload(x)).transpose();
         Ok(DeviceSelectiveScan {
             shape: args.shape,
-            u: self.upload(args.u)?,
-            delta: self.upload(args.delta)?,
+            u: self.upload_widened(args.u)?,
+            delta: self.upload_widened(args.delta)?,
             a: self.upload(args.a)?,
             b: projection(args.b)?,
             c: projection(args.c)?,
             d: optional(args.d)?,
-            z: optional(args.z)?,
+            z: args.z.map(|z| self.upload_widened(z)).transpose()?,
             delta_bias: optional(args.delta_bias)?,
             delta_softplus: args.delta_softplus,
             initial_state: optional(args.initial_state)?,
