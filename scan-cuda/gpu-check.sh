@@ -190,7 +190,8 @@ for what in "$@"; do
       SCAN_TEST_MAX_LEN=5000 step 300 "sanitize-$tool-rows" compute-sanitizer --tool $tool --error-exitcode 9 \
         $bin/tests/scan-gpu_rows --ignored --test-threads=1 small_items
       step 300 "sanitize-$tool-selective" compute-sanitizer --tool $tool --error-exitcode 9 \
-        $bin/tests/scan-selective_scan --ignored --test-threads=1 device_resident lane_group channel_group
+        $bin/tests/scan-selective_scan --ignored --test-threads=1 device_resident lane_group channel_group \
+        widens_every_half takes_half_precision
       SCAN_TEST_MAX_LEN=20000 step 300 "sanitize-$tool-compact" compute-sanitizer --tool $tool --error-exitcode 9 \
         $bin/tests/scan-gpu_compact --ignored --test-threads=1
       # Fused maps: item slots, narrow slots (bf16 sums; f32 -> f64 -> f32 and

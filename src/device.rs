@@ -48,10 +48,11 @@ enum Backend {
 /// the CPU the states before every 64 steps
 /// ([`SelectiveCheckpoints`]; 1/64 of the
 /// (batch, dim, L, N) states, up to 8 times that where blocks of rows hold
-/// fewer than 8 rows: a block keeps 8 lanes' states).
+/// fewer than 8 rows: a block keeps 8 lanes' states; for f32 activations
+/// only: with bf16 or f16 ones the CPU's backward recomputes every state).
 #[derive(Debug)]
-pub struct SavedForward<'a> {
-    args: SelectiveScan<'a>,
+pub struct SavedForward<'a, T = f32> {
+    args: SelectiveScan<'a, T>,
     on_device: Option<Box<OnDevice>>,
     on_cpu: Option<SelectiveCheckpoints>,
 }
@@ -65,7 +66,7 @@ struct OnDevice {
     context: Arc<CudaContext>,
 }
 
-impl SavedForward<'_> {
+impl<T> SavedForward<'_, T> {
     /// Whether the forward saved states that the backward will reuse
     /// (false where the backward computes them itself).
     pub fn holds_states(&self) -> bool {
@@ -437,8 +438,10 @@ impl Device {
     /// state size N up to `scan::cuda::SELECTIVE_BACKWARD_MAX_STATE`, and the
     /// CPU's backward past it; on the CPU, `Cpu::selective_scan_backward`
     /// (in f32; `scan::selective::backward::reference_backward` is the f64
-    /// reference). Errors: the argument checks of the forward, and
-    /// [`Error::WrongShape`] for `dout`.
+    /// reference). bf16 and f16 activations are read exactly as the forward
+    /// reads them (on a GPU widened on the device, on the CPU on the host);
+    /// the gradients are f32 whatever their type. Errors: the argument
+    /// checks of the forward, and [`Error::WrongShape`] for `dout`.
     ///
     /// ```
     /// use scan::selective::{Projection, SelectiveScan, SsmShape};
@@ -451,13 +454,13 @@ impl Device {
     /// assert_eq!(g.du, [0.5]);
     /// # Ok(()) }
     /// ```
-    pub fn selective_scan_backward(&self, args: &SelectiveScan<'_>, dout: &[f32]) -> Result<SsmGrads> {
+    pub fn selective_scan_backward<T: SsmInput>(&self, args: &SelectiveScan<'_, T>, dout: &[f32]) -> Result<SsmGrads> {
         match &self.backend {
             Backend::Cuda(cuda) if args.shape.state <= scan_cuda::SELECTIVE_BACKWARD_MAX_STATE => {
                 cuda.selective_scan_backward(args, dout)
             }
-            Backend::Cuda(_) => Cpu::new().selective_scan_backward(args, dout),
-            Backend::Cpu(cpu) => cpu.selective_scan_backward(args, dout),
+            Backend::Cuda(_) => cpu_backward(&Cpu::new(), args, dout),
+            Backend::Cpu(cpu) => cpu_backward(cpu, args, dout),
         }
     }
 
@@ -494,7 +497,10 @@ impl Device {
     /// assert_eq!(grads.du, [0.5]);
     /// # Ok(()) }
     /// ```
-    pub fn selective_scan_for_training<'a>(&self, args: &SelectiveScan<'a>) -> Result<(SsmOutput, SavedForward<'a>)> {
+    pub fn selective_scan_for_training<'a, T: SsmInput>(
+        &self,
+        args: &SelectiveScan<'a, T>,
+    ) -> Result<(SsmOutput, SavedForward<'a, T>)> {
         if let Backend::Cuda(cuda) = &self.backend {
             if args.shape.state <= scan_cuda::SELECTIVE_BACKWARD_MAX_STATE {
                 let mut inputs = cuda.upload_selective(args)?;
@@ -504,8 +510,8 @@ impl Device {
                 return Ok((out, SavedForward { args: *args, on_device: Some(Box::new(on_device)), on_cpu: None }));
             }
         }
-        if let Backend::Cpu(cpu) = &self.backend {
-            let (out, kept) = cpu.selective_scan_saving(args)?;
+        if let (Backend::Cpu(cpu), Some(f32_args)) = (&self.backend, args.as_f32()) {
+            let (out, kept) = cpu.selective_scan_saving(&f32_args)?;
             return Ok((out, SavedForward { args: *args, on_device: None, on_cpu: Some(kept) }));
         }
         Ok((self.selective_scan(args)?, SavedForward { args: *args, on_device: None, on_cpu: None }))
@@ -519,15 +525,20 @@ impl Device {
     /// the backward then starts from the arguments it borrows. Errors:
     /// [`Error::WrongShape`] for `dout`, and those
     /// of the backward on this device.
-    pub fn selective_scan_backward_saved(&self, saved: &SavedForward<'_>, dout: &[f32]) -> Result<SsmGrads> {
-        match (&self.backend, &saved.on_device, &saved.on_cpu) {
+    pub fn selective_scan_backward_saved<T: SsmInput>(
+        &self,
+        saved: &SavedForward<'_, T>,
+        dout: &[f32],
+    ) -> Result<SsmGrads> {
+        match (&self.backend, &saved.on_device, &saved.on_cpu, saved.args.as_f32()) {
             // Device memory of this executor's context only.
-            (Backend::Cuda(cuda), Some(kept), _) if Arc::ptr_eq(&kept.context, cuda.context()) => {
+            (Backend::Cuda(cuda), Some(kept), _, _) if Arc::ptr_eq(&kept.context, cuda.context()) => {
                 // (The backward checks dout's length against the shape.)
                 let dout = cuda.upload(dout)?;
                 cuda.run_selective_backward_saved(&kept.inputs, &dout, &kept.saved)?.download()
             }
-            (Backend::Cpu(cpu), _, Some(kept)) => cpu.selective_scan_backward_saved(&saved.args, kept, dout),
+            // (States are kept on the CPU for f32 arguments only.)
+            (Backend::Cpu(cpu), _, Some(kept), Some(args)) => cpu.selective_scan_backward_saved(&args, kept, dout),
             _ => self.selective_scan_backward(&saved.args, dout),
         }
     }
@@ -703,5 +714,14 @@ fn has_cuda<Op: ScanOp>() -> Result<()> {
         Ok(())
     } else {
         Err(Error::NotCuda { op: std::any::type_name::<Op>() })
+    }
+}
+
+/// The CPU's backward of `args`: bf16 and f16 activations are widened (on
+/// the host: the CPU's backward reads f32).
+fn cpu_backward<T: SsmInput>(cpu: &Cpu, args: &SelectiveScan<'_, T>, dout: &[f32]) -> Result<SsmGrads> {
+    match args.as_f32() {
+        Some(args) => cpu.selective_scan_backward(&args, dout),
+        None => cpu.selective_scan_backward(&args.widened().args(), dout),
     }
 }

@@ -776,6 +776,105 @@ fn the_devices_training_pair_on_the_cpu_is_its_forward_and_backward() {
     }
 }
 
+/// The activations of `o` (u, delta, B, C, z) rounded to a half type.
+struct Halves<H> {
+    u: Vec<H>,
+    delta: Vec<H>,
+    b: Vec<H>,
+    c: Vec<H>,
+    z: Vec<H>,
+}
+
+fn halves<H>(o: &Owned, round: impl Fn(f32) -> H) -> Halves<H> {
+    let r = |v: &[f32]| v.iter().map(|&x| round(x)).collect();
+    Halves { u: r(&o.u), delta: r(&o.delta), b: r(&o.b), c: r(&o.c), z: r(&o.z) }
+}
+
+/// [`args`] with the activations of `h` (the weights and the starting
+/// state of `o`).
+fn half_args<'a, H: scan::selective::SsmInput>(o: &'a Owned, h: &'a Halves<H>, options: u32) -> SelectiveScan<'a, H> {
+    let on = |bit: u32| options & (1 << bit) != 0;
+    let groups = o.groups;
+    let b = if on(4) { Projection::Fixed(&h.b[..]) } else { Projection::Varying { data: &h.b[..], groups } };
+    let c = if on(5) { Projection::Fixed(&h.c[..]) } else { Projection::Varying { data: &h.c[..], groups } };
+    let mut args = SelectiveScan::new(o.shape, &h.u, &h.delta, &o.a, b, c);
+    if on(0) {
+        args = args.d(&o.d);
+    }
+    if on(1) {
+        args = args.z(&h.z);
+    }
+    if on(2) {
+        args = args.delta_bias(&o.bias).delta_softplus(true);
+    }
+    if on(3) {
+        args = args.initial_state(&o.init);
+    }
+    args
+}
+
+/// `Device`'s training pair and backward on bf16 and f16 activations, on
+/// `device`: each gives, bit for bit, what it gives for the activations
+/// widened to f32 on the host (the values the kernels read), for `cases` of
+/// (shape, options); `saves` says whether the training forward keeps
+/// states for them.
+fn half_activations_train_as_their_widened_values(
+    device: &scan::Device,
+    cases: &[(SsmShape, u32, bool)],
+    rng: &mut Rng,
+) {
+    use scan::maps::{bf16, f16};
+    fn check<H: scan::selective::SsmInput>(
+        device: &scan::Device,
+        what: &str,
+        a: &SelectiveScan<'_, H>,
+        w: &[f32],
+        saves: bool,
+    ) {
+        let widened = a.widened();
+        let wide = widened.args();
+        let (out, saved) = device.selective_scan_for_training(a).unwrap();
+        assert_eq!(saved.holds_states(), saves, "{what}");
+        assert_eq!(out, device.selective_scan(&wide).unwrap(), "{what}: the training forward");
+        assert_eq!(out, device.selective_scan(a).unwrap(), "{what}: the forward");
+        let grads = device.selective_scan_backward(&wide, w).unwrap();
+        assert_eq!(device.selective_scan_backward(a, w).unwrap(), grads, "{what}: the backward");
+        assert_eq!(device.selective_scan_backward_saved(&saved, w).unwrap(), grads, "{what}: from the saved forward");
+    }
+    for &(shape, options, saves) in cases {
+        let o = owned(rng, shape, 1, options);
+        let w = rng.vec(shape.batch * shape.dim * shape.len, |r| r.range_f64(-1.0, 1.0) as f32);
+        let (hb, hf) = (halves(&o, bf16::from_f32), halves(&o, f16::from_f32));
+        check(device, &format!("bf16, {shape:?}, options {options:#b}"), &half_args(&o, &hb, options), &w, saves);
+        check(device, &format!("f16, {shape:?}, options {options:#b}"), &half_args(&o, &hf, options), &w, saves);
+    }
+}
+
+/// On the CPU: no states kept for half-precision activations (the CPU's
+/// saved backward reads f32), the gradients still those of the widened
+/// values.
+#[test]
+fn half_precision_activations_train_on_the_cpu_as_their_widened_values() {
+    let mut rng = Rng::fresh("selective half training cpu");
+    let shape = SsmShape { batch: 2, dim: 3, len: 130, state: 4 };
+    let cases = [(shape, 0, false), (shape, 15, false), (shape, 63, false)];
+    half_activations_train_as_their_widened_values(&scan::Device::cpu(), &cases, &mut rng);
+}
+
+/// On the GPU (activations widened on the device): states saved where the
+/// backward runs by tiles, as for f32; by lanes; and past the GPU
+/// backward's N, where the CPU's backward takes them.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn half_precision_activations_train_on_the_gpu_as_their_widened_values() {
+    let device = scan::Device::cuda().expect("a CUDA GPU");
+    let mut rng = Rng::fresh("selective half training gpu");
+    let shape = |batch, dim, len, state| SsmShape { batch, dim, len, state };
+    let cases =
+        [(shape(2, 2048, 200, 16), 7, true), (shape(1, 64, 33, 4), 15, false), (shape(1, 2, 20, 65), 15, false)];
+    half_activations_train_as_their_widened_values(&device, &cases, &mut rng);
+}
+
 /// `Device`'s training pair on the GPU: where the backward runs by tiles
 /// (4096 channels, N = 16, L 200) the forward saves states, its output is
 /// `selective_scan`'s and the gradients are `selective_scan_backward`'s, bit

@@ -20,7 +20,7 @@
 //! [`reference_backward`] runs the rows in order, in f64; backends split the
 //! rows ([`RowGrads`] accumulates one part, [`RowGrads::add`] joins parts).
 
-use super::{silu, SelectiveScan, SsmShape};
+use super::{silu, SelectiveScan, SsmInput, SsmShape};
 use crate::selective::Projection;
 use crate::{Error, Result};
 
@@ -242,7 +242,7 @@ pub fn reference_backward(args: &SelectiveScan<'_>, dout: &[f32]) -> Result<SsmG
 }
 
 /// Checks the arguments and that `dout` is shaped like `out`.
-pub fn check_dout(args: &SelectiveScan<'_>, dout: &[f32]) -> Result<()> {
+pub fn check_dout<T: SsmInput>(args: &SelectiveScan<'_, T>, dout: &[f32]) -> Result<()> {
     args.validate()?;
     check_dout_len(args.shape, dout.len())
 }

@@ -15,7 +15,7 @@ use std::sync::{Arc, MutexGuard};
 
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
 use scan_core::selective::backward::{check_dout, check_dout_len, SsmGrads};
-use scan_core::selective::{SelectiveScan, SsmShape};
+use scan_core::selective::{SelectiveScan, SsmInput, SsmShape};
 use scan_core::{Error, Result};
 
 use super::backward_tiles::BackwardTileKernels;
@@ -288,7 +288,8 @@ impl Cuda {
     /// (over channels for dB and dC, over batch and time for dA, dD and
     /// d delta_bias) is taken in a fixed order without atomics: the
     /// gradients are bitwise the same from run to run on the same GPU and
-    /// build.
+    /// build. bf16 and f16 activations are widened on the device, as for
+    /// [`Cuda::selective_scan`]; the gradients are f32 whatever their type.
     ///
     /// Errors: the argument checks of [`Cuda::selective_scan`];
     /// [`Error::WrongShape`] for `dout`; [`Error::Unsupported`] for a state
@@ -307,7 +308,7 @@ impl Cuda {
     /// assert_eq!(g.du, [0.5]);
     /// # Ok(()) }
     /// ```
-    pub fn selective_scan_backward(&self, args: &SelectiveScan<'_>, dout: &[f32]) -> Result<SsmGrads> {
+    pub fn selective_scan_backward<T: SsmInput>(&self, args: &SelectiveScan<'_, T>, dout: &[f32]) -> Result<SsmGrads> {
         check_dout(args, dout)?;
         supported(args.shape.state)?;
         let on_device = self.upload_selective(args)?;
