@@ -11,7 +11,9 @@
 //   - threadIdx, blockIdx, blockDim, gridDim; __syncthreads, __syncwarp;
 //     __shfl_sync / _up / _down / _xor and __ballot_sync with the full mask;
 //   - __popc, __vcmpne4;
-//   - float2, float4, uint4, make_float2, make_float4, __trap (an abort);
+//   - float2, float4, uint2, uint4, make_float2, make_float4, __trap (an
+//     abort), __uint_as_float; `f16_bits_to_float` for the kernel headers'
+//     PTX `cvt.f32.f16` (the compiler's _Float16, GCC 12 or clang 15 on x86-64);
 //   - dynamic shared memory through `dynamic_shared(bytes)` (the kernel
 //     headers take it under SCAN_HOST_EMULATION): a launch's block gets
 //     `shared_bytes` bytes filled with a NaN pattern, so a read of shared
@@ -67,13 +69,29 @@ struct alignas(8) float2 {
 struct alignas(16) float4 {
     float x, y, z, w;
 };
+struct alignas(8) uint2 {
+    unsigned x, y;
+};
 struct alignas(16) uint4 {
     unsigned x, y, z, w;
 };
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
 inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+inline float __uint_as_float(unsigned u) {
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 namespace scan_emulator {
+
+// An f16's bits as a float, by the compiler's conversion (exact, as PTX's
+// cvt.f32.f16 is).
+inline float f16_bits_to_float(unsigned short bits) {
+    _Float16 h;
+    std::memcpy(&h, &bits, sizeof h);
+    return (float)h;
+}
 
 [[noreturn]] inline void fail(const char* what) {
     std::fprintf(stderr, "cuda emulator: %s\n", what);

@@ -15,9 +15,13 @@ namespace scan {
 template <bool BF16>
 __device__ __forceinline__ float widen_half(unsigned bits) {
     if (BF16) return __uint_as_float(bits << 16);
+#ifndef SCAN_HOST_EMULATION
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)bits));
     return f;
+#else
+    return scan_emulator::f16_bits_to_float((unsigned short)bits);
+#endif
 }
 
 template <bool BF16>

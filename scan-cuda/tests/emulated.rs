@@ -1,6 +1,6 @@
 //! The selective scan's tile kernels (forward with checkpoints, and the
-//! backward's gradient kernel) and stream compaction's kernels run without a
-//! GPU, in the host emulation of
+//! backward's gradient kernel), stream compaction's kernels and the
+//! widening kernels run without a GPU, in the host emulation of
 //! scan-cuda/emulator: each CUDA thread a fiber, blocks one after another,
 //! the fibers resumed in a shuffled order at every barrier. The harness
 //! (emulator/selective_backward_tiles.cpp) launches them as
@@ -80,6 +80,26 @@ fn the_compaction_kernels_filter_exactly_with_blocks_striding_over_tiles() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("unexpected harness output: {stdout}"));
     assert!(cases >= 400, "only {cases} cases ran");
+}
+
+/// The widening kernels (kernels/widen.cuh) with the source and the output
+/// at every offset of up to four items from 16-byte alignment, so that the
+/// scalar path runs as well as the vector one (a GPU test only gets whole,
+/// aligned allocations), on grids whose threads stride over several groups;
+/// every bf16 and f16 value against a plain decoding of its bits, nothing
+/// written around the output, the input unchanged (emulator/widen.cpp).
+#[test]
+fn the_widening_kernels_widen_exactly_at_every_alignment() {
+    let output = Command::new(compile("widen")).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let cases: usize = stdout
+        .trim()
+        .strip_prefix("widen: ")
+        .and_then(|rest| rest.strip_suffix(" cases ok"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected harness output: {stdout}"));
+    assert!(cases >= 4000, "only {cases} cases ran");
 }
 
 /// A deterministic stream of floats in [lo, hi).
