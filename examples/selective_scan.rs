@@ -6,18 +6,22 @@
 //! f64 reference and prints the time per token of each step.
 //!
 //! ```text
-//! cargo run --release --example selective_scan [-- L]      # L tokens (default 256), batch 1
+//! cargo run --release --example selective_scan [-- L]          # L tokens (default 256), batch 1
+//! cargo run --release --example selective_scan -- [L] --bf16    # the scan's activations in bf16
 //! ```
 //!
 //! The selective scan runs on the GPU when CUDA works (`Device::auto()`; the
 //! time is the whole call, host slices in and out, after one untimed call
 //! that compiles the kernel) and on the CPU otherwise; the other steps run on
-//! the CPU.
+//! the CPU. With `--bf16`, u, delta, z, B and C go to the scan rounded to
+//! bf16 (as a bf16 model holds them; weights and state stay f32, as in
+//! mamba_ssm), and the reference takes the same rounded values.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use scan::selective::{reference, Projection, SelectiveScan, SsmShape};
+use scan::maps::bf16;
+use scan::selective::{reference, Projection, SelectiveScan, SsmInput, SsmShape};
 use scan::{Cpu, Device};
 
 /// Mamba-130m's block: d_model 768, expand 2, d_state 16, d_conv 4, dt_rank = d_model / 16.
@@ -73,18 +77,85 @@ fn silu(x: f32) -> f32 {
     x / (1.0 + (-x).exp())
 }
 
-fn run() -> Result<(), String> {
-    let len = match std::env::args().nth(1) {
-        None => 256,
-        Some(a) => {
-            a.parse::<usize>().ok().filter(|&n| n >= 1).ok_or(format!("L must be a positive count, got {a:?}"))?
+/// The selective scan's activations, channel-major as mamba_ssm takes them.
+struct Activations<'a, T> {
+    u: &'a [T],
+    delta: &'a [T],
+    z: &'a [T],
+    b: &'a [T],
+    c: &'a [T],
+}
+
+/// The weights the scan takes in f32 whatever the activations' type.
+struct ScanWeights<'a> {
+    a: &'a [f32],
+    d: &'a [f32],
+    dt_bias: &'a [f32],
+}
+
+/// The selective scan of `x` on `device` (after an untimed call that
+/// compiles the kernel, on a GPU), checked against the f64 reference of the
+/// same values with mamba_ssm's f32 tolerances: its output and its time.
+fn selective_scan<T: SsmInput>(
+    device: &Device,
+    shape: SsmShape,
+    x: Activations<'_, T>,
+    w: &ScanWeights<'_>,
+) -> Result<(Vec<f32>, Duration), String> {
+    let args = SelectiveScan::new(
+        shape,
+        x.u,
+        x.delta,
+        w.a,
+        Projection::Varying { data: x.b, groups: 1 },
+        Projection::Varying { data: x.c, groups: 1 },
+    )
+    .d(w.d)
+    .z(x.z)
+    .delta_bias(w.dt_bias)
+    .delta_softplus(true);
+    if device.is_cuda() {
+        device.selective_scan(&args).map_err(|e| e.to_string())?;
+    }
+    let t = Instant::now();
+    let y = device.selective_scan(&args).map_err(|e| e.to_string())?.out;
+    let elapsed = t.elapsed();
+    let (want, _) = reference(&args).map_err(|e| e.to_string())?;
+    let (mut worst, mut at) = (0.0f64, 0);
+    for (i, (&g, &w)) in y.iter().zip(&want).enumerate() {
+        let excess = (f64::from(g) - w).abs() - (2e-3 + 6e-4 * w.abs());
+        if excess > worst || i == 0 {
+            (worst, at) = (excess, i);
         }
-    };
+    }
+    if worst > 0.0 {
+        return Err(format!("the selective scan is off at {at}: {} vs the reference {}", y[at], want[at]));
+    }
+    Ok((y, elapsed))
+}
+
+fn to_bf16(values: &[f32]) -> Vec<bf16> {
+    values.iter().map(|&v| bf16::from_f32(v)).collect()
+}
+
+fn run() -> Result<(), String> {
+    let (mut len, mut half) = (256, false);
+    for a in std::env::args().skip(1) {
+        match a.as_str() {
+            "--bf16" => half = true,
+            _ => {
+                len = a.parse::<usize>().ok().filter(|&n| n >= 1).ok_or(format!(
+                    "expected a positive token count L or --bf16, got {a:?} (usage: selective_scan [L] [--bf16])"
+                ))?
+            }
+        }
+    }
     let cpu = Cpu::new();
     let device = Device::auto();
     println!(
         "Mamba block forward (d_model {D_MODEL}, d_inner {D_INNER}, d_state {D_STATE}, d_conv {D_CONV}, dt_rank \
-         {DT_RANK}), batch 1, L {len}: the selective scan on {device}, the rest on the CPU ({} threads)",
+         {DT_RANK}), batch 1, L {len}: the selective scan{} on {device}, the rest on the CPU ({} threads)",
+        if half { " (bf16 activations)" } else { "" },
         cpu.threads()
     );
     // Weights, scaled like their initialisations.
@@ -108,13 +179,13 @@ fn run() -> Result<(), String> {
     let out_proj = weights(D_MODEL * D_INNER, 8, 1.0 / (D_INNER as f32).sqrt());
 
     let mut steps: Vec<(&str, Duration)> = Vec::new();
-    let mut timed = |name: &'static str, started: Instant| steps.push((name, started.elapsed()));
+    let mut timed = |name: &'static str, elapsed: Duration| steps.push((name, elapsed));
 
     // in_proj: (L, d_model) -> (L, 2 d_inner), then x and z as (d_inner, L).
     let t = Instant::now();
     let xz = linear(&hidden, len, &in_proj, 2 * D_INNER, None);
     let (x, z) = (columns(&xz, len, 2 * D_INNER, 0, D_INNER), columns(&xz, len, 2 * D_INNER, D_INNER, D_INNER));
-    timed("in_proj", t);
+    timed("in_proj", t.elapsed());
 
     // Causal depthwise conv1d (kernel d_conv, left padding), then SiLU.
     let t = Instant::now();
@@ -130,7 +201,7 @@ fn run() -> Result<(), String> {
             xc[c * len + l] = silu(acc);
         }
     }
-    timed("conv1d + SiLU", t);
+    timed("conv1d + SiLU", t.elapsed());
 
     // x_proj: per token, (d_inner) -> (dt_rank + 2 d_state); dt_proj: dt_rank -> d_inner.
     let t = Instant::now();
@@ -142,47 +213,23 @@ fn run() -> Result<(), String> {
     let delta = columns(&dt_tokens, len, D_INNER, 0, D_INNER);
     let (b, c) =
         (columns(&x_dbl, len, width, DT_RANK, D_STATE), columns(&x_dbl, len, width, DT_RANK + D_STATE, D_STATE));
-    timed("x_proj + dt_proj", t);
+    timed("x_proj + dt_proj", t.elapsed());
 
-    // The selective scan.
+    // The selective scan, checked against the f64 reference.
     let shape = SsmShape { batch: 1, dim: D_INNER, len, state: D_STATE };
-    let args = SelectiveScan::new(
-        shape,
-        &xc,
-        &delta,
-        &a,
-        Projection::Varying { data: &b, groups: 1 },
-        Projection::Varying { data: &c, groups: 1 },
-    )
-    .d(&d_skip)
-    .z(&z)
-    .delta_bias(&dt_bias)
-    .delta_softplus(true);
-    if device.is_cuda() {
-        // Compiles (or loads from the disk cache) the kernel, untimed.
-        device.selective_scan(&args).map_err(|e| e.to_string())?;
-    }
-    let t = Instant::now();
-    let y = device.selective_scan(&args).map_err(|e| e.to_string())?.out;
-    timed("selective scan", t);
+    let weights = ScanWeights { a: &a, d: &d_skip, dt_bias: &dt_bias };
+    let (y, elapsed) = if half {
+        let (u, delta, z, b, c) = (to_bf16(&xc), to_bf16(&delta), to_bf16(&z), to_bf16(&b), to_bf16(&c));
+        selective_scan(&device, shape, Activations { u: &u, delta: &delta, z: &z, b: &b, c: &c }, &weights)?
+    } else {
+        selective_scan(&device, shape, Activations { u: &xc, delta: &delta, z: &z, b: &b, c: &c }, &weights)?
+    };
+    timed("selective scan", elapsed);
 
     // out_proj: (L, d_inner) -> (L, d_model).
     let t = Instant::now();
     let out = linear(&columns(&y, D_INNER, len, 0, len), len, &out_proj, D_MODEL, None);
-    timed("out_proj", t);
-
-    // The scan against the f64 reference, with mamba_ssm's f32 tolerances.
-    let (want, _) = reference(&args).map_err(|e| e.to_string())?;
-    let (mut worst, mut at) = (0.0f64, 0);
-    for (i, (&g, &w)) in y.iter().zip(&want).enumerate() {
-        let excess = (f64::from(g) - w).abs() - (2e-3 + 6e-4 * w.abs());
-        if excess > worst || i == 0 {
-            (worst, at) = (excess, i);
-        }
-    }
-    if worst > 0.0 {
-        return Err(format!("the selective scan is off at {at}: {} vs the reference {}", y[at], want[at]));
-    }
+    timed("out_proj", t.elapsed());
     let total: Duration = steps.iter().map(|(_, d)| *d).sum();
     for (name, d) in &steps {
         println!("  {name:<18} {:>9.1} us per token", d.as_secs_f64() * 1e6 / len as f64);
