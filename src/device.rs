@@ -439,7 +439,8 @@ impl Device {
     /// CPU's backward past it; on the CPU, `Cpu::selective_scan_backward`
     /// (in f32; `scan::selective::backward::reference_backward` is the f64
     /// reference). bf16 and f16 activations are read exactly as the forward
-    /// reads them (on a GPU widened on the device, on the CPU on the host);
+    /// reads them (widened on the device where the GPU runs the backward,
+    /// on the host where the CPU does);
     /// the gradients are f32 whatever their type. Errors: the argument
     /// checks of the forward, and [`Error::WrongShape`] for `dout`.
     ///
@@ -473,9 +474,10 @@ impl Device {
     /// `dout` and recomputes no states where they were saved; the output is
     /// then the one `Cuda::run_selective_saving` documents (the forward's
     /// tile kernel, where the backward runs by tiles). On the CPU it is
-    /// `Cpu::selective_scan_saving`: the states before every 64 steps are
-    /// kept ([`SelectiveCheckpoints`]; none where the rows are cut into
-    /// ranges), and the backward, `Cpu::selective_scan_backward_saved`,
+    /// `Cpu::selective_scan_saving`: for f32 activations the states before
+    /// every 64 steps are kept ([`SelectiveCheckpoints`]; none where the
+    /// rows are cut into ranges; none for bf16/f16, whose backward
+    /// recomputes them), and the backward, `Cpu::selective_scan_backward_saved`,
     /// gives [`Device::selective_scan_backward`]'s gradients bit for bit. On
     /// a GPU past that N it keeps the arguments only, and the backward is
     /// [`Device::selective_scan_backward`]'s.

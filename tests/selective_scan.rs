@@ -817,8 +817,9 @@ fn the_gpu_takes_half_precision_activations_through_the_device() {
 }
 
 /// `Cuda::widen_to_f32` on every bf16 and f16 bit pattern (twice over, and
-/// at lengths that leave each remainder of 4 and pass one grid of the
-/// widening's loop) equals the `half` crate's conversion: the same bits,
+/// at lengths that leave each remainder of 4, and past two of the
+/// widening loop's strides: its grid is at most 2048 x 256 threads, 2^21
+/// values a stride) equals the `half` crate's conversion: the same bits,
 /// but NaNs, which need only stay NaNs (`half` quiets bf16's signalling
 /// ones; the device keeps their payload). f32 values are copied as they are.
 #[test]
@@ -828,7 +829,7 @@ fn the_gpu_widens_every_half_precision_value_exactly() {
     let cuda = gpu();
     fn check<H: scan::selective::SsmInput>(cuda: &scan::cuda::Cuda, what: &str, from_bits: impl Fn(u16) -> H) {
         let every: Vec<H> = (0..=u16::MAX).chain(0..=u16::MAX).map(&from_bits).collect();
-        for len in [0, 1, 2, 3, 4, 5, 7, 1023, every.len(), (1 << 21) + 3] {
+        for len in [0, 1, 2, 3, 4, 5, 7, 1023, every.len(), (1 << 21) + 3, (1 << 22) + 4 * 1000 + 1] {
             let values: Vec<H> = every.iter().copied().cycle().take(len).collect();
             let on_device = cuda.upload(&values).unwrap();
             let wide = cuda.widen_to_f32(&on_device).unwrap().download().unwrap();

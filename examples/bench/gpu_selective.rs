@@ -238,7 +238,6 @@ fn backward(
     ))
 }
 
-/// Runs the case; returns the rows and a note with the bounds.
 /// `Cuda::selective_scan` from and to host slices (upload, one launch,
 /// download; what `Device::selective_scan` runs on a GPU), wall clock: the
 /// f32 arguments, and their activations rounded to bf16, widened on the
@@ -307,6 +306,7 @@ fn host_slices(cuda: &Cuda, args: &SelectiveScan<'_>, reps: usize) -> Result<Str
     ))
 }
 
+/// Runs the case; returns the rows and a note with the bounds.
 pub fn run(cuda: &Cuda, reps: usize) -> Result<(Vec<Row>, String), String> {
     let e = |e: scan::Error| format!("selective scan: {e}");
     let shape = shape_from_env()?.unwrap_or(SsmShape { batch: 8, dim: 1536, len: 4096, state: 16 });
