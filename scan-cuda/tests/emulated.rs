@@ -61,6 +61,22 @@ fn the_emulator_follows_the_cuda_semantics_it_claims() {
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "emulator self-test: ok");
 }
 
+/// Runs the harness `emulator/{name}.cpp`, which checks its own cases and
+/// prints "{name}: N cases ok" when all hold; at least `min_cases` must have
+/// run.
+fn run_counted_cases(name: &str, min_cases: usize) {
+    let output = Command::new(compile(name)).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    let cases: usize = stdout
+        .trim()
+        .strip_prefix(&format!("{name}: "))
+        .and_then(|rest| rest.strip_suffix(" cases ok"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected harness output: {stdout}"));
+    assert!(cases >= min_cases, "{name}: only {cases} cases ran");
+}
+
 /// Stream compaction's count and scatter (kernels/compact.cuh) launched as
 /// compact.rs launches them, on grids of one and two blocks, so that every
 /// block strides over several tiles (on a GPU only past 4096 tiles): items
@@ -70,16 +86,7 @@ fn the_emulator_follows_the_cuda_semantics_it_claims() {
 /// untouched; each case against a plain filter (emulator/compaction.cpp).
 #[test]
 fn the_compaction_kernels_filter_exactly_with_blocks_striding_over_tiles() {
-    let output = Command::new(compile("compaction")).output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
-    let cases: usize = stdout
-        .trim()
-        .strip_prefix("compaction: ")
-        .and_then(|rest| rest.strip_suffix(" cases ok"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected harness output: {stdout}"));
-    assert!(cases >= 400, "only {cases} cases ran");
+    run_counted_cases("compaction", 400);
 }
 
 /// The widening kernels (kernels/widen.cuh) with the source and the output
@@ -90,16 +97,7 @@ fn the_compaction_kernels_filter_exactly_with_blocks_striding_over_tiles() {
 /// written around the output, the input unchanged (emulator/widen.cpp).
 #[test]
 fn the_widening_kernels_widen_exactly_at_every_alignment() {
-    let output = Command::new(compile("widen")).output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
-    let cases: usize = stdout
-        .trim()
-        .strip_prefix("widen: ")
-        .and_then(|rest| rest.strip_suffix(" cases ok"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("unexpected harness output: {stdout}"));
-    assert!(cases >= 4000, "only {cases} cases ran");
+    run_counted_cases("widen", 4000);
 }
 
 /// A deterministic stream of floats in [lo, hi).
