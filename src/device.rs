@@ -507,7 +507,7 @@ impl Device {
             if args.shape.state <= scan_cuda::SELECTIVE_BACKWARD_MAX_STATE {
                 let mut inputs = cuda.upload_selective(args)?;
                 let saved = cuda.run_selective_saving(&mut inputs)?;
-                let out = inputs.download()?;
+                let out = cuda.download_selective(&inputs)?;
                 let on_device = OnDevice { inputs, saved, context: cuda.context().clone() };
                 return Ok((out, SavedForward { args: *args, on_device: Some(Box::new(on_device)), on_cpu: None }));
             }
@@ -537,7 +537,7 @@ impl Device {
             (Backend::Cuda(cuda), Some(kept), _, _) if Arc::ptr_eq(&kept.context, cuda.context()) => {
                 // (The backward checks dout's length against the shape.)
                 let dout = cuda.upload(dout)?;
-                cuda.run_selective_backward_saved(&kept.inputs, &dout, &kept.saved)?.download()
+                cuda.download_grads(&cuda.run_selective_backward_saved(&kept.inputs, &dout, &kept.saved)?)
             }
             // (States are kept on the CPU for f32 arguments only.)
             (Backend::Cpu(cpu), _, Some(kept), Some(args)) => cpu.selective_scan_backward_saved(&args, kept, dout),

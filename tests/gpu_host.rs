@@ -10,7 +10,11 @@
 //! * operators without single-pass kernels take the unstaged path;
 //! * one executor used from several threads at once, and from more rayon
 //!   tasks than the global pool has workers;
-//! * the link measurement, and its error on no bytes.
+//! * the link measurement, and its error on no bytes;
+//! * `Cuda::upload` and `Cuda::download` (staged from STAGED_TRANSFER_BYTES
+//!   on) give back every byte, on sizes around that threshold and around the
+//!   chunks and the slots' reuse, against the unstaged copies; a download
+//!   waits for the kernels queued before it.
 //!
 //! Run on a GPU machine: `cargo test --test gpu_host -- --ignored`.
 
@@ -22,7 +26,7 @@ use std::fmt::Debug;
 use scan::ops::{Add, LinearRecurrence, MatMul2x2};
 use scan::{CudaOp, ScanSpec};
 use scan_core::reference;
-use scan_cuda::{Algorithm, Cuda, Tuning};
+use scan_cuda::{Algorithm, Cuda, Tuning, STAGED_TRANSFER_BYTES};
 use scan_testing::Rng;
 use support::gpu::{cuda, max_len, poisoned, single_pass_tile, small_int};
 use support::ops::AddU64x20;
@@ -190,4 +194,74 @@ fn the_link_is_measured_and_no_bytes_is_an_error() {
     assert!(bound > 0.0 && bound.is_finite(), "{bound}");
     let err = cuda.transfer_rates(0).unwrap_err();
     assert!(err.to_string().contains("at least one byte"), "{err}");
+}
+
+/// Round trips of `items` of 12 bytes (an item size that does not divide the
+/// chunks) through every pair of upload and download, staged or not.
+fn round_trips(cuda: &Cuda, ctx: &str, len: usize, rng: &mut Rng) {
+    let items: Vec<[u32; 3]> = rng.vec(len, |r| [r.next_u64() as u32, r.next_u64() as u32, r.next_u64() as u32]);
+    let bytes = len * 12;
+    let staged = cuda.upload(&items).unwrap();
+    let mut plain = cuda.alloc::<[u32; 3]>(len).unwrap();
+    plain.upload_from(&items).unwrap();
+    for (buf, how) in [(&staged, "Cuda::upload"), (&plain, "upload_from")] {
+        let first_wrong = |got: &[[u32; 3]]| (0..len).find(|&i| got[i] != items[i]);
+        let back = cuda.download(buf).unwrap();
+        assert_eq!(back.len(), len);
+        assert_eq!(first_wrong(&back), None, "{ctx}, {bytes} bytes, {how} then Cuda::download: first wrong item");
+        let mut into = poisoned::<[u32; 3]>(len);
+        cuda.download_into(buf, &mut into).unwrap();
+        assert_eq!(first_wrong(&into), None, "{ctx}, {bytes} bytes, {how} then Cuda::download_into");
+        assert_eq!(
+            first_wrong(&buf.download().unwrap()),
+            None,
+            "{ctx}, {bytes} bytes, {how} then DeviceBuffer::download"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn large_transfers_give_back_every_byte() {
+    let mut rng = Rng::fresh("large transfers");
+    let edge = STAGED_TRANSFER_BYTES / 12;
+    // The default chunks: below, at and above the threshold (the staged
+    // path starts where a whole item reaches it), and many chunks (more
+    // than the four slots, so each is reused).
+    let cuda = cuda();
+    for len in [0, 1, edge - 1, edge, edge + 1, edge + 2, 5 * edge + 7, (96 << 20) / 12 + 5] {
+        round_trips(&cuda, "default chunks", len, &mut rng);
+    }
+    // Tuned chunks of a size that splits items, many slot reuses.
+    for chunk in [4099, 1 << 20, 3 << 20] {
+        let tuned = support::gpu::cuda().with_tuning(Tuning::default().host_chunk_bytes(chunk));
+        for len in [edge + 1, 3 * edge + 11] {
+            round_trips(&tuned, &format!("chunks of {chunk} bytes"), len, &mut rng);
+        }
+    }
+    // Wrong lengths are errors.
+    let buf = cuda.upload(&[0u32; 4]).unwrap();
+    let err = cuda.download_into(&buf, &mut [0u32; 3]).unwrap_err();
+    assert!(err.to_string().contains('4') && err.to_string().contains('3'), "{err}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_staged_download_waits_for_the_kernels_before_it() {
+    let cuda = cuda();
+    for log in [22, 26] {
+        let n = 1usize << log;
+        let mut buf = cuda.upload(&vec![1u32; n]).unwrap();
+        // Queued: returns before the scan has run.
+        cuda.scan_device::<Add<u32>>(&mut buf, ScanSpec::inclusive()).unwrap();
+        let got = cuda.download(&buf).unwrap();
+        let wrong = (0..n).find(|&i| got[i] != i as u32 + 1);
+        assert_eq!(wrong, None, "2^{log}: the first item not scanned");
+        cuda.scan_device::<Add<u32>>(&mut buf, ScanSpec::exclusive()).unwrap();
+        let mut into = vec![u32::MAX; n];
+        cuda.download_into(&buf, &mut into).unwrap();
+        // The exclusive scan of 1, 2, 3, ...: the triangular numbers.
+        let wrong = (0..n).find(|&i| into[i] != ((i as u64 * (i as u64 + 1)) / 2) as u32);
+        assert_eq!(wrong, None, "2^{log}: the first item of the second scan wrong");
+    }
 }

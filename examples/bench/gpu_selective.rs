@@ -274,7 +274,7 @@ fn host_slices(cuda: &Cuda, args: &SelectiveScan<'_>, reps: usize) -> Result<Str
     if cuda.selective_scan(&half).map_err(e)? != cuda.selective_scan(&half.widened().args()).map_err(e)? {
         return Err("selective scan: bf16 activations widened on the device and on the host differ".into());
     }
-    let time = |call: &dyn Fn() -> scan::Result<()>| -> Result<f64, String> {
+    let time = |call: &mut dyn FnMut() -> scan::Result<()>| -> Result<f64, String> {
         let mut ms = Vec::with_capacity(reps);
         for _ in 0..reps {
             let started = Instant::now();
@@ -283,12 +283,33 @@ fn host_slices(cuda: &Cuda, args: &SelectiveScan<'_>, reps: usize) -> Result<Str
         }
         Ok(f64::from(median(ms)))
     };
-    let f32_ms = time(&|| cuda.selective_scan(args).map(drop))?;
-    let device_ms = time(&|| cuda.selective_scan(&half).map(drop))?;
-    let host_ms = time(&|| cuda.selective_scan(&half.widened().args()).map(drop))?;
-    let widen_ms = time(&|| {
+    let f32_ms = time(&mut || cuda.selective_scan(args).map(drop))?;
+    let device_ms = time(&mut || cuda.selective_scan(&half).map(drop))?;
+    let host_ms = time(&mut || cuda.selective_scan(&half.widened().args()).map(drop))?;
+    let widen_ms = time(&mut || {
         drop(half.widened());
         Ok(())
+    })?;
+    // Where the f32 call's time goes: its three parts, and the same bytes
+    // copied by the unstaged driver copies (pageable memory) for comparison.
+    let mut on_device = cuda.upload_selective(args).map_err(e)?;
+    let upload_ms = time(&mut || cuda.upload_selective(args).map(drop))?;
+    let run_ms = time(&mut || {
+        cuda.run_selective(&mut on_device)?;
+        cuda.synchronize()
+    })?;
+    let download_ms = time(&mut || cuda.download_selective(&on_device).map(drop))?;
+    let plain_download_ms = time(&mut || on_device.download().map(drop))?;
+    let plain_upload_ms = time(&mut || {
+        cuda.synchronize()?;
+        on_device.u.upload_from(args.u)?;
+        on_device.delta.upload_from(args.delta)?;
+        on_device.b.data.upload_from(args.b.data())?;
+        on_device.c.data.upload_from(args.c.data())?;
+        match (&mut on_device.z, args.z) {
+            (Some(dev), Some(z)) => dev.upload_from(z),
+            _ => Ok(()),
+        }
     })?;
     let activations = |width: usize| {
         let lens = [u.len(), delta.len(), b.len(), c.len(), z.as_ref().map_or(0, Vec::len)];
@@ -299,10 +320,17 @@ fn host_slices(cuda: &Cuda, args: &SelectiveScan<'_>, reps: usize) -> Result<Str
          | f32 activations ({:.0} MB of them uploaded) | {f32_ms:.1} |\n\
          | bf16 activations, uploaded as bf16 ({:.0} MB) and widened on the device | {device_ms:.1} |\n\
          | bf16 activations widened on the host first (before 2026-12-07; {:.0} MB uploaded) | {host_ms:.1} |\n\
-         | of which the host's widening alone | {widen_ms:.1} |\n",
+         | of which the host's widening alone | {widen_ms:.1} |\n\
+         | f32, its parts: `upload_selective` (staged: {staged} MiB and larger) | {upload_ms:.1} |\n\
+         | f32, its parts: `run_selective`, waited for | {run_ms:.2} |\n\
+         | f32, its parts: `download_selective` (staged, {:.0} MB) | {download_ms:.1} |\n\
+         | the same activations by unstaged driver copies (`DeviceBuffer::upload_from`) | {plain_upload_ms:.1} |\n\
+         | the same results by an unstaged driver copy (`DeviceSelectiveScan::download`) | {plain_download_ms:.1} |\n",
         activations(4),
         activations(2),
         activations(4),
+        on_device.out.num_bytes() as f64 / 1e6,
+        staged = scan::cuda::STAGED_TRANSFER_BYTES >> 20,
     ))
 }
 

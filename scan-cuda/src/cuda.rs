@@ -15,7 +15,7 @@ use scan_core::device::{DeviceScan, Operands};
 use scan_core::{CudaOp, Error, Result, Scan, ScanSpec};
 
 use crate::blelloch::GpuBlocks;
-use crate::buffer::{driver_error, raw, DeviceBuffer, Raw};
+use crate::buffer::{driver_error, DeviceBuffer, Raw};
 use crate::cache::{self, DiskCache};
 use crate::compact::CompactKernels;
 use crate::discover;
@@ -651,17 +651,17 @@ impl Cuda {
         Ok(DeviceBuffer { slice })
     }
 
-    /// Copies `items` to a new device buffer.
+    /// Copies `items` to a new device buffer; complete when this returns.
+    /// Inputs of [`STAGED_TRANSFER_BYTES`](crate::STAGED_TRANSFER_BYTES) or
+    /// more travel in chunks through the executor's page-locked staging
+    /// buffers (those of [`scan_into`](Cuda::scan_into)), at about the host
+    /// link's speed; smaller ones are one driver copy.
     pub fn upload<T: Copy>(&self, items: &[T]) -> Result<DeviceBuffer<T>> {
-        // Every item is written by the copy below.
+        // Every item is written by the copy below, which is complete (also
+        // from page-locked memory, which a copy reads after its call) before
+        // the borrow of `items` ends.
         let mut buf = self.alloc_unwritten::<T>(items.len())?;
-        if !items.is_empty() {
-            self.stream.memcpy_htod(raw(items), &mut buf.slice).map_err(|e| driver_error("upload", e))?;
-            // From page-locked memory the copy is still reading `items`
-            // after the call (from pageable memory the driver has staged
-            // them already): it ends before the borrow does.
-            self.stream.synchronize().map_err(|e| driver_error("upload", e))?;
-        }
+        self.write_host(items, &mut buf)?;
         Ok(buf)
     }
 

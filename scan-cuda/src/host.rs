@@ -1,5 +1,5 @@
-//! Scans of host slices, staged through pinned memory (staging.rs), and the
-//! measurement of the host link that bounds them.
+//! Scans of host slices and large transfers, staged through pinned memory
+//! (staging.rs), and the measurement of the host link that bounds them.
 
 use std::mem::MaybeUninit;
 
@@ -7,7 +7,7 @@ use cudarc::driver::sys;
 use scan_core::device::{DeviceScan, Operands};
 use scan_core::{CudaOp, Direction, Error, Result, ScanSpec};
 
-use crate::buffer::driver_error;
+use crate::buffer::{driver_error, DeviceBuffer};
 use crate::cuda::Cuda;
 use crate::module::lock;
 use crate::pinned::{DeviceBytes, Pinned};
@@ -42,6 +42,12 @@ impl std::fmt::Display for TransferRates {
         write!(f, "pinned host->device {:.1} GB/s, device->host {:.1} GB/s", self.host_to_device, self.device_to_host)
     }
 }
+
+/// Transfers of at least this many bytes go through the staging buffers
+/// ([`Cuda::upload`], [`Cuda::download`]); smaller ones are one driver copy
+/// from or to the pageable slice, which the driver stages itself (at about
+/// 8 GB/s on an H200 host), where the staged copies end no sooner.
+pub const STAGED_TRANSFER_BYTES: usize = 4 << 20;
 
 /// The bytes of `items`, padding included.
 fn bytes_of<T: Copy>(items: &[T]) -> &[MaybeUninit<u8>] {
@@ -95,11 +101,92 @@ impl Cuda {
         };
         let item_size = std::mem::size_of::<Op::Item>();
         let reverse = spec.direction == Direction::Reverse;
-        let chunks = match self.tuning().host_chunk() {
+        staging.run(operands, item_size, reverse, self.chunk_policy(), stream.cu_stream(), &mut scan_chunk)
+    }
+
+    /// How host transfers are cut into chunks (`Tuning::host_chunk_bytes`).
+    fn chunk_policy(&self) -> ChunkPolicy {
+        match self.tuning().host_chunk() {
             Some(bytes) => ChunkPolicy::fixed(bytes),
             None => ChunkPolicy::default(),
+        }
+    }
+
+    /// Runs `transfer` with the executor's staging buffers (made on first use).
+    fn with_staging<R>(&self, transfer: impl FnOnce(&mut Staging) -> Result<R>) -> Result<R> {
+        let mut staging = lock(&self.staging);
+        let staging = match &mut *staging {
+            Some(staging) => staging,
+            empty => empty.insert(Staging::new(self.context())?),
         };
-        staging.run(operands, item_size, reverse, chunks, stream.cu_stream(), &mut scan_chunk)
+        transfer(staging)
+    }
+
+    /// Copies `items` into `buf` (the same length, made by this executor),
+    /// staged when large; complete when this returns.
+    pub(crate) fn write_host<T: Copy>(&self, items: &[T], buf: &mut DeviceBuffer<T>) -> Result<()> {
+        Error::check_lengths(items.len(), buf.len())?;
+        let bytes = bytes_of(items);
+        if bytes.len() < STAGED_TRANSFER_BYTES {
+            return buf.upload_from(items);
+        }
+        let dst = buf.device_ptr_mut(self.stream());
+        let after = self.stream().cu_stream();
+        self.with_staging(|staging| staging.upload(bytes, dst, after, self.chunk_policy()))
+    }
+
+    /// Copies a device buffer of this executor back to a new vector, after
+    /// the work queued on the executor's stream; waits for the copy.
+    /// Buffers of [`STAGED_TRANSFER_BYTES`] or more travel in chunks through
+    /// the executor's page-locked staging buffers (those of
+    /// [`scan_into`](Cuda::scan_into)), at about the host link's speed,
+    /// where [`DeviceBuffer::download`] is one driver copy to pageable
+    /// memory.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// let buf = cuda.upload(&vec![1.5f32; 1 << 24])?;
+    /// assert_eq!(cuda.download(&buf)?, vec![1.5f32; 1 << 24]);
+    /// # Ok(()) }
+    /// ```
+    pub fn download<T: Copy>(&self, buf: &DeviceBuffer<T>) -> Result<Vec<T>> {
+        self.check_buffer(buf, "buf")?;
+        if buf.num_bytes() < STAGED_TRANSFER_BYTES {
+            return buf.download();
+        }
+        let count = buf.len();
+        let mut out: Vec<T> = Vec::new();
+        out.try_reserve_exact(count)
+            .map_err(|_| Error::TooLarge { what: format!("cannot allocate {count} items on the host") })?;
+        let spare = &mut out.spare_capacity_mut()[..count];
+        // SAFETY: any memory may be viewed as MaybeUninit<u8>, for as long
+        // as the borrow of `spare`.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), std::mem::size_of_val(spare)) };
+        self.download_staged(buf, bytes)?;
+        // SAFETY: the staged download wrote every byte of the `count` items,
+        // with the bytes of the buffer's items of `T`.
+        unsafe { out.set_len(count) };
+        Ok(out)
+    }
+
+    /// Copies a device buffer of this executor into `out` (the same
+    /// length), staged as [`download`](Cuda::download) is.
+    pub fn download_into<T: Copy>(&self, buf: &DeviceBuffer<T>, out: &mut [T]) -> Result<()> {
+        self.check_buffer(buf, "buf")?;
+        Error::check_lengths(buf.len(), out.len())?;
+        if buf.num_bytes() < STAGED_TRANSFER_BYTES {
+            return buf.download_into(out);
+        }
+        self.download_staged(buf, bytes_of_mut(out))
+    }
+
+    /// The bytes of `buf` into `out` (the same size) through the staging
+    /// buffers, after the work queued on the executor's stream.
+    fn download_staged<T: Copy>(&self, buf: &DeviceBuffer<T>, out: &mut [MaybeUninit<u8>]) -> Result<()> {
+        let src = buf.device_ptr(self.stream());
+        let after = self.stream().cu_stream();
+        self.with_staging(|staging| staging.download(src, out, after, self.chunk_policy()))
     }
 
     /// [`scan_host`](Cuda::scan_host) without staging: upload the whole
@@ -116,12 +203,12 @@ impl Cuda {
                 // Every item is written by the out-of-place scan before the download.
                 let mut dev_out = self.alloc_unwritten::<Op::Item>(src.len())?;
                 self.scan_device_into::<Op>(&dev_in, &mut dev_out, spec)?;
-                dev_out.download_into(dst)
+                self.download_into(&dev_out, dst)
             }
             None => {
                 let mut buf = self.upload(dst)?;
                 self.scan_device::<Op>(&mut buf, spec)?;
-                buf.download_into(dst)
+                self.download_into(&buf, dst)
             }
         }
     }

@@ -88,7 +88,7 @@ pub use cuda::{
 };
 /// Items that [`Cuda::alloc`] can zero-fill (cudarc's marker trait).
 pub use cudarc::driver::ValidAsZeroBits;
-pub use host::TransferRates;
+pub use host::{TransferRates, STAGED_TRANSFER_BYTES};
 pub use mapped::{compile_mapped_with, ptxas_report_mapped, ptxas_report_mapped_rows, DeviceInputs, HostInputs};
 pub use nccl::{nccl_version, NcclId};
 pub use nvrtc::{is_available as nvrtc_available, version as nvrtc_version};

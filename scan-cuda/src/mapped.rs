@@ -216,7 +216,7 @@ impl Cuda {
         // Every item is written by the scan before the download.
         let mut out = self.alloc_unwritten::<M::Output>(n)?;
         self.scan_mapped_device_into::<Op, M, _>(&device, &mut out, spec)?;
-        out.download_into(output)
+        self.download_into(&out, output)
     }
 
     /// [`scan_mapped`](Cuda::scan_mapped) on device buffers: reads each
@@ -281,7 +281,7 @@ impl Cuda {
         // Every item is written by the scan before the download.
         let mut out = self.alloc_unwritten::<M::Output>(n)?;
         self.scan_mapped_rows_device_into::<Op, M, _>(&device, &mut out, rows, spec)?;
-        out.download_into(output)
+        self.download_into(&out, output)
     }
 
     /// [`scan_mapped_rows`](Cuda::scan_mapped_rows) on device buffers, in

@@ -66,7 +66,7 @@ impl Cuda {
         // Every item is written by the out-of-place scan before the download.
         let mut dev_out = self.alloc_unwritten::<Op::Item>(input.len())?;
         self.scan_rows_device_into::<Op>(&dev_in, &mut dev_out, rows, spec)?;
-        dev_out.download_into(output)
+        self.download_into(&dev_out, output)
     }
 
     /// Scans each row of a row-major `[rows, data.len() / rows]` host buffer
@@ -92,7 +92,7 @@ impl Cuda {
         }
         let mut buf = self.upload(data)?;
         self.scan_rows_device::<Op>(&mut buf, rows, spec)?;
-        buf.download_into(data)
+        self.download_into(&buf, data)
     }
 
     /// Scans `rows` rows of `row_len` items whose starts are `stride` items
@@ -130,7 +130,7 @@ impl Cuda {
         // The padding between rows keeps the caller's values.
         let mut dev_out = self.upload(output)?;
         self.scan_rows_strided_device_into::<Op>(&dev_in, &mut dev_out, rows, row_len, stride, spec)?;
-        dev_out.download_into(output)
+        self.download_into(&dev_out, output)
     }
 
     /// Scans each row of a row-major `[rows, buf.len() / rows]` device buffer
@@ -233,7 +233,7 @@ impl Cuda {
         let starts: Vec<u64> = starts.iter().map(|&s| s as u64).collect();
         let dev_starts = self.upload(&starts)?;
         self.scan_segments_device_into::<Op>(&dev_in, &mut dev_out, &dev_starts, spec)?;
-        dev_out.download_into(output)
+        self.download_into(&dev_out, output)
     }
 
     /// [`scan_segments`](Cuda::scan_segments) in place.
@@ -252,7 +252,7 @@ impl Cuda {
         let dev_starts = self.upload(&starts)?;
         let dst = buf.device_ptr_mut(self.stream());
         self.scan_starts_raw::<Op>(None, dst, buf.len(), &dev_starts, spec)?;
-        buf.download_into(data)
+        self.download_into(&buf, data)
     }
 
     /// Scans each segment on its own, a segment starting at every item whose
@@ -285,7 +285,7 @@ impl Cuda {
         let mut dev_out = self.alloc_unwritten::<Op::Item>(input.len())?;
         let dev_heads = self.upload(heads)?;
         self.scan_flagged_device_into::<Op>(&dev_in, &mut dev_out, &dev_heads, spec)?;
-        dev_out.download_into(output)
+        self.download_into(&dev_out, output)
     }
 
     /// [`scan_flagged`](Cuda::scan_flagged) in place.
@@ -303,7 +303,7 @@ impl Cuda {
         let dev_heads = self.upload(heads)?;
         let dst = buf.device_ptr_mut(self.stream());
         self.scan_flags_raw::<Op>(None, dst, buf.len(), &FlagBytes::Heads(&dev_heads), spec)?;
-        buf.download_into(data)
+        self.download_into(&buf, data)
     }
 
     /// [`scan_segments`](Cuda::scan_segments) on device buffers: `starts`

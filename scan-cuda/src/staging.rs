@@ -23,6 +23,18 @@
 //! Each wait names the last use of the buffer by the chunk SLOTS before, so
 //! SLOTS chunks are in flight. A reverse scan takes the chunks last first.
 //! The buffers live in the executor and are reused by the next call.
+//!
+//! Plain transfers ([`Staging::upload`], [`Staging::download`]: what
+//! `Cuda::upload` and `Cuda::download` run for large buffers) use the same
+//! pinned buffers, copied straight to or from the destination on the device:
+//!
+//! ```text
+//! upload, chunk k:   caller: uploaded[s] -> copy the chunk into pinned_in[s]
+//!                    upload: pinned_in[s] -> device, record uploaded[s]
+//! download, chunk k: download: device -> pinned_out[s], record downloaded[s]
+//!                              (queued SLOTS chunks ahead of the caller)
+//!                    caller: downloaded[s] -> copy pinned_out[s] out, queue chunk k + SLOTS
+//! ```
 
 use std::mem::MaybeUninit;
 use std::sync::{mpsc, Arc, OnceLock};
@@ -124,6 +136,9 @@ pub(crate) struct Staging {
     upload: Stream,
     download: Stream,
     slots: Vec<Slot>,
+    /// Captures the caller's stream before a plain transfer, which must not
+    /// overwrite or read device memory before the work queued there.
+    ready: Event,
     /// Two carry items: chunk k reads slot (k - 1) % 2 and writes k % 2.
     carry: DeviceBytes,
     ctx: Arc<CudaContext>,
@@ -142,6 +157,7 @@ impl Staging {
             upload: Stream::new(ctx)?,
             download: Stream::new(ctx)?,
             slots: Vec::new(),
+            ready: Event::new(ctx)?,
             carry: DeviceBytes::new(ctx, 2 * CARRY_BYTES)?,
             ctx: ctx.clone(),
         })
@@ -280,6 +296,105 @@ impl Staging {
             }
             drained_all
         })
+    }
+
+    /// Copies host bytes to `dst` on the device through the pinned slots: the
+    /// caller's thread (and the copy threads) fill slot k % SLOTS while the
+    /// copy engine uploads the chunks before it. The copies start after the
+    /// work queued on `after` so far and are complete when this returns, also
+    /// on a failure (so nothing reads `src` later).
+    pub(crate) fn upload(
+        &mut self,
+        src: &Bytes,
+        dst: sys::CUdeviceptr,
+        after: sys::CUstream,
+        policy: ChunkPolicy,
+    ) -> Result<()> {
+        let Some(chunk) = self.prepare_transfer(src.len(), policy)? else {
+            return Ok(());
+        };
+        let (slots, upload) = (&self.slots, &self.upload);
+        self.ready.record(after)?;
+        upload.wait(&self.ready)?;
+        let queued = src.chunks(chunk).enumerate().try_for_each(|(k, piece)| {
+            let slot = &slots[k % SLOTS];
+            slot.uploaded.synchronize()?;
+            // SAFETY: the last upload from pinned_in[s] is complete, and the
+            // next is queued below, after this copy.
+            copy(piece, unsafe { slot.pinned_in.head_mut(piece.len()) });
+            // SAFETY: `piece` fits the slot (slots hold a chunk) and lies
+            // inside the destination (the caller's `src.len()` bytes at `dst`).
+            unsafe {
+                sys::cuMemcpyHtoDAsync_v2(dst + (k * chunk) as u64, slot.pinned_in.ptr().cast(), piece.len(), upload.0)
+            }
+            .result()
+            .map_err(|e| driver_error("staged upload", e))?;
+            slot.uploaded.record(upload.0)
+        });
+        let synced = upload.synchronize();
+        queued.and(synced)
+    }
+
+    /// Copies `dst.len()` bytes from `src` on the device into host `dst`
+    /// through the pinned slots: the copy engine downloads up to SLOTS chunks
+    /// ahead while the caller's thread (and the copy threads) copy the
+    /// earliest one out. Starts after the work queued on `after` so far (the
+    /// kernels that wrote `src`); returns when `dst` is complete, or at the
+    /// first failure once every queued copy has finished.
+    pub(crate) fn download(
+        &mut self,
+        src: sys::CUdeviceptr,
+        dst: &mut Bytes,
+        after: sys::CUstream,
+        policy: ChunkPolicy,
+    ) -> Result<()> {
+        let total = dst.len();
+        let Some(chunk) = self.prepare_transfer(total, policy)? else {
+            return Ok(());
+        };
+        let (slots, download) = (&self.slots, &self.download);
+        self.ready.record(after)?;
+        download.wait(&self.ready)?;
+        let pieces = total.div_ceil(chunk);
+        let queue = |k: usize| -> Result<()> {
+            let slot = &slots[k % SLOTS];
+            let bytes = chunk.min(total - k * chunk);
+            // SAFETY: `bytes` fit the slot and lie inside the source; the
+            // slot's pinned_out was copied out (below) before chunk k is queued.
+            unsafe {
+                sys::cuMemcpyDtoHAsync_v2(slot.pinned_out.ptr().cast(), src + (k * chunk) as u64, bytes, download.0)
+            }
+            .result()
+            .map_err(|e| driver_error("staged download", e))?;
+            slot.downloaded.record(download.0)
+        };
+        let copied = (0..pieces.min(SLOTS)).try_for_each(queue).and_then(|()| {
+            dst.chunks_mut(chunk).enumerate().try_for_each(|(k, piece)| {
+                let slot = &slots[k % SLOTS];
+                slot.downloaded.synchronize()?;
+                // SAFETY: the download into pinned_out[s] is complete, and the
+                // next one into it is queued only after this copy.
+                copy(unsafe { slot.pinned_out.head(piece.len()) }, piece);
+                if k + SLOTS < pieces {
+                    queue(k + SLOTS)?;
+                }
+                Ok(())
+            })
+        });
+        let synced = download.synchronize();
+        copied.and(synced)
+    }
+
+    /// The chunk size of a plain transfer of `total` bytes (None for none),
+    /// with the slots reserved for it (as `run` sizes them).
+    fn prepare_transfer(&mut self, total: usize, policy: ChunkPolicy) -> Result<Option<usize>> {
+        if total == 0 {
+            return Ok(None);
+        }
+        let chunk = policy.chunk_items(total, 1).min(total);
+        self.reserve(chunk.max(policy.min_bytes.min(ChunkPolicy::default().min_bytes)))?;
+        self.ctx.bind_to_thread().map_err(|e| driver_error("binding the context", e))?;
+        Ok(Some(chunk))
     }
 }
 

@@ -295,7 +295,9 @@ impl Tuning {
 
     /// The chunk size, in bytes, of scans of host slices (which travel to
     /// the GPU and back in chunks through pinned buffers, see
-    /// [`Cuda::scan_into`](crate::Cuda::scan_into)), instead of one chosen
+    /// [`Cuda::scan_into`](crate::Cuda::scan_into)) and of large transfers
+    /// ([`Cuda::upload`](crate::Cuda::upload),
+    /// [`Cuda::download`](crate::Cuda::download)), instead of one chosen
     /// by the input's size (an eighth of it, held between 4 and 16 MiB).
     /// Rounded down to whole items, at least one, and at most the input.
     /// Small chunks make tests cross many chunk boundaries.

@@ -263,13 +263,18 @@ pub struct DeviceSsmGrads {
 impl DeviceSsmGrads {
     /// Copies every gradient to the host (waits for the device).
     pub fn download(&self) -> Result<SsmGrads> {
-        let optional = |b: &Option<DeviceBuffer<f32>>| b.as_ref().map(DeviceBuffer::download).transpose();
+        self.download_with(DeviceBuffer::download)
+    }
+
+    /// The gradients, each buffer copied back by `download`.
+    pub(crate) fn download_with(&self, download: impl Fn(&DeviceBuffer<f32>) -> Result<Vec<f32>>) -> Result<SsmGrads> {
+        let optional = |b: &Option<DeviceBuffer<f32>>| b.as_ref().map(&download).transpose();
         Ok(SsmGrads {
-            du: self.du.download()?,
-            ddelta: self.ddelta.download()?,
-            da: self.da.download()?,
-            db: self.db.download()?,
-            dc: self.dc.download()?,
+            du: download(&self.du)?,
+            ddelta: download(&self.ddelta)?,
+            da: download(&self.da)?,
+            db: download(&self.db)?,
+            dc: download(&self.dc)?,
             dd: optional(&self.dd)?,
             dz: optional(&self.dz)?,
             ddelta_bias: optional(&self.ddelta_bias)?,
@@ -279,6 +284,13 @@ impl DeviceSsmGrads {
 }
 
 impl Cuda {
+    /// Copies every gradient of `grads` to the host after the work queued
+    /// on the stream, as [`DeviceSsmGrads::download`] does, but through the
+    /// executor's staging buffers where they are large ([`Cuda::download`]).
+    pub fn download_grads(&self, grads: &DeviceSsmGrads) -> Result<SsmGrads> {
+        grads.download_with(|b| self.download(b))
+    }
+
     /// The backward pass of [`Cuda::selective_scan`], with mamba_ssm's
     /// semantics (`selective_scan_bwd`; [`scan_core::selective::backward`]
     /// has the formulas and the f64 reference): given dL/d`out` (`dout`,
@@ -313,7 +325,7 @@ impl Cuda {
         supported(args.shape.state)?;
         let on_device = self.upload_selective(args)?;
         let dout = self.upload(dout)?;
-        self.run_selective_backward(&on_device, &dout)?.download()
+        self.download_grads(&self.run_selective_backward(&on_device, &dout)?)
     }
 
     /// Which kernels [`Cuda::run_selective_backward`] takes for `s` (for

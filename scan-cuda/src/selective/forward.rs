@@ -582,8 +582,13 @@ impl DeviceSelectiveScan {
     /// Copies `out` (and the last state, if kept) to the host; waits for the
     /// run.
     pub fn download(&self) -> Result<SsmOutput> {
-        let last_state = self.last_state.as_ref().map(DeviceBuffer::download).transpose()?;
-        Ok(SsmOutput { out: self.out.download()?, last_state })
+        self.download_with(DeviceBuffer::download)
+    }
+
+    /// The results, each buffer copied back by `download`.
+    pub(crate) fn download_with(&self, download: impl Fn(&DeviceBuffer<f32>) -> Result<Vec<f32>>) -> Result<SsmOutput> {
+        let last_state = self.last_state.as_ref().map(&download).transpose()?;
+        Ok(SsmOutput { out: download(&self.out)?, last_state })
     }
 
     /// The same checks as [`SelectiveScan::validate`], on the device
@@ -665,7 +670,7 @@ impl Cuda {
     pub fn selective_scan<T: SsmInput>(&self, args: &SelectiveScan<'_, T>) -> Result<SsmOutput> {
         let mut on_device = self.upload_selective(args)?;
         self.run_selective(&mut on_device)?;
-        on_device.download()
+        self.download_selective(&on_device)
     }
 
     /// Checks `args` and copies them to the device, with room for the
@@ -702,6 +707,14 @@ impl Cuda {
             out: self.alloc(rows * len)?,
             last_state: if args.return_last_state { Some(self.alloc(rows * state)?) } else { None },
         })
+    }
+
+    /// Copies the results of `s` (`out`, and the last state if kept) to the
+    /// host after the work queued on the stream, as
+    /// [`DeviceSelectiveScan::download`] does, but through the executor's
+    /// staging buffers where they are large ([`Cuda::download`]).
+    pub fn download_selective(&self, s: &DeviceSelectiveScan) -> Result<SsmOutput> {
+        s.download_with(|b| self.download(b))
     }
 
     /// Runs the selective scan of `s` on the device, writing `s.out` (and
