@@ -588,8 +588,9 @@ fn back_to_back_us(
 /// f32 add from a host `Vec` into a host `Vec` (the staged path: chunks
 /// through pinned buffers, copies and scans overlapped) against the pinned
 /// link's bound measured in the same run, for the default chunking and
-/// fixed chunk sizes; and the unstaged path (pageable upload, scan, pageable
-/// download) for comparison.
+/// fixed chunk sizes; and for comparison a whole upload, the scan and a
+/// whole download, by unstaged driver copies (pageable memory) and by
+/// `Cuda::upload`/`Cuda::download` (staged, but not overlapped with the scan).
 fn host(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
     let _ = writeln!(
         notes,
@@ -611,20 +612,28 @@ fn host(rng: &mut Rng, args: &Args, notes: &mut String) -> Result<(), String> {
             vec![("staged, default chunks (1/8 of the input, 4 to 16 MiB)".into(), None)];
         methods.extend([1, 4, 8, 16, 32].map(|m| (format!("staged, {m} MiB chunks"), Some(mib(m)))));
         methods.push(("unstaged (pageable copies)".into(), Some(0)));
+        methods.push(("Cuda::upload, scan, Cuda::download (staged copies, one after another)".into(), Some(1)));
         for (method, chunk) in methods {
             let cuda = Cuda::new().map_err(err(&name))?;
             let cuda = match chunk {
-                Some(0) | None => cuda,
+                Some(0 | 1) | None => cuda,
                 Some(b) => cuda.with_tuning(scan_cuda::Tuning::default().host_chunk_bytes(b)),
             };
             let run = |out: &mut [f32]| -> Result<(), String> {
                 if chunk == Some(0) {
                     // (The output allocated, not uploaded: one copy in, one out.)
-                    let dev_in = cuda.upload(&x).map_err(err(&name))?;
+                    let mut dev_in = cuda.alloc::<f32>(x.len()).map_err(err(&name))?;
+                    dev_in.upload_from(&x).map_err(err(&name))?;
                     let mut dev_out = cuda.alloc::<f32>(x.len()).map_err(err(&name))?;
                     cuda.scan_device_into::<Add<f32>>(&dev_in, &mut dev_out, ScanSpec::inclusive())
                         .map_err(err(&name))?;
                     dev_out.download_into(out).map_err(err(&name))
+                } else if chunk == Some(1) {
+                    let dev_in = cuda.upload(&x).map_err(err(&name))?;
+                    let mut dev_out = cuda.alloc::<f32>(x.len()).map_err(err(&name))?;
+                    cuda.scan_device_into::<Add<f32>>(&dev_in, &mut dev_out, ScanSpec::inclusive())
+                        .map_err(err(&name))?;
+                    cuda.download_into(&dev_out, out).map_err(err(&name))
                 } else {
                     cuda.scan_into::<Add<f32>>(&x, out, ScanSpec::inclusive()).map_err(err(&name))
                 }
