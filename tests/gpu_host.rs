@@ -11,8 +11,8 @@
 //! * one executor used from several threads at once, and from more rayon
 //!   tasks than the global pool has workers;
 //! * the link measurement, and its error on no bytes;
-//! * `Cuda::upload` and `Cuda::download` (staged from STAGED_TRANSFER_BYTES
-//!   on) give back every byte, on sizes around that threshold and around the
+//! * `Cuda::upload`, `Cuda::download`, `download_into` and `download_prefix`
+//!   (staged from STAGED_TRANSFER_BYTES on) give back every byte, on sizes around that threshold and around the
 //!   chunks and the slots' reuse, against the unstaged copies; a download
 //!   waits for the kernels queued before it.
 //!
@@ -217,7 +217,13 @@ fn round_trips(cuda: &Cuda, ctx: &str, len: usize, rng: &mut Rng) {
             None,
             "{ctx}, {bytes} bytes, {how} then DeviceBuffer::download"
         );
+        // A prefix: one item short of the whole, staged where it is large.
+        let short = len.saturating_sub(1);
+        let prefix = cuda.download_prefix(buf, short).unwrap();
+        assert!(prefix[..] == items[..short], "{ctx}, {bytes} bytes, {how} then Cuda::download_prefix({short})");
     }
+    let err = cuda.download_prefix(&staged, len + 1).unwrap_err();
+    assert!(matches!(err, scan::Error::LengthMismatch { .. }), "{err}");
 }
 
 #[test]

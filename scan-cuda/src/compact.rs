@@ -108,7 +108,7 @@ impl Cuda {
         // Only the first `kept` items are written, and only they are read.
         let mut out = self.alloc_unwritten::<T>(values.len())?;
         let kept = self.compact_device_into(&values, &keep, &mut out)?;
-        out.download_prefix(kept)
+        self.download_prefix(&out, kept)
     }
 
     /// Writes the items of `values` whose flag in `keep` is set, in order, to

@@ -151,11 +151,19 @@ impl Cuda {
     /// # Ok(()) }
     /// ```
     pub fn download<T: Copy>(&self, buf: &DeviceBuffer<T>) -> Result<Vec<T>> {
+        self.download_prefix(buf, buf.len())
+    }
+
+    /// The first `count` items of a device buffer of this executor (at most
+    /// its length) in a new vector, staged as [`download`](Cuda::download) is.
+    pub fn download_prefix<T: Copy>(&self, buf: &DeviceBuffer<T>, count: usize) -> Result<Vec<T>> {
         self.check_buffer(buf, "buf")?;
-        if buf.num_bytes() < STAGED_TRANSFER_BYTES {
-            return buf.download();
+        if count > buf.len() {
+            return Err(Error::LengthMismatch { input: buf.len(), output: count });
         }
-        let count = buf.len();
+        if count * std::mem::size_of::<T>() < STAGED_TRANSFER_BYTES {
+            return buf.download_prefix(count);
+        }
         let mut out: Vec<T> = Vec::new();
         out.try_reserve_exact(count)
             .map_err(|_| Error::TooLarge { what: format!("cannot allocate {count} items on the host") })?;
@@ -165,7 +173,7 @@ impl Cuda {
         let bytes = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), std::mem::size_of_val(spare)) };
         self.download_staged(buf, bytes)?;
         // SAFETY: the staged download wrote every byte of the `count` items,
-        // with the bytes of the buffer's items of `T`.
+        // with the bytes of the buffer's first `count` items of `T`.
         unsafe { out.set_len(count) };
         Ok(out)
     }
@@ -181,8 +189,9 @@ impl Cuda {
         self.download_staged(buf, bytes_of_mut(out))
     }
 
-    /// The bytes of `buf` into `out` (the same size) through the staging
-    /// buffers, after the work queued on the executor's stream.
+    /// The first `out.len()` bytes of `buf` (at most its size) into `out`
+    /// through the staging buffers, after the work queued on the executor's
+    /// stream.
     fn download_staged<T: Copy>(&self, buf: &DeviceBuffer<T>, out: &mut [MaybeUninit<u8>]) -> Result<()> {
         let src = buf.device_ptr(self.stream());
         let after = self.stream().cu_stream();
