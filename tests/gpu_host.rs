@@ -11,7 +11,7 @@
 //! * one executor used from several threads at once, and from more rayon
 //!   tasks than the global pool has workers;
 //! * the link measurement, and its error on no bytes;
-//! * `Cuda::upload`, `Cuda::download`, `download_into` and `download_prefix`
+//! * `Cuda::upload`, `upload_into`, `Cuda::download`, `download_into` and `download_prefix`
 //!   (staged from STAGED_TRANSFER_BYTES on) give back every byte, on sizes around that threshold and around the
 //!   chunks and the slots' reuse, against the unstaged copies; a download
 //!   waits for the kernels queued before it.
@@ -204,14 +204,16 @@ fn round_trips(cuda: &Cuda, ctx: &str, len: usize, rng: &mut Rng) {
     let staged = cuda.upload(&items).unwrap();
     let mut plain = cuda.alloc::<[u32; 3]>(len).unwrap();
     plain.upload_from(&items).unwrap();
-    for (buf, how) in [(&staged, "Cuda::upload"), (&plain, "upload_from")] {
+    let mut into = cuda.alloc::<[u32; 3]>(len).unwrap();
+    cuda.upload_into(&items, &mut into).unwrap();
+    for (buf, how) in [(&staged, "Cuda::upload"), (&plain, "upload_from"), (&into, "Cuda::upload_into")] {
         let first_wrong = |got: &[[u32; 3]]| (0..len).find(|&i| got[i] != items[i]);
         let back = cuda.download(buf).unwrap();
         assert_eq!(back.len(), len);
         assert_eq!(first_wrong(&back), None, "{ctx}, {bytes} bytes, {how} then Cuda::download: first wrong item");
-        let mut into = poisoned::<[u32; 3]>(len);
-        cuda.download_into(buf, &mut into).unwrap();
-        assert_eq!(first_wrong(&into), None, "{ctx}, {bytes} bytes, {how} then Cuda::download_into");
+        let mut host = poisoned::<[u32; 3]>(len);
+        cuda.download_into(buf, &mut host).unwrap();
+        assert_eq!(first_wrong(&host), None, "{ctx}, {bytes} bytes, {how} then Cuda::download_into");
         assert_eq!(
             first_wrong(&buf.download().unwrap()),
             None,
@@ -221,6 +223,10 @@ fn round_trips(cuda: &Cuda, ctx: &str, len: usize, rng: &mut Rng) {
         let short = len.saturating_sub(1);
         let prefix = cuda.download_prefix(buf, short).unwrap();
         assert!(prefix[..] == items[..short], "{ctx}, {bytes} bytes, {how} then Cuda::download_prefix({short})");
+    }
+    if len > 0 {
+        let err = cuda.upload_into(&items[1..], &mut into).unwrap_err();
+        assert!(matches!(err, scan::Error::LengthMismatch { .. }), "{err}");
     }
     let err = cuda.download_prefix(&staged, len + 1).unwrap_err();
     assert!(matches!(err, scan::Error::LengthMismatch { .. }), "{err}");

@@ -661,7 +661,7 @@ impl Cuda {
         // from page-locked memory, which a copy reads after its call) before
         // the borrow of `items` ends.
         let mut buf = self.alloc_unwritten::<T>(items.len())?;
-        self.write_host(items, &mut buf)?;
+        self.upload_into(items, &mut buf)?;
         Ok(buf)
     }
 

@@ -122,9 +122,24 @@ impl Cuda {
         transfer(staging)
     }
 
-    /// Copies `items` into `buf` (the same length, made by this executor),
-    /// staged when large; complete when this returns.
-    pub(crate) fn write_host<T: Copy>(&self, items: &[T], buf: &mut DeviceBuffer<T>) -> Result<()> {
+    /// Overwrites a device buffer of this executor with `items` (the same
+    /// length), after the work queued on the executor's stream; complete
+    /// when this returns. Staged like [`upload`](Cuda::upload), where
+    /// [`DeviceBuffer::upload_from`] is one driver copy from pageable memory:
+    /// the call for a buffer reused step after step.
+    ///
+    /// ```no_run
+    /// # fn main() -> scan_core::Result<()> {
+    /// let cuda = scan_cuda::Cuda::new()?;
+    /// let mut buf = cuda.alloc::<f32>(1 << 24)?;
+    /// for step in 0..3 {
+    ///     cuda.upload_into(&vec![step as f32; 1 << 24], &mut buf)?;
+    /// }
+    /// assert_eq!(cuda.download(&buf)?[0], 2.0);
+    /// # Ok(()) }
+    /// ```
+    pub fn upload_into<T: Copy>(&self, items: &[T], buf: &mut DeviceBuffer<T>) -> Result<()> {
+        self.check_buffer(buf, "buf")?;
         Error::check_lengths(items.len(), buf.len())?;
         let bytes = bytes_of(items);
         if bytes.len() < STAGED_TRANSFER_BYTES {
