@@ -14,7 +14,9 @@
 //! * `Cuda::upload`, `upload_into`, `Cuda::download`, `download_into` and `download_prefix`
 //!   (staged from STAGED_TRANSFER_BYTES on) give back every byte, on sizes around that threshold and around the
 //!   chunks and the slots' reuse, against the unstaged copies; a download
-//!   waits for the kernels queued before it.
+//!   waits for the kernels queued before it, an upload for those reading the
+//!   buffer it overwrites (on the default stream and on one of its own);
+//!   transfers and staged scans share one executor's buffers in either order.
 //!
 //! Run on a GPU machine: `cargo test --test gpu_host -- --ignored`.
 
@@ -257,23 +259,79 @@ fn large_transfers_give_back_every_byte() {
     assert!(err.to_string().contains('4') && err.to_string().contains('3'), "{err}");
 }
 
+/// The executors the ordering tests run on: the default stream, and a stream
+/// of its own (so that the event the staged copies wait for is recorded on
+/// a stream other than the legacy default one); both with the adversarial
+/// schedule, whose late tiles make a scan slow enough for a copy that did
+/// not wait for it to overtake it.
+fn ordering_executors() -> Vec<(&'static str, Cuda)> {
+    let slow = || cuda().with_tuning(Tuning::default().adversarial_schedule(0x5eed));
+    vec![("the default stream", slow()), ("a stream of its own", slow().with_own_stream().unwrap())]
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_staged_download_waits_for_the_kernels_before_it() {
+    for (which, cuda) in ordering_executors() {
+        for log in [22, 26] {
+            let n = 1usize << log;
+            let mut buf = cuda.upload(&vec![1u32; n]).unwrap();
+            // Queued: returns before the scan has run.
+            cuda.scan_device::<Add<u32>>(&mut buf, ScanSpec::inclusive()).unwrap();
+            let got = cuda.download(&buf).unwrap();
+            let wrong = (0..n).find(|&i| got[i] != i as u32 + 1);
+            assert_eq!(wrong, None, "{which}, 2^{log}: the first item not scanned");
+            cuda.scan_device::<Add<u32>>(&mut buf, ScanSpec::exclusive()).unwrap();
+            let mut into = vec![u32::MAX; n];
+            cuda.download_into(&buf, &mut into).unwrap();
+            // The exclusive scan of 1, 2, 3, ...: the triangular numbers.
+            let wrong = (0..n).find(|&i| into[i] != ((i as u64 * (i as u64 + 1)) / 2) as u32);
+            assert_eq!(wrong, None, "{which}, 2^{log}: the first item of the second scan wrong");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_staged_upload_waits_for_the_kernels_reading_the_buffer() {
+    for (which, cuda) in ordering_executors() {
+        for log in [22, 26] {
+            let n = 1usize << log;
+            let mut buf = cuda.upload(&vec![1u32; n]).unwrap();
+            let mut out = cuda.alloc::<u32>(n).unwrap();
+            // Queued, reading `buf`; the upload overwrites it only after.
+            cuda.scan_device_into::<Add<u32>>(&buf, &mut out, ScanSpec::inclusive()).unwrap();
+            cuda.upload_into(&vec![2u32; n], &mut buf).unwrap();
+            let got = cuda.download(&out).unwrap();
+            let wrong = (0..n).find(|&i| got[i] != i as u32 + 1);
+            assert_eq!(
+                wrong, None,
+                "{which}, 2^{log}: the scan read a 2 (the upload came first) at this item or before"
+            );
+            assert!(cuda.download(&buf).unwrap().iter().all(|&x| x == 2), "{which}, 2^{log}: the upload");
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn transfers_and_staged_scans_share_one_executors_buffers() {
+    // A transfer first makes the slots without their device buffers; the
+    // staged scan after it adds them; transfers after the scan reuse all.
+    let mut rng = Rng::fresh("transfers and scans");
     let cuda = cuda();
-    for log in [22, 26] {
-        let n = 1usize << log;
-        let mut buf = cuda.upload(&vec![1u32; n]).unwrap();
-        // Queued: returns before the scan has run.
-        cuda.scan_device::<Add<u32>>(&mut buf, ScanSpec::inclusive()).unwrap();
-        let got = cuda.download(&buf).unwrap();
-        let wrong = (0..n).find(|&i| got[i] != i as u32 + 1);
-        assert_eq!(wrong, None, "2^{log}: the first item not scanned");
-        cuda.scan_device::<Add<u32>>(&mut buf, ScanSpec::exclusive()).unwrap();
-        let mut into = vec![u32::MAX; n];
-        cuda.download_into(&buf, &mut into).unwrap();
-        // The exclusive scan of 1, 2, 3, ...: the triangular numbers.
-        let wrong = (0..n).find(|&i| into[i] != ((i as u64 * (i as u64 + 1)) / 2) as u32);
-        assert_eq!(wrong, None, "2^{log}: the first item of the second scan wrong");
+    let edge = STAGED_TRANSFER_BYTES / 12;
+    round_trips(&cuda, "before any scan", 3 * edge + 1, &mut rng);
+    let x: Vec<u32> = rng.vec(3 << 22, |r| r.below(1000) as u32);
+    let want = reference::scan::<Add<u32>>(&x, ScanSpec::inclusive());
+    assert!(cuda.scan::<Add<u32>>(&x, ScanSpec::inclusive()).unwrap() == want, "the staged scan after a transfer");
+    round_trips(&cuda, "after a scan", 5 * edge + 3, &mut rng);
+    assert!(cuda.scan::<Add<u32>>(&x, ScanSpec::inclusive()).unwrap() == want, "the staged scan after more transfers");
+    // Exactly at the threshold and one byte below it, in bytes.
+    for len in [STAGED_TRANSFER_BYTES - 1, STAGED_TRANSFER_BYTES] {
+        let bytes: Vec<u8> = rng.vec(len, |r| r.next_u64() as u8);
+        let buf = cuda.upload(&bytes).unwrap();
+        assert!(cuda.download(&buf).unwrap() == bytes, "{len} bytes, Cuda::upload then Cuda::download");
+        assert!(buf.download().unwrap() == bytes, "{len} bytes, Cuda::upload then DeviceBuffer::download");
     }
 }

@@ -300,17 +300,29 @@ fn host_slices(cuda: &Cuda, args: &SelectiveScan<'_>, reps: usize) -> Result<Str
     })?;
     let download_ms = time(&mut || cuda.download_selective(&on_device).map(drop))?;
     let plain_download_ms = time(&mut || on_device.download().map(drop))?;
-    let plain_upload_ms = time(&mut || {
-        cuda.synchronize()?;
-        on_device.u.upload_from(args.u)?;
-        on_device.delta.upload_from(args.delta)?;
-        on_device.b.data.upload_from(args.b.data())?;
-        on_device.c.data.upload_from(args.c.data())?;
-        match (&mut on_device.z, args.z) {
-            (Some(dev), Some(z)) => dev.upload_from(z),
-            _ => Ok(()),
+    // The activations into the buffers made above, both ways.
+    let mut upload_activations = |staged: bool| -> scan::Result<()> {
+        let s = &mut on_device;
+        let mut pairs: Vec<(&[f32], &mut scan_cuda::DeviceBuffer<f32>)> = vec![
+            (args.u, &mut s.u),
+            (args.delta, &mut s.delta),
+            (args.b.data(), &mut s.b.data),
+            (args.c.data(), &mut s.c.data),
+        ];
+        if let (Some(z), Some(dev)) = (args.z, s.z.as_mut()) {
+            pairs.push((z, dev));
         }
-    })?;
+        for (host, dev) in pairs {
+            if staged {
+                cuda.upload_into(host, dev)?;
+            } else {
+                dev.upload_from(host)?;
+            }
+        }
+        Ok(())
+    };
+    let staged_upload_ms = time(&mut || upload_activations(true))?;
+    let plain_upload_ms = time(&mut || upload_activations(false))?;
     let activations = |width: usize| {
         let lens = [u.len(), delta.len(), b.len(), c.len(), z.as_ref().map_or(0, Vec::len)];
         (width * lens.iter().sum::<usize>()) as f64 / 1e6
@@ -321,10 +333,11 @@ fn host_slices(cuda: &Cuda, args: &SelectiveScan<'_>, reps: usize) -> Result<Str
          | bf16 activations, uploaded as bf16 ({:.0} MB) and widened on the device | {device_ms:.1} |\n\
          | bf16 activations widened on the host first (before 2026-12-07; {:.0} MB uploaded) | {host_ms:.1} |\n\
          | of which the host's widening alone | {widen_ms:.1} |\n\
-         | f32, its parts: `upload_selective` (staged: {staged} MiB and larger) | {upload_ms:.1} |\n\
+         | f32, its parts: `upload_selective` (checks, allocations, staged copies of {staged} MiB and larger) | {upload_ms:.1} |\n\
          | f32, its parts: `run_selective`, waited for | {run_ms:.2} |\n\
          | f32, its parts: `download_selective` (staged, {:.0} MB) | {download_ms:.1} |\n\
-         | the same activations by unstaged driver copies (`DeviceBuffer::upload_from`) | {plain_upload_ms:.1} |\n\
+         | the activations alone into those buffers, staged (`Cuda::upload_into`) | {staged_upload_ms:.1} |\n\
+         | the same by unstaged driver copies (`DeviceBuffer::upload_from`) | {plain_upload_ms:.1} |\n\
          | the same results by an unstaged driver copy (`DeviceSelectiveScan::download`) | {plain_download_ms:.1} |\n",
         activations(4),
         activations(2),

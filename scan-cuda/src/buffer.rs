@@ -35,6 +35,25 @@ pub(crate) fn raw_mut<T>(items: &mut [T]) -> &mut [Raw<T>] {
     unsafe { &mut *(items as *mut [T] as *mut [Raw<T>]) }
 }
 
+/// A new vector of `count` items, every byte of which `fill` writes with the
+/// bytes of valid items of `T` (a download); a length the host cannot hold
+/// is [`Error::TooLarge`], not an abort.
+pub(crate) fn vec_written_by<T>(
+    count: usize,
+    fill: impl FnOnce(&mut [MaybeUninit<T>]) -> Result<()>,
+) -> Result<Vec<T>> {
+    let mut out: Vec<T> = Vec::new();
+    out.try_reserve_exact(count)
+        .map_err(|_| Error::TooLarge { what: format!("cannot allocate {count} items on the host") })?;
+    if count > 0 {
+        fill(&mut out.spare_capacity_mut()[..count])?;
+        // SAFETY: `fill` succeeded, so it wrote all `count` items (its
+        // contract), and nothing writes them after it returned.
+        unsafe { out.set_len(count) };
+    }
+    Ok(out)
+}
+
 pub(crate) fn driver_error(during: &str, e: result::DriverError) -> Error {
     if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
         return Error::TooLarge {
@@ -113,25 +132,24 @@ impl<T: Copy> DeviceBuffer<T> {
 
     /// Items `start .. start + count` (within the buffer) in a new vector.
     fn download_range(&self, start: usize, count: usize) -> Result<Vec<T>> {
-        let mut out: Vec<T> = Vec::new();
-        out.try_reserve_exact(count)
-            .map_err(|_| Error::TooLarge { what: format!("cannot allocate {count} items on the host") })?;
-        if count == 0 {
-            return Ok(out);
+        vec_written_by(count, |spare| self.download_uninit(start, spare))
+    }
+
+    /// Items `start .. start + out.len()` (within the buffer) into `out`, by
+    /// one driver copy; waits for it.
+    pub(crate) fn download_uninit(&self, start: usize, out: &mut [MaybeUninit<T>]) -> Result<()> {
+        if out.is_empty() {
+            return Ok(());
         }
-        let spare: &mut [MaybeUninit<T>] = &mut out.spare_capacity_mut()[..count];
-        // SAFETY: MaybeUninit<T> has T's layout; every byte is written by the
-        // copy below before `set_len` makes the items visible.
-        let dst: &mut [Raw<MaybeUninit<T>>] = raw_mut(spare);
+        // MaybeUninit<T> has T's layout.
+        let dst: &mut [Raw<MaybeUninit<T>>] = raw_mut(out);
         let stream = self.stream().clone();
         // SAFETY: Raw<T> and Raw<MaybeUninit<T>> have the same size and layout.
         let src = unsafe { self.slice.transmute::<Raw<MaybeUninit<T>>>(self.len()) }
             .ok_or_else(|| Error::Other("internal: device buffer view has the wrong size".into()))?;
-        stream.memcpy_dtoh(&src.slice(start..start + count), dst).map_err(|e| driver_error("download", e))?;
-        stream.synchronize().map_err(|e| driver_error("download", e))?;
-        // SAFETY: the copy above wrote all `count` items and completed.
-        unsafe { out.set_len(count) };
-        Ok(out)
+        let end = start + dst.len();
+        stream.memcpy_dtoh(&src.slice(start..end), dst).map_err(|e| driver_error("download", e))?;
+        stream.synchronize().map_err(|e| driver_error("download", e))
     }
 
     /// Copies the items into `out`, which must have the same length.

@@ -7,7 +7,7 @@ use cudarc::driver::sys;
 use scan_core::device::{DeviceScan, Operands};
 use scan_core::{CudaOp, Direction, Error, Result, ScanSpec};
 
-use crate::buffer::{driver_error, DeviceBuffer};
+use crate::buffer::{driver_error, vec_written_by, DeviceBuffer};
 use crate::cuda::Cuda;
 use crate::module::lock;
 use crate::pinned::{DeviceBytes, Pinned};
@@ -49,6 +49,18 @@ impl std::fmt::Display for TransferRates {
 /// 8 GB/s on an H200 host), where the staged copies end no sooner.
 pub const STAGED_TRANSFER_BYTES: usize = 4 << 20;
 
+/// Whether a transfer of `bytes` goes through the staging buffers.
+fn staged(bytes: usize) -> bool {
+    bytes >= STAGED_TRANSFER_BYTES
+}
+
+/// The bytes of `items`, to be written.
+fn uninit_bytes<T>(items: &mut [MaybeUninit<T>]) -> &mut [MaybeUninit<u8>] {
+    // SAFETY: any memory may be viewed as MaybeUninit<u8>, and any bytes
+    // written into a MaybeUninit<T> leave it a valid MaybeUninit<T>.
+    unsafe { std::slice::from_raw_parts_mut(items.as_mut_ptr().cast(), std::mem::size_of_val(items)) }
+}
+
 /// The bytes of `items`, padding included.
 fn bytes_of<T: Copy>(items: &[T]) -> &[MaybeUninit<u8>] {
     // SAFETY: any memory may be viewed as MaybeUninit<u8>, for as long as the borrow.
@@ -83,11 +95,6 @@ impl Cuda {
         let Ok(policy) = module.plan(self.algorithm()) else {
             return self.scan_host_unstaged::<Op>(src, dst, spec);
         };
-        let mut staging = lock(&self.staging);
-        let staging = match &mut *staging {
-            Some(staging) => staging,
-            empty => empty.insert(Staging::new(self.context())?),
-        };
         let operands = match src {
             Some(src) => HostBytes::Into { src: bytes_of(src), dst: bytes_of_mut(dst) },
             None => HostBytes::InPlace(bytes_of_mut(dst)),
@@ -101,7 +108,10 @@ impl Cuda {
         };
         let item_size = std::mem::size_of::<Op::Item>();
         let reverse = spec.direction == Direction::Reverse;
-        staging.run(operands, item_size, reverse, self.chunk_policy(), stream.cu_stream(), &mut scan_chunk)
+        let policy = self.chunk_policy();
+        self.with_staging(|staging| {
+            staging.run(operands, item_size, reverse, policy, stream.cu_stream(), &mut scan_chunk)
+        })
     }
 
     /// How host transfers are cut into chunks (`Tuning::host_chunk_bytes`).
@@ -112,7 +122,9 @@ impl Cuda {
         }
     }
 
-    /// Runs `transfer` with the executor's staging buffers (made on first use).
+    /// Runs `transfer` with the executor's staging buffers (made on first
+    /// use), which one call at a time holds: staged scans and transfers on
+    /// one executor from several threads take turns.
     fn with_staging<R>(&self, transfer: impl FnOnce(&mut Staging) -> Result<R>) -> Result<R> {
         let mut staging = lock(&self.staging);
         let staging = match &mut *staging {
@@ -142,7 +154,7 @@ impl Cuda {
         self.check_buffer(buf, "buf")?;
         Error::check_lengths(items.len(), buf.len())?;
         let bytes = bytes_of(items);
-        if bytes.len() < STAGED_TRANSFER_BYTES {
+        if !staged(bytes.len()) {
             return buf.upload_from(items);
         }
         let dst = buf.device_ptr_mut(self.stream());
@@ -176,21 +188,20 @@ impl Cuda {
         if count > buf.len() {
             return Err(Error::LengthMismatch { input: buf.len(), output: count });
         }
-        if count * std::mem::size_of::<T>() < STAGED_TRANSFER_BYTES {
-            return buf.download_prefix(count);
+        vec_written_by(count, |spare| self.download_uninit(buf, spare))
+    }
+
+    /// The first `out.len()` items of a device buffer of this executor (at
+    /// most its length) into `out`, staged where large; waits for the copy.
+    pub(crate) fn download_uninit<T: Copy>(&self, buf: &DeviceBuffer<T>, out: &mut [MaybeUninit<T>]) -> Result<()> {
+        self.check_buffer(buf, "buf")?;
+        if out.len() > buf.len() {
+            return Err(Error::LengthMismatch { input: buf.len(), output: out.len() });
         }
-        let mut out: Vec<T> = Vec::new();
-        out.try_reserve_exact(count)
-            .map_err(|_| Error::TooLarge { what: format!("cannot allocate {count} items on the host") })?;
-        let spare = &mut out.spare_capacity_mut()[..count];
-        // SAFETY: any memory may be viewed as MaybeUninit<u8>, for as long
-        // as the borrow of `spare`.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), std::mem::size_of_val(spare)) };
-        self.download_staged(buf, bytes)?;
-        // SAFETY: the staged download wrote every byte of the `count` items,
-        // with the bytes of the buffer's first `count` items of `T`.
-        unsafe { out.set_len(count) };
-        Ok(out)
+        if !staged(std::mem::size_of_val(out)) {
+            return buf.download_uninit(0, out);
+        }
+        self.download_staged(buf, uninit_bytes(out))
     }
 
     /// Copies a device buffer of this executor into `out` (the same
@@ -198,7 +209,7 @@ impl Cuda {
     pub fn download_into<T: Copy>(&self, buf: &DeviceBuffer<T>, out: &mut [T]) -> Result<()> {
         self.check_buffer(buf, "buf")?;
         Error::check_lengths(buf.len(), out.len())?;
-        if buf.num_bytes() < STAGED_TRANSFER_BYTES {
+        if !staged(buf.num_bytes()) {
             return buf.download_into(out);
         }
         self.download_staged(buf, bytes_of_mut(out))

@@ -26,7 +26,7 @@ use cudarc::driver::{result, CudaFunction, CudaModule, LaunchConfig, PushKernelA
 use scan_core::{CudaOp, Error, Result, ScanSpec};
 
 use crate::blelloch::grid;
-use crate::buffer::{driver_error, DeviceBuffer};
+use crate::buffer::{driver_error, vec_written_by, DeviceBuffer};
 use crate::cuda::Cuda;
 use crate::kernels::lookup;
 use crate::module::lock;
@@ -518,13 +518,15 @@ impl ShardGroup {
     /// The shards, downloaded and concatenated in rank order.
     pub fn gather<T: Copy>(&self, shards: &[DeviceBuffer<T>]) -> Result<Vec<T>> {
         self.check_shards(shards, "shards")?;
-        let mut out = Vec::new();
-        out.try_reserve_exact(shards.iter().map(|s| s.len()).sum())
-            .map_err(|_| Error::TooLarge { what: "the gathered shards on the host".into() })?;
-        for shard in shards {
-            out.extend(shard.download()?);
-        }
-        Ok(out)
+        // Each shard straight into its place (staged where large).
+        vec_written_by(shards.iter().map(|s| s.len()).sum(), |mut rest| {
+            for (r, shard) in shards.iter().enumerate() {
+                let (place, tail) = rest.split_at_mut(shard.len());
+                self.exec(r).download_uninit(shard, place)?;
+                rest = tail;
+            }
+            Ok(())
+        })
     }
 
     /// Scans `input` split evenly across the ranks, and returns the whole

@@ -50,6 +50,12 @@ use crate::single_pass::Carry;
 /// Chunks in flight at once.
 const SLOTS: usize = 4;
 
+/// The smallest chunk of a plain transfer: a tuned chunk size below it
+/// (`Tuning::host_chunk_bytes`, which tests set to a few items to cross many
+/// chunk boundaries of a scan) would cost a driver copy and an event wait per
+/// few bytes.
+const MIN_TRANSFER_CHUNK: usize = 4096;
+
 /// Room for one carry item (items of the single-pass kernels are smaller).
 const CARRY_BYTES: usize = 256;
 
@@ -107,11 +113,17 @@ type Bytes = [MaybeUninit<u8>];
 struct Slot {
     pinned_in: Pinned,
     pinned_out: Pinned,
-    dev_in: DeviceBytes,
-    dev_out: DeviceBytes,
+    /// The chunk's input and output on the device: made by the first staged
+    /// scan, since plain transfers copy straight to or from their buffers.
+    device: Option<SlotDevice>,
     uploaded: Event,
     scanned: Event,
     downloaded: Event,
+}
+
+struct SlotDevice {
+    dev_in: DeviceBytes,
+    dev_out: DeviceBytes,
 }
 
 impl Slot {
@@ -119,12 +131,17 @@ impl Slot {
         Ok(Slot {
             pinned_in: Pinned::new(ctx, bytes)?,
             pinned_out: Pinned::new(ctx, bytes)?,
-            dev_in: DeviceBytes::new(ctx, bytes)?,
-            dev_out: DeviceBytes::new(ctx, bytes)?,
+            device: None,
             uploaded: Event::new(ctx)?,
             scanned: Event::new(ctx)?,
             downloaded: Event::new(ctx)?,
         })
+    }
+
+    /// The device buffers, which `Staging::run` made before queueing any
+    /// chunk.
+    fn device(&self) -> Result<&SlotDevice> {
+        self.device.as_ref().ok_or_else(|| Error::Other("internal: a staging slot without device buffers".into()))
     }
 }
 
@@ -163,17 +180,32 @@ impl Staging {
         })
     }
 
-    /// Slots of at least `bytes` each. Called between runs only, when no
-    /// copy is pending (every run waits for all of its work).
-    fn reserve(&mut self, bytes: usize) -> Result<()> {
-        if self.slots.first().is_some_and(|s| s.pinned_in.len() >= bytes) {
-            return Ok(());
+    /// Slots of at least `bytes` each (with their device buffers when
+    /// `device`), bound to this thread. Called between runs only, when no
+    /// copy is pending (every run and transfer waits for all of its work).
+    fn reserve(&mut self, bytes: usize, device: bool) -> Result<()> {
+        // Frees and allocations act on the current context.
+        self.ctx.bind_to_thread().map_err(|e| driver_error("binding the context", e))?;
+        // Slots are made at least the default's smallest chunk (4 MiB), as
+        // they always were for a small first call, so that the next larger
+        // one reuses them.
+        let bytes = bytes.max(ChunkPolicy::default().min_bytes);
+        if !self.slots.first().is_some_and(|s| s.pinned_in.len() >= bytes) {
+            self.slots.clear();
+            let bytes = bytes
+                .checked_next_power_of_two()
+                .ok_or_else(|| Error::TooLarge { what: format!("staging buffers of {bytes} bytes") })?;
+            self.slots = (0..SLOTS).map(|_| Slot::new(&self.ctx, bytes)).collect::<Result<_>>()?;
         }
-        self.slots.clear();
-        let bytes = bytes
-            .checked_next_power_of_two()
-            .ok_or_else(|| Error::TooLarge { what: format!("staging buffers of {bytes} bytes") })?;
-        self.slots = (0..SLOTS).map(|_| Slot::new(&self.ctx, bytes)).collect::<Result<_>>()?;
+        if device {
+            for slot in self.slots.iter_mut().filter(|s| s.device.is_none()) {
+                let bytes = slot.pinned_in.len();
+                slot.device = Some(SlotDevice {
+                    dev_in: DeviceBytes::new(&self.ctx, bytes)?,
+                    dev_out: DeviceBytes::new(&self.ctx, bytes)?,
+                });
+            }
+        }
         Ok(())
     }
 
@@ -202,12 +234,10 @@ impl Staging {
             return Ok(());
         }
         // A chunk holds at most the whole input (a tuned chunk size,
-        // `Tuning::host_chunk_bytes`, may ask for more); the slots are made
-        // at least the default's smallest chunk (4 MiB), as they always were
-        // for a small first scan, so that the next larger one reuses them.
+        // `Tuning::host_chunk_bytes`, may ask for more).
         let items = total / item_size;
         let chunk_bytes = policy.chunk_items(items, item_size).min(items) * item_size;
-        self.reserve(chunk_bytes.max(policy.min_bytes.min(ChunkPolicy::default().min_bytes)))?;
+        self.reserve(chunk_bytes, true)?;
         // Each chunk: where to read it (None: in place, from its output).
         let mut chunks: Vec<(Option<&Bytes>, &mut Bytes)> = match operands {
             HostBytes::Into { src, dst } => {
@@ -218,7 +248,6 @@ impl Staging {
         if reverse {
             chunks.reverse();
         }
-        self.ctx.bind_to_thread().map_err(|e| driver_error("binding the context", e))?;
         let (slots, ctx) = (&self.slots, &self.ctx);
         let (upload, download) = (&self.upload, &self.download);
         let carry_at = |k: usize| self.carry.ptr + (k % 2 * CARRY_BYTES) as u64;
@@ -256,21 +285,24 @@ impl Staging {
                     // and the next is queued below, after this copy.
                     copy(src, unsafe { slot.pinned_in.head_mut(bytes) });
                     upload.wait(&slot.scanned)?;
+                    let device = slot.device()?;
                     // SAFETY: `bytes` fit both buffers (slots hold a chunk).
-                    unsafe { sys::cuMemcpyHtoDAsync_v2(slot.dev_in.ptr, slot.pinned_in.ptr().cast(), bytes, upload.0) }
-                        .result()
-                        .map_err(|e| driver_error("staged upload", e))?;
+                    unsafe {
+                        sys::cuMemcpyHtoDAsync_v2(device.dev_in.ptr, slot.pinned_in.ptr().cast(), bytes, upload.0)
+                    }
+                    .result()
+                    .map_err(|e| driver_error("staged upload", e))?;
                     slot.uploaded.record(upload.0)?;
                     slot.uploaded.block(compute)?;
                     slot.downloaded.block(compute)?;
                     let carry = Carry { from: if k == 0 { 0 } else { carry_at(k - 1) }, to: carry_at(k) };
-                    scan(slot.dev_in.ptr, slot.dev_out.ptr, bytes / item_size, carry)?;
+                    scan(device.dev_in.ptr, device.dev_out.ptr, bytes / item_size, carry)?;
                     slot.scanned.record(compute)?;
                     wait_drained(&drained, (k + 1).saturating_sub(SLOTS), &mut finished)?;
                     download.wait(&slot.scanned)?;
                     // SAFETY: as for the upload; pinned_out[s] is drained.
                     unsafe {
-                        sys::cuMemcpyDtoHAsync_v2(slot.pinned_out.ptr().cast(), slot.dev_out.ptr, bytes, download.0)
+                        sys::cuMemcpyDtoHAsync_v2(slot.pinned_out.ptr().cast(), device.dev_out.ptr, bytes, download.0)
                     }
                     .result()
                     .map_err(|e| driver_error("staged download", e))?;
@@ -386,14 +418,14 @@ impl Staging {
     }
 
     /// The chunk size of a plain transfer of `total` bytes (None for none),
-    /// with the slots reserved for it (as `run` sizes them).
+    /// with the slots' pinned buffers reserved for it. Chunks are cut in
+    /// bytes, at least [`MIN_TRANSFER_CHUNK`] (a tuned size may be smaller).
     fn prepare_transfer(&mut self, total: usize, policy: ChunkPolicy) -> Result<Option<usize>> {
         if total == 0 {
             return Ok(None);
         }
-        let chunk = policy.chunk_items(total, 1).min(total);
-        self.reserve(chunk.max(policy.min_bytes.min(ChunkPolicy::default().min_bytes)))?;
-        self.ctx.bind_to_thread().map_err(|e| driver_error("binding the context", e))?;
+        let chunk = policy.chunk_items(total, 1).max(MIN_TRANSFER_CHUNK).min(total);
+        self.reserve(chunk, false)?;
         Ok(Some(chunk))
     }
 }

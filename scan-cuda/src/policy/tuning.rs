@@ -299,8 +299,9 @@ impl Tuning {
     /// ([`Cuda::upload`](crate::Cuda::upload),
     /// [`Cuda::download`](crate::Cuda::download)), instead of one chosen
     /// by the input's size (an eighth of it, held between 4 and 16 MiB).
-    /// Rounded down to whole items, at least one, and at most the input.
-    /// Small chunks make tests cross many chunk boundaries.
+    /// Rounded down to whole items for scans, at least one, and at most the
+    /// input; transfers are cut in bytes, at least 4 KiB. Small chunks make
+    /// tests cross many chunk boundaries.
     pub fn host_chunk_bytes(mut self, bytes: usize) -> Self {
         self.host_chunk_bytes = Some(bytes.max(1));
         self

@@ -286,7 +286,8 @@ impl DeviceSsmGrads {
 impl Cuda {
     /// Copies every gradient of `grads` to the host after the work queued
     /// on the stream, as [`DeviceSsmGrads::download`] does, but through the
-    /// executor's staging buffers where they are large ([`Cuda::download`]).
+    /// executor's staging buffers where they are large ([`Cuda::download`]);
+    /// buffers of another stream than the executor's are an error here.
     pub fn download_grads(&self, grads: &DeviceSsmGrads) -> Result<SsmGrads> {
         grads.download_with(|b| self.download(b))
     }

@@ -712,7 +712,8 @@ impl Cuda {
     /// Copies the results of `s` (`out`, and the last state if kept) to the
     /// host after the work queued on the stream, as
     /// [`DeviceSelectiveScan::download`] does, but through the executor's
-    /// staging buffers where they are large ([`Cuda::download`]).
+    /// staging buffers where they are large ([`Cuda::download`]); buffers of
+    /// another stream than the executor's are an error here.
     pub fn download_selective(&self, s: &DeviceSelectiveScan) -> Result<SsmOutput> {
         s.download_with(|b| self.download(b))
     }
