@@ -111,6 +111,12 @@ impl Device {
     }
 
     /// The CPU.
+    ///
+    /// ```
+    /// let device = scan::Device::cpu();
+    /// assert!(!device.is_cuda() && device.as_cuda().is_none());
+    /// assert_eq!(device.reason(), "asked for the CPU");
+    /// ```
     pub fn cpu() -> Device {
         Device { backend: Backend::Cpu(Cpu::new()), why: "asked for the CPU".into() }
     }
@@ -136,7 +142,18 @@ impl Device {
         matches!(self.backend, Backend::Cuda(_))
     }
 
-    /// The CUDA executor, when scans run on a GPU.
+    /// The CUDA executor, when scans run on a GPU: for its own calls
+    /// (device buffers, staged transfers, timing).
+    ///
+    /// ```no_run
+    /// # fn main() -> scan::Result<()> {
+    /// let device = scan::Device::auto();
+    /// if let Some(cuda) = device.as_cuda() {
+    ///     let on_gpu = cuda.upload(&vec![1.0f32; 1 << 20])?;
+    ///     assert_eq!(cuda.download(&on_gpu)?.len(), 1 << 20);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn as_cuda(&self) -> Option<&Cuda> {
         match &self.backend {
             Backend::Cuda(cuda) => Some(cuda),
@@ -144,7 +161,14 @@ impl Device {
         }
     }
 
-    /// Why this device was chosen.
+    /// Why this device was chosen: the CUDA error that sent
+    /// [`Device::auto`] to the CPU, `SCAN_DEVICE=cpu`, or the constructor
+    /// asked for.
+    ///
+    /// ```
+    /// let device = scan::Device::auto();
+    /// println!("scans run on {} because: {}", if device.is_cuda() { "a GPU" } else { "the CPU" }, device.reason());
+    /// ```
     pub fn reason(&self) -> &str {
         &self.why
     }
