@@ -452,7 +452,37 @@ impl Device {
         }
     }
 
-    /// The backward pass of [`Device::selective_scan`] (mamba_ssm's
+    /// [`Device::selective_scan`] into the vectors of `output`, resized to
+    /// the results' lengths: on a GPU (`Cuda::selective_scan_into`) the
+    /// results land in host memory written before, which a loop reusing one
+    /// `output` step after step gets faster than new vectors; on the CPU the
+    /// same as assigning [`Device::selective_scan`]'s result.
+    ///
+    /// ```
+    /// use scan::selective::{Projection, SelectiveScan, SsmOutput, SsmShape};
+    /// # fn main() -> scan::Result<()> {
+    /// let device = scan::Device::cpu();
+    /// let shape = SsmShape { batch: 1, dim: 1, len: 2, state: 1 };
+    /// let b = Projection::Fixed(&[1.0]);
+    /// let mut output = SsmOutput { out: Vec::new(), last_state: None };
+    /// for step in 0..3 {
+    ///     let u = [step as f32, 1.0];
+    ///     let args = SelectiveScan::new(shape, &u, &[1.0, 1.0], &[0.0], b, b);
+    ///     device.selective_scan_into(&args, &mut output)?;
+    ///     assert_eq!(output.out, [step as f32, step as f32 + 1.0]);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn selective_scan_into<T: SsmInput>(&self, args: &SelectiveScan<'_, T>, output: &mut SsmOutput) -> Result<()> {
+        match &self.backend {
+            Backend::Cuda(cuda) => cuda.selective_scan_into(args, output),
+            Backend::Cpu(cpu) => {
+                *output = cpu.selective_scan(args)?;
+                Ok(())
+            }
+        }
+    }
+
     /// `selective_scan_bwd`; `scan::selective::backward` has the formulas):
     /// given `dout` = dL/d`out`, the gradients of every argument, the
     /// optional ones where the argument is given. On a GPU,

@@ -9,6 +9,8 @@
 //! * B and C varying (with groups) and fixed;
 //! * every optional argument present and absent;
 //! * resuming from the last state of the first half equals the whole;
+//! * `selective_scan_into` gives `selective_scan`'s results bit for bit in
+//!   a reused output of any earlier sizes, with and without the last state;
 //! * wrong shapes are errors naming the argument.
 
 use scan::cuda::SelectiveKernelChoice;
@@ -849,4 +851,60 @@ fn the_gpu_widens_every_half_precision_value_exactly() {
     check(&cuda, "bf16", bf16::from_bits);
     check(&cuda, "f16", f16::from_bits);
     check(&cuda, "f32", |b| f32::from_bits(u32::from(b).wrapping_mul(0x9e37_79b1)));
+}
+
+/// `selective_scan_into` on `device` against its `selective_scan`, one
+/// output reused across shapes that grow, shrink and drop the last state
+/// (poisoned between calls, so a value left from before shows).
+fn scans_into_a_reused_output(device: &scan::Device, shapes: &[SsmShape]) {
+    let mut rng = Rng::fresh("selective scan into");
+    let mut output = SsmOutput { out: vec![f32::NAN; 7], last_state: Some(vec![f32::NAN; 3]) };
+    for (k, &shape) in shapes.iter().enumerate() {
+        let inputs = Inputs::new(&mut rng, shape, 1);
+        for keep_last in [true, false, true] {
+            let args = inputs.args(0b1111).return_last_state(keep_last);
+            let want = device.selective_scan(&args).unwrap();
+            output.out.iter_mut().for_each(|x| *x = f32::NAN);
+            if let Some(last) = output.last_state.as_mut() {
+                last.iter_mut().for_each(|x| *x = f32::NAN);
+            }
+            device.selective_scan_into(&args, &mut output).unwrap();
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert!(bits(&output.out) == bits(&want.out), "shape {k} {shape:?}, last state {keep_last}: out differs");
+            assert_eq!(
+                output.last_state.as_deref().map(bits),
+                want.last_state.as_deref().map(bits),
+                "shape {k} {shape:?}, last state {keep_last}"
+            );
+        }
+    }
+    // A wrong shape is an error, as for selective_scan.
+    let inputs = Inputs::new(&mut rng, shapes[0], 1);
+    let bad = SelectiveScan { u: &inputs.u[1..], ..inputs.args(0) };
+    assert!(matches!(device.selective_scan_into(&bad, &mut output), Err(Error::WrongShape { .. })));
+}
+
+#[test]
+fn the_cpu_scans_into_a_reused_output() {
+    let shapes = [
+        SsmShape { batch: 2, dim: 3, len: 50, state: 4 },
+        SsmShape { batch: 1, dim: 2, len: 7, state: 16 },
+        SsmShape { batch: 3, dim: 4, len: 100, state: 2 },
+    ];
+    scans_into_a_reused_output(&scan::Device::cpu(), &shapes);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_gpu_scans_into_a_reused_output() {
+    // The largest output (2 x 64 x 16384 floats, 8 MiB) and its state go
+    // through the staging buffers; the others by single copies.
+    let shapes = [
+        SsmShape { batch: 2, dim: 64, len: 16384, state: 16 },
+        SsmShape { batch: 1, dim: 32, len: 100, state: 16 },
+        SsmShape { batch: 2, dim: 64, len: 16384, state: 16 },
+        SsmShape { batch: 3, dim: 5, len: 300, state: 4 },
+    ];
+    let device = scan::Device::cuda().unwrap_or_else(|e| panic!("this test needs a CUDA GPU: {e}"));
+    scans_into_a_reused_output(&device, &shapes);
 }

@@ -284,6 +284,8 @@ fn host_slices(cuda: &Cuda, args: &SelectiveScan<'_>, reps: usize) -> Result<Str
         Ok(f64::from(median(ms)))
     };
     let f32_ms = time(&mut || cuda.selective_scan(args).map(drop))?;
+    let mut output = cuda.selective_scan(args).map_err(e)?;
+    let into_ms = time(&mut || cuda.selective_scan_into(args, &mut output))?;
     let device_ms = time(&mut || cuda.selective_scan(&half).map(drop))?;
     let host_ms = time(&mut || cuda.selective_scan(&half.widened().args()).map(drop))?;
     let widen_ms = time(&mut || {
@@ -300,6 +302,12 @@ fn host_slices(cuda: &Cuda, args: &SelectiveScan<'_>, reps: usize) -> Result<Str
     })?;
     let download_ms = time(&mut || cuda.download_selective(&on_device).map(drop))?;
     let plain_download_ms = time(&mut || on_device.download().map(drop))?;
+    // The output alone into host memory touched before (the same Vec each
+    // time), against the new Vec of each call above: what the first touch
+    // of fresh pages costs.
+    let mut reused = vec![0f32; on_device.out.len()];
+    let reused_ms = time(&mut || cuda.download_into(&on_device.out, &mut reused))?;
+    let reused_plain_ms = time(&mut || on_device.out.download_into(&mut reused))?;
     // The activations into the buffers made above, both ways.
     let mut upload_activations = |staged: bool| -> scan::Result<()> {
         let s = &mut on_device;
@@ -330,6 +338,7 @@ fn host_slices(cuda: &Cuda, args: &SelectiveScan<'_>, reps: usize) -> Result<Str
     Ok(format!(
         "\n| from and to host slices (`Cuda::selective_scan`: upload, one launch, download; wall clock, median of {reps}) | ms |\n|---|---:|\n\
          | f32 activations ({:.0} MB of them uploaded) | {f32_ms:.1} |\n\
+         | the same into one reused `SsmOutput` (`Cuda::selective_scan_into`) | {into_ms:.1} |\n\
          | bf16 activations, uploaded as bf16 ({:.0} MB) and widened on the device | {device_ms:.1} |\n\
          | bf16 activations widened on the host first (before 2026-12-07; {:.0} MB uploaded) | {host_ms:.1} |\n\
          | of which the host's widening alone | {widen_ms:.1} |\n\
@@ -338,7 +347,9 @@ fn host_slices(cuda: &Cuda, args: &SelectiveScan<'_>, reps: usize) -> Result<Str
          | f32, its parts: `download_selective` (staged, {:.0} MB) | {download_ms:.1} |\n\
          | the activations alone into those buffers, staged (`Cuda::upload_into`) | {staged_upload_ms:.1} |\n\
          | the same by unstaged driver copies (`DeviceBuffer::upload_from`) | {plain_upload_ms:.1} |\n\
-         | the same results by an unstaged driver copy (`DeviceSelectiveScan::download`) | {plain_download_ms:.1} |\n",
+         | the same results by an unstaged driver copy (`DeviceSelectiveScan::download`) | {plain_download_ms:.1} |\n\
+         | `out` alone into one Vec touched before, staged (`Cuda::download_into`) | {reused_ms:.1} |\n\
+         | the same by an unstaged driver copy (`DeviceBuffer::download_into`) | {reused_plain_ms:.1} |\n",
         activations(4),
         activations(2),
         activations(4),
