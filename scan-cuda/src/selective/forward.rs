@@ -679,8 +679,9 @@ impl Cuda {
     /// results then land in host memory written before instead of new
     /// vectors, whose first touch of each page costs more than the
     /// copy itself (on an H100 host the 201 MB `out` of 8/11's shape took
-    /// 4.5 ms into a reused vector and 29.5 ms into a new one). On an
-    /// error `output` holds unspecified values of the right lengths.
+    /// 4.5 ms into a reused vector and 29.5 ms into a new one). After an
+    /// error, `output`'s contents are unspecified (the arguments' checks
+    /// fail before it is touched).
     ///
     /// ```no_run
     /// # fn main() -> scan_core::Result<()> {
