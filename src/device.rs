@@ -483,6 +483,7 @@ impl Device {
         }
     }
 
+    /// The backward pass of [`Device::selective_scan`] (mamba_ssm's
     /// `selective_scan_bwd`; `scan::selective::backward` has the formulas):
     /// given `dout` = dL/d`out`, the gradients of every argument, the
     /// optional ones where the argument is given. On a GPU,

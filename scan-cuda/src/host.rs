@@ -188,7 +188,7 @@ impl Cuda {
         if count > buf.len() {
             return Err(Error::LengthMismatch { input: buf.len(), output: count });
         }
-        vec_written_by(count, |spare| self.download_uninit(buf, spare))
+        vec_written_by(count, |spare| self.download_checked(buf, spare))
     }
 
     /// The first `out.len()` items of a device buffer of this executor (at
@@ -198,10 +198,7 @@ impl Cuda {
         if out.len() > buf.len() {
             return Err(Error::LengthMismatch { input: buf.len(), output: out.len() });
         }
-        if !staged(std::mem::size_of_val(out)) {
-            return buf.download_uninit(0, out);
-        }
-        self.download_staged(buf, uninit_bytes(out))
+        self.download_checked(buf, out)
     }
 
     /// Copies a device buffer of this executor into `out` (the same
@@ -209,19 +206,23 @@ impl Cuda {
     pub fn download_into<T: Copy>(&self, buf: &DeviceBuffer<T>, out: &mut [T]) -> Result<()> {
         self.check_buffer(buf, "buf")?;
         Error::check_lengths(buf.len(), out.len())?;
-        if !staged(buf.num_bytes()) {
-            return buf.download_into(out);
-        }
-        self.download_staged(buf, bytes_of_mut(out))
+        // SAFETY: MaybeUninit<T> has T's layout, and the download writes only
+        // the bytes of the buffer's items of `T` into it.
+        let out = unsafe { &mut *(out as *mut [T] as *mut [MaybeUninit<T>]) };
+        self.download_checked(buf, out)
     }
 
-    /// The first `out.len()` bytes of `buf` (at most its size) into `out`
-    /// through the staging buffers, after the work queued on the executor's
-    /// stream.
-    fn download_staged<T: Copy>(&self, buf: &DeviceBuffer<T>, out: &mut [MaybeUninit<u8>]) -> Result<()> {
+    /// The first `out.len()` items of `buf` into `out`, after the work
+    /// queued on the executor's stream: through the staging buffers where
+    /// large, else one driver copy. The caller checked the buffer and the
+    /// length.
+    fn download_checked<T: Copy>(&self, buf: &DeviceBuffer<T>, out: &mut [MaybeUninit<T>]) -> Result<()> {
+        if !staged(std::mem::size_of_val(out)) {
+            return buf.download_uninit(0, out);
+        }
         let src = buf.device_ptr(self.stream());
         let after = self.stream().cu_stream();
-        self.with_staging(|staging| staging.download(src, out, after, self.chunk_policy()))
+        self.with_staging(|staging| staging.download(src, uninit_bytes(out), after, self.chunk_policy()))
     }
 
     /// [`scan_host`](Cuda::scan_host) without staging: upload the whole

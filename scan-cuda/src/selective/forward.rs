@@ -723,6 +723,7 @@ impl Cuda {
         }
     }
 
+    /// Checks `args` and copies them to the device, with room for the
     /// results (and the last state when `args` asks for it). bf16 and f16
     /// activations (`u`, `delta`, `z`, `B`, `C`) are copied at their own
     /// width and widened to f32 on the device ([`Cuda::widen_to_f32`]):
